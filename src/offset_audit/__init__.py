@@ -1,0 +1,1 @@
+"""kafka-offset-audit."""

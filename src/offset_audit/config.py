@@ -1,0 +1,67 @@
+"""Run settings: conf/default.toml, overlaid by `--conf FILE`, overlaid by command-line flags."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offset_audit.errors import UserError
+
+DEFAULT_CONF = Path(__file__).resolve().parent / "conf" / "default.toml"
+INPUT_FORMATS = ("parquet", "delta", "kafka")
+
+
+@dataclass(frozen=True)
+class Settings:
+    input_format: str = "parquet"
+    topic: str = "__consumer_offsets"
+    bootstrap_servers: str = ""
+    isolation_level: str = "read_committed"
+    kafka_options: dict[str, str] = field(default_factory=dict)
+    fast_path: bool = True
+    spark: dict[str, str] = field(default_factory=dict)
+
+
+def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for name, value in overlay.items():
+        out[name] = _merge(out[name], value) if isinstance(value, dict) and isinstance(out.get(name), dict) else value
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise UserError(f"config file {path} does not exist") from err
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"config file {path} is not valid TOML: {err}") from err
+
+
+def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
+    raw = _read_toml(DEFAULT_CONF)
+    if conf_file:
+        raw = _merge(raw, _read_toml(Path(conf_file)))
+    values: dict[str, Any] = {
+        "input_format": raw.get("input", {}).get("format", "parquet"),
+        "topic": raw.get("input", {}).get("topic", "__consumer_offsets"),
+        "bootstrap_servers": raw.get("kafka", {}).get("bootstrap_servers", ""),
+        "isolation_level": raw.get("kafka", {}).get("isolation_level", "read_committed"),
+        "kafka_options": {str(k): str(v) for k, v in raw.get("kafka", {}).get("options", {}).items()},
+        "fast_path": bool(raw.get("decode", {}).get("fast_path", True)),
+        "spark": {str(k): str(v) for k, v in raw.get("spark", {}).items()},
+    }
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        if name == "kafka_options":
+            values[name] = {**values[name], **value}
+        else:
+            values[name] = value
+    if values["input_format"] not in INPUT_FORMATS:
+        raise UserError(
+            f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}"
+        )
+    return Settings(**values)

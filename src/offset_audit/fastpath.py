@@ -1,0 +1,222 @@
+"""Vectorised decoding of offset commits, the records that make up nearly all of a dump.
+
+It reads whole Arrow columns of keys and values with numpy instead of one record at a time, for the
+layouts the broker actually writes: OffsetCommitKey (types 0 and 1) and OffsetCommitValue v0-v4 with
+one-byte compact metadata lengths and either no tagged field or only the topicId tag. Every row it is
+not certain about (any other layout, 2-byte varint lengths, unknown tags, trailing bytes, non-ASCII
+strings that are not valid UTF-8, truncation) is left to the generic reader in `offset_audit.records`,
+which knows every layout and gives exact quarantine reasons. Both are tested on the same vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offset_audit import constants as K
+
+_PAD = 32  # reads near the end of a buffer stay in bounds; rows that needed them are rejected anyway
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_UUID_DASHES = (8, 12, 16, 20)
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass
+class BinaryColumn:
+    """A binary Arrow column as numpy: start/end byte offsets per row, the bytes, and nulls."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    data: np.ndarray
+    is_null: np.ndarray
+
+    @staticmethod
+    def of(array: pa.Array) -> BinaryColumn:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        n = len(array)
+        large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+        offset_type = np.int64 if large else np.int32
+        buffers = array.buffers()
+        offsets = np.frombuffer(buffers[1], dtype=offset_type)[array.offset : array.offset + n + 1]
+        offsets = offsets.astype(np.int64)
+        data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.empty(0, np.uint8)
+        data = np.concatenate([data, np.zeros(_PAD, np.uint8)])
+        is_null = array.is_null().to_numpy(zero_copy_only=False)
+        return BinaryColumn(offsets[:-1], offsets[1:], data, is_null)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.where(self.is_null, -1, self.ends - self.starts)
+
+
+def _read(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """Big-endian signed integers of `width` bytes at each position (positions clamped in bounds)."""
+    pos = np.clip(pos, 0, len(data) - _PAD)
+    window = data[pos[:, None] + np.arange(width)]
+    return np.ascontiguousarray(window).view(f">i{width}").ravel().astype(np.int64)
+
+
+def _gather_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Build a UTF-8 Arrow array from byte ranges; also return which rows have non-ASCII bytes."""
+    lengths = lengths.astype(np.int64)
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if total:
+        index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total)
+        gathered = data[index]
+    else:
+        gathered = np.empty(0, np.uint8)
+    high = gathered >= 0x80
+    non_ascii = np.zeros(len(starts), bool)
+    if high.any():
+        rows = np.repeat(np.arange(len(starts)), lengths)
+        non_ascii[np.unique(rows[high])] = True
+    if total > np.iinfo(np.int32).max:
+        array = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(gathered))
+    else:
+        array = pa.StringArray.from_buffers(
+            len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(gathered)
+        )
+    return array, non_ascii
+
+
+def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
+    raw = data[starts[:, None] + np.arange(16)]
+    hexed = np.empty((len(starts), 32), np.uint8)
+    hexed[:, 0::2] = _HEX[raw >> 4]
+    hexed[:, 1::2] = _HEX[raw & 0x0F]
+    parts = np.split(hexed, _UUID_DASHES, axis=1)
+    dash = np.full((len(starts), 1), ord("-"), np.uint8)
+    text = np.concatenate([parts[0], dash, parts[1], dash, parts[2], dash, parts[3], dash, parts[4]], axis=1)
+    offsets = (np.arange(len(starts) + 1) * 36).astype(np.int32)
+    return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(text.ravel()))
+
+
+@dataclass
+class FastCommits:
+    """Decoded offset commits for the rows in `rows` (indexes into the batch)."""
+
+    rows: np.ndarray
+    columns: dict[str, pa.Array]
+
+
+def _valid_utf8(data: np.ndarray, start: int, length: int) -> bool:
+    try:
+        data[start : start + length].tobytes().decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommits:
+    """Decode the rows that are certainly well-formed offset commits; the caller sends the rest to the
+    generic reader."""
+    klen = keys.lengths
+    key_type = np.where(klen >= 2, _read(keys.data, keys.starts, 2), -1)
+    ok = (klen >= 10) & ((key_type == K.LEGACY_OFFSET_COMMIT) | (key_type == K.OFFSET_COMMIT))
+
+    # OffsetCommitKey: int16 type, string group, string topic, int32 partition (never flexible).
+    group_len = _read(keys.data, keys.starts + 2, 2)
+    topic_pos = keys.starts + 4 + group_len
+    topic_len = _read(keys.data, topic_pos, 2)
+    ok &= (group_len >= 0) & (topic_len >= 0) & (10 + group_len + topic_len == klen)
+    partition = _read(keys.data, topic_pos + 2 + topic_len, 4)
+
+    # OffsetCommitValue v0-v4 (reference 2.3).
+    vdata = values.data
+    tombstone = values.is_null
+    vlen = values.lengths
+    live = ~tombstone
+    version = np.where(vlen >= 2, _read(vdata, values.starts, 2), -1)
+    ok &= tombstone | ((version >= 0) & (version <= 4))
+    pos = values.starts + 2
+    offset = _read(vdata, pos, 8)
+    pos = pos + 8
+    has_epoch = version >= 3
+    leader_epoch = np.where(has_epoch, _read(vdata, pos, 4), -1)
+    pos = pos + 4 * has_epoch
+    flexible = version == 4
+    compact_len = vdata[np.clip(pos, 0, len(vdata) - _PAD)].astype(np.int64)
+    # A compact length byte with the high bit set is a multi-byte varint: leave it to the generic reader.
+    ok &= ~(live & flexible) | ((compact_len & 0x80) == 0) & (compact_len >= 1)
+    meta_len = np.where(flexible, compact_len - 1, _read(vdata, pos, 2))
+    meta_start = pos + np.where(flexible, 1, 2)
+    ok &= tombstone | (meta_len >= 0)
+    pos = meta_start + np.maximum(meta_len, 0)
+    commit_ts = _read(vdata, pos, 8)
+    pos = pos + 8
+    has_expire = version == 1
+    expire_ts = np.where(has_expire, _read(vdata, pos, 8), -1)
+    pos = pos + 8 * has_expire
+    # v4 ends with tagged fields: none (00), or only topicId (01 tag=00 size=10 + 16 bytes).
+    tag_count = vdata[np.clip(pos, 0, len(vdata) - _PAD)]
+    tag_head = _read(vdata, pos + 1, 2)
+    has_topic_id = flexible & (tag_count == 1) & (tag_head == 0x0010)
+    ok &= ~(live & flexible) | (tag_count == 0) | has_topic_id
+    pos = pos + np.where(flexible, 1, 0) + np.where(has_topic_id, 18, 0)
+    ok &= tombstone | (pos == values.ends)
+
+    rows = np.flatnonzero(ok)
+    groups, group_high = _gather_strings(keys.data, keys.starts[rows] + 4, group_len[rows])
+    topics, topic_high = _gather_strings(keys.data, topic_pos[rows] + 2, topic_len[rows])
+    live_rows = live[rows]
+    metadata, meta_high = _gather_strings(vdata, meta_start[rows], np.where(live_rows, meta_len[rows], 0))
+    suspicious = np.flatnonzero(group_high | topic_high | meta_high)
+    if len(suspicious):
+        # Non-ASCII is fine when it is valid UTF-8; otherwise the generic reader replaces bad bytes as Java does.
+        bad = [
+            i
+            for i in suspicious
+            if not (
+                _valid_utf8(keys.data, keys.starts[rows[i]] + 4, group_len[rows[i]])
+                and _valid_utf8(keys.data, topic_pos[rows[i]] + 2, topic_len[rows[i]])
+                and (not live_rows[i] or _valid_utf8(vdata, meta_start[rows[i]], meta_len[rows[i]]))
+            )
+        ]
+        if bad:
+            keep = np.ones(len(rows), bool)
+            keep[bad] = False
+            ok[rows[~keep]] = False
+            return decode_offset_commits_subset(keys, values, ok)
+
+    def live_only(values_: np.ndarray, type_: pa.DataType, sentinel: int | None = None) -> pa.Array:
+        mask = ~live_rows
+        if sentinel is not None:
+            mask = mask | (values_ == sentinel)
+        return pa.array(values_, type=type_, mask=mask)
+
+    topic_ids = pa.nulls(len(rows), pa.string())
+    with_id = has_topic_id[rows]
+    if with_id.any():
+        ids = _uuid_strings(vdata, pos[rows][with_id] - 16)
+        # Kafka writes no topicId when it is ZERO_UUID; a written zero means the same: unknown.
+        ids = pc.if_else(pc.equal(ids, _ZERO_UUID), pa.scalar(None, pa.string()), ids)
+        index = np.cumsum(with_id) - 1
+        topic_ids = ids.take(pa.array(np.maximum(index, 0), mask=~with_id))
+
+    columns = {
+        "key_type": pa.array(key_type[rows], pa.int16()),
+        "group_id": groups,
+        "topic": topics,
+        "partition": pa.array(partition[rows], pa.int32()),
+        "is_tombstone": pa.array(tombstone[rows], pa.bool_()),
+        "value_version": live_only(version[rows], pa.int16()),
+        "committed_offset": live_only(offset[rows], pa.int64()),
+        "leader_epoch": live_only(leader_epoch[rows], pa.int32(), sentinel=-1),
+        "metadata": pc.if_else(pa.array(live_rows), metadata, pa.scalar(None, pa.string())),
+        "commit_timestamp": live_only(commit_ts[rows], pa.int64()),
+        "expire_timestamp": live_only(expire_ts[rows], pa.int64()),
+        "topic_id": topic_ids,
+    }
+    return FastCommits(rows, columns)
+
+
+def decode_offset_commits_subset(keys: BinaryColumn, values: BinaryColumn, allowed: np.ndarray) -> FastCommits:
+    """Re-run the fast decode on rows still allowed after a UTF-8 check failed for some."""
+    masked_keys = BinaryColumn(keys.starts, keys.ends, keys.data, keys.is_null | ~allowed)
+    return decode_offset_commits(masked_keys, values)

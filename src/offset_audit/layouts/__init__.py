@@ -1,0 +1,1 @@
+"""Kafka record layouts as data and the byte-level readers they drive."""

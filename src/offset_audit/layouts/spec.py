@@ -1,0 +1,170 @@
+"""Record layouts as data: the files in `schemas/` parsed into field specs.
+
+The files follow the shape of Kafka's own message JSON (fields with `versions`, `nullableVersions`,
+`taggedVersions`, `tag`, nested `fields`), so a new Kafka version is a schema edit plus byte vectors,
+not a new parser (see ../shared/style.md, "Layouts as data").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PRIMITIVES = ("bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes")
+
+
+@dataclass(frozen=True)
+class Versions:
+    """An inclusive version range such as "0+", "1", "0-4" or "none"."""
+
+    low: int
+    high: int  # inclusive; a large number for open ranges
+
+    @staticmethod
+    def parse(text: str | None) -> Versions:
+        if text is None or text == "none":
+            return NO_VERSIONS
+        text = str(text).strip()
+        if text.endswith("+"):
+            return Versions(int(text[:-1]), 1 << 15)
+        if "-" in text:
+            low, high = text.split("-", 1)
+            return Versions(int(low), int(high))
+        return Versions(int(text), int(text))
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+    @property
+    def empty(self) -> bool:
+        return self.low > self.high
+
+
+NO_VERSIONS = Versions(0, -1)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str  # primitive, "[]primitive", "[]StructName" or "StructName"
+    versions: Versions
+    nullable: Versions = NO_VERSIONS
+    tagged: Versions = NO_VERSIONS
+    tag: int | None = None
+    default: Any = None
+    has_default: bool = False
+    fields: tuple[FieldSpec, ...] = ()
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def element_type(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+    @property
+    def is_struct(self) -> bool:
+        return self.element_type not in PRIMITIVES
+
+
+@dataclass(frozen=True)
+class ValueLayout:
+    """One era's value layout of a record type; several eras exist where Kafka broke compatibility."""
+
+    era: str
+    valid: Versions
+    flexible: Versions
+    fields: tuple[FieldSpec, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    record_type: int
+    name: str
+    key_fields: tuple[FieldSpec, ...]
+    values: tuple[ValueLayout, ...]
+    source: str = ""
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class StructLayout:
+    """A versioned struct that is not a coordinator record (the consumer protocol blobs)."""
+
+    name: str
+    valid: Versions
+    flexible: Versions
+    fields: tuple[FieldSpec, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
+    versions = raw.get("versions", inherited_versions)
+    return FieldSpec(
+        name=raw["name"],
+        type=raw["type"],
+        versions=Versions.parse(versions),
+        nullable=Versions.parse(raw.get("nullableVersions")),
+        tagged=Versions.parse(raw.get("taggedVersions")),
+        tag=raw.get("tag"),
+        default=raw.get("default"),
+        has_default="default" in raw,
+        fields=tuple(_field(f, versions) for f in raw.get("fields", ())),
+    )
+
+
+def schemas_dir() -> Path:
+    """Where the layout files live: bundled next to the package in a wheel, else the repo's schemas/."""
+    bundled = Path(__file__).resolve().parent.parent / "schemas"
+    if bundled.is_dir():
+        return bundled
+    return Path(__file__).resolve().parents[3] / "schemas"
+
+
+def _parse_record(raw: dict[str, Any]) -> RecordLayout:
+    return RecordLayout(
+        record_type=raw["recordType"],
+        name=raw["name"],
+        key_fields=tuple(_field(f, "0") for f in raw["key"]["fields"]),
+        values=tuple(
+            ValueLayout(
+                era=v["era"],
+                valid=Versions.parse(v["validVersions"]),
+                flexible=Versions.parse(v["flexibleVersions"]),
+                fields=tuple(_field(f) for f in v["fields"]),
+                note=v.get("note", ""),
+            )
+            for v in raw["value"]
+        ),
+        source=raw.get("source", ""),
+        about=raw.get("about", ""),
+    )
+
+
+@cache
+def record_layouts(directory: str | None = None) -> dict[int, RecordLayout]:
+    """All coordinator record layouts by record type."""
+    base = Path(directory) if directory else schemas_dir() / "records"
+    layouts = {}
+    for path in sorted(base.glob("*.json")):
+        layout = _parse_record(json.loads(path.read_text()))
+        if layout.record_type in layouts:
+            raise ValueError(f"record type {layout.record_type} is described twice ({path.name})")
+        layouts[layout.record_type] = layout
+    return layouts
+
+
+@cache
+def protocol_layout(name: str) -> StructLayout:
+    raw = json.loads((schemas_dir() / "protocol" / f"{name}.json").read_text())
+    return StructLayout(
+        name=raw["name"],
+        valid=Versions.parse(raw["validVersions"]),
+        flexible=Versions.parse(raw["flexibleVersions"]),
+        fields=tuple(_field(f) for f in raw["fields"]),
+    )

@@ -1,0 +1,71 @@
+"""What a decode run read and wrote, and the check that the numbers add up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from offset_audit import records
+
+
+@dataclass(frozen=True)
+class TypeCount:
+    record_type: int | None
+    record_name: str
+    value_version: int | None
+    layout_era: str | None
+    records: int
+    tombstones: int
+
+
+@dataclass
+class DecodeReport:
+    run_id: str
+    command: str
+    started_at: datetime
+    input: str
+    input_format: str
+    records_read: int = 0
+    records_skipped: int = 0
+    by_class: dict[str, int] = field(default_factory=dict)
+    tombstones: int = 0
+    decoded_by_type: list[TypeCount] = field(default_factory=list)
+    table_rows: dict[str, int] = field(default_factory=dict)
+    finished_at: datetime | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def records_decoded(self) -> int:
+        return sum(n for c, n in self.by_class.items() if c in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN))
+
+    @property
+    def other_records(self) -> int:
+        return self.by_class.get(records.OTHER, 0)
+
+    @property
+    def quarantined(self) -> int:
+        return self.by_class.get(records.QUARANTINE, 0)
+
+    @property
+    def reconciles(self) -> bool:
+        return self.records_read == (
+            self.records_skipped + self.records_decoded + self.other_records + self.quarantined
+        )
+
+    def as_row(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "command": self.command,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "input": self.input,
+            "input_format": self.input_format,
+            "records_read": self.records_read,
+            "records_skipped": self.records_skipped,
+            "records_decoded": self.records_decoded,
+            "tombstones": self.tombstones,
+            "other_records": self.other_records,
+            "quarantined": self.quarantined,
+            "decoded_by_type": [t.__dict__ for t in self.decoded_by_type],
+            "table_rows": dict(self.table_rows),
+        }

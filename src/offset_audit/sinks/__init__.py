@@ -1,0 +1,1 @@
+"""Where tables leave the job: Delta Lake (the only place besides `sources/` that touches files)."""
