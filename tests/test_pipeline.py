@@ -31,9 +31,12 @@ def test_counts_reconcile_and_match_the_tables(decoded):
     assert report.quarantined > 0 and report.other_records > 0
     for name in DECODE_TABLES:
         assert DeltaTable(f"{output}/{name}").count() == report.table_rows[name], name
-    assert report.table_rows["offset_commits"] + report.table_rows["group_metadata"] + report.table_rows[
-        "modern_group_records"
-    ] == report.records_decoded
+    assert (
+        report.table_rows["offset_commits"]
+        + report.table_rows["group_metadata"]
+        + report.table_rows["modern_group_records"]
+        == report.records_decoded
+    )
     assert sum(t.records for t in report.decoded_by_type) == report.records_decoded
     assert sum(t.tombstones for t in report.decoded_by_type) == report.tombstones
 
@@ -86,3 +89,15 @@ def test_records_of_other_topics_are_skipped_and_counted(spark, tmp_path):
     report = run_decode(spark, [str(mixed)], str(tmp_path / "out"), load_settings())
     assert report.records_skipped == 7
     assert report.records_read == 500 and report.reconciles
+
+
+def test_dataframe_route_writes_the_same_tables_as_the_direct_route(spark, dump, decoded, tmp_path):
+    report, output = decoded
+    other = run_decode(spark, [dump], str(tmp_path), load_settings(), route="dataframe")
+    assert other.table_rows == report.table_rows
+    assert other.decoded_by_type == report.decoded_by_type
+    for name in DECODE_TABLES:
+        direct = spark.read.parquet(*DeltaTable(f"{output}/{name}").file_uris())
+        frame = spark.read.parquet(*DeltaTable(f"{tmp_path}/{name}").file_uris())
+        assert direct.schema == frame.schema, name
+        assert direct.exceptAll(frame).count() == 0 and frame.exceptAll(direct).count() == 0, name

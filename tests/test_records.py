@@ -37,7 +37,10 @@ def test_every_record_type_and_value_version_has_a_vector():
     seen = set()
     for vector in all_vectors():
         row = records.decode_record(CODEC, vector.key, vector.value)
-        if row["record_class"] in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN) and not row["is_tombstone"]:
+        if (
+            row["record_class"] in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN)
+            and not row["is_tombstone"]
+        ):
             seen.add((row["key_type"], row["layout_era"], row["value_version"]))
     wanted = {
         (t, era.era, version)

@@ -45,16 +45,35 @@ def main() -> None:
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
-        click.option("--input", "inputs", multiple=True, metavar="PATH",
-                     help="Kafka-source snapshot: Parquet/Delta file, folder or glob (repeatable)."),
-        click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=None,
-                     help="parquet (default), delta, or kafka for a live cluster."),
+        click.option(
+            "--input",
+            "inputs",
+            multiple=True,
+            metavar="PATH",
+            help="Kafka-source snapshot: Parquet/Delta file, folder or glob (repeatable).",
+        ),
+        click.option(
+            "--input-format",
+            type=click.Choice(INPUT_FORMATS),
+            default=None,
+            help="parquet (default), delta, or kafka for a live cluster.",
+        ),
         click.option("--bootstrap-servers", default=None, help="with --input-format kafka"),
-        click.option("--kafka-option", "kafka_options", multiple=True, metavar="NAME=VALUE",
-                     help="extra option for Spark's Kafka source (repeatable)."),
+        click.option(
+            "--kafka-option",
+            "kafka_options",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="extra option for Spark's Kafka source (repeatable).",
+        ),
         click.option("--topic", default=None, help="topic of the dump (default __consumer_offsets)."),
-        click.option("--conf", "conf_file", default=None, type=click.Path(dir_okay=False),
-                     help="TOML file overlaying conf/default.toml."),
+        click.option(
+            "--conf",
+            "conf_file",
+            default=None,
+            type=click.Path(dir_okay=False),
+            help="TOML file overlaying conf/default.toml.",
+        ),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
@@ -91,10 +110,20 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
 @click.option("--output", required=True, metavar="PATH", help="folder for the Parquet files.")
 @click.option("--records", default=100_000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=1, show_default=True, type=int)
-@click.option("--corrupt", default=0, show_default=True, type=click.IntRange(min=0),
-              help="how many corrupt or unknown records to mix in.")
-@click.option("--partitions", default=10, show_default=True, type=click.IntRange(min=1),
-              help="__consumer_offsets partition count (offsets.topic.num.partitions).")
+@click.option(
+    "--corrupt",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="how many corrupt or unknown records to mix in.",
+)
+@click.option(
+    "--partitions",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="__consumer_offsets partition count (offsets.topic.num.partitions).",
+)
 @_user_errors
 def generate(output, records, seed, corrupt, partitions) -> None:
     """Write a realistic, deterministic Kafka-source dump of __consumer_offsets."""

@@ -61,7 +61,5 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         else:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
-        raise UserError(
-            f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}"
-        )
+        raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
     return Settings(**values)

@@ -1,214 +1,363 @@
-"""Raw records to typed tables: the Spark stage around the byte readers.
+"""Raw records to typed tables.
 
-`decode_records` runs once over the raw records (inside Arrow batches, vectorised for offset commits,
-layout-driven for everything else) and yields one wide row per record: its class and the struct of the
-table it belongs to. The table functions below are pure projections of that DataFrame, so one decode
-pass feeds every table, and a test can build their input from a handful of byte vectors.
+`decode_batch` is the heart: a pure function from one Arrow batch of raw records to the rows of every
+output table. Offset commits (nearly all of a dump) are read column-wise by the vectorised reader and
+stay Arrow end to end; the rare records go through the layout-driven generic reader.
+
+Two transports carry its result, chosen by the sink (see `offset_audit.sinks`):
+- `decode_records` + the table functions below: a DataFrame of offset-commit columns plus a JSON
+  payload for the rare records, projected into one DataFrame per table. Pure DataFrame -> DataFrame;
+  used with delta-spark sessions and in tests.
+- `offset_audit.sinks.direct`: one Spark pass in which each task decodes and writes its Parquet files
+  itself, so decoded rows never travel back to the JVM (measured: `make bench`).
 """
 
 from __future__ import annotations
 
+import base64
+import json
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
-    BooleanType,
-    IntegerType,
-    LongType,
-    ShortType,
     StringType,
     StructField,
     StructType,
     TimestampType,
-    _parse_datatype_string,
 )
 
 from offset_audit import records
 from offset_audit.fastpath import BinaryColumn, decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
-from offset_audit.layouts.spec import RecordLayout, record_layouts
-from offset_audit.tables import TableSchema, as_epoch_millis, table_schema
+from offset_audit.layouts.spec import record_layouts
+from offset_audit.tables import TableSchema, as_epoch_millis, parse_type, table_schema
 
-# Columns every raw record carries into the decode stage (see offset_audit.sources).
-RAW_COLUMNS = ("source_partition", "source_offset", "record_ts_us", "key", "value")
-
-_CLASS_TABLES = {
+# Columns every raw record brings to the decode stage (see offset_audit.sources and `for_decode`).
+RAW_COLUMNS = ("source_partition", "source_offset", "record_ts_us", "key", "value", "other_topic")
+SKIPPED = "skipped"
+TABLES = (
+    "offset_commits",
+    "group_metadata",
+    "group_members",
+    "modern_group_records",
+    "other_records",
+    "quarantine",
+)
+CLASS_TABLE = {
     records.OFFSET_COMMIT: "offset_commits",
     records.GROUP_METADATA: "group_metadata",
     records.MODERN: "modern_group_records",
     records.OTHER: "other_records",
     records.QUARANTINE: "quarantine",
 }
+_DECODED = (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN)
 
 
-def _decode_struct(table: TableSchema, extra: list[StructField] | None = None) -> StructType:
-    fields = [
-        StructField(c.name, as_epoch_millis(_parse_datatype_string(c.type)), True) for c in table.without_coordinates()
+@cache
+def arrow_schema(table: str) -> pa.Schema:
+    return to_arrow_schema(table_schema(table).struct(), timezone="UTC")
+
+
+@cache
+def _stage_arrow_schema(table: str) -> pa.Schema:
+    """A table's columns as the decoders produce them: timestamps still Kafka's epoch milliseconds."""
+    schema = table_schema(table)
+    fields = [StructField("record_ts_us", parse_type("bigint"))] + [
+        StructField(c.name, as_epoch_millis(parse_type(c.type))) for c in schema.columns if c.name != "record_timestamp"
     ]
-    return StructType(fields + (extra or []))
+    return to_arrow_schema(StructType(fields), timezone="UTC")
+
+
+def _millis_to_timestamps(values: pa.Array) -> pa.Array:
+    # Kafka writes -1 for "no timestamp" (reference 1.2, 2.3, 2.5): that is null in every table.
+    values = pc.if_else(pc.equal(values, -1), pa.scalar(None, pa.int64()), values)
+    return pc.multiply(values, 1000).cast(pa.timestamp("us", tz="UTC"))
+
+
+def finalize(table: str, stage: pa.Table) -> pa.Table:
+    """Decode-stage columns to the table's schema: record_ts_us -> record_timestamp, ms -> TIMESTAMP."""
+    target = arrow_schema(table)
+    columns = []
+    for target_field in target:
+        if target_field.name == "record_timestamp":
+            columns.append(stage.column("record_ts_us").cast(target_field.type))
+        elif pa.types.is_timestamp(target_field.type):
+            columns.append(_millis_to_timestamps(stage.column(target_field.name)))
+        else:
+            columns.append(stage.column(target_field.name))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def rows_to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    return finalize(table, pa.Table.from_pylist(rows, schema=_stage_arrow_schema(table)))
+
+
+def member_rows(group_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """group_members rows: each member with its group's id and the group record's coordinates."""
+    out = []
+    for group in group_rows:
+        coords = {k: group[k] for k in ("source_partition", "source_offset", "record_ts_us")}
+        for member in group.get("members") or []:
+            out.append({**member, **coords, "group_id": group["group_id"]})
+    return out
+
+
+@dataclass
+class DecodedBatch:
+    """One raw batch, decoded: the offset commits as an Arrow table, the rare records as rows, and the
+    counts by class, record type, value version, layout and tombstone that the summary reconciles."""
+
+    offset_commits: pa.Table
+    rare: dict[str, list[dict[str, Any]]]
+    classified: list[dict[str, Any]]  # one small dict per rare record: class, key_type, version, era, tombstone
+    counts: Counter = field(default_factory=Counter)
+
+    def table(self, name: str) -> pa.Table:
+        if name == "offset_commits":
+            return self.offset_commits
+        if name == "group_members":
+            return rows_to_table(name, member_rows(self.rare["group_metadata"]))
+        return rows_to_table(name, self.rare[name])
+
+
+def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa.Table, Counter]:
+    rows = pa.array(fast.rows)
+    columns = {name: batch.column(name).take(rows) for name in ("source_partition", "source_offset", "record_ts_us")}
+    stage = pa.table({**columns, **fast.columns})
+    counts: Counter = Counter()
+    # Count by (key type, value version) with one bincount: key types are 0/1, versions -1 (tombstone) to 4.
+    key_types = fast.columns["key_type"].to_numpy(zero_copy_only=False).astype(np.int64)
+    versions = fast.columns["value_version"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    for slot, count in enumerate(np.bincount(key_types * 6 + versions + 1, minlength=12).tolist()):
+        if count:
+            key_type, version = divmod(slot, 6)
+            version -= 1
+            tombstone = version == -1
+            era = None if tombstone else eras[key_type]
+            counts[(records.OFFSET_COMMIT, key_type, None if tombstone else version, era, tombstone)] += count
+    return finalize("offset_commits", stage), counts
+
+
+def for_decode(raw: DataFrame, topic: str) -> DataFrame:
+    """The raw records as the decode stage takes them. Whether a record belongs to another topic than
+    `topic` is worked out here, in the JVM, so that topic names never travel to Python workers."""
+    other = F.col("source_topic").isNotNull() & (F.col("source_topic") != F.lit(topic))
+    return raw.select(*RAW_COLUMNS[:-1], F.coalesce(other, F.lit(False)).alias("other_topic"))
+
+
+def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool = True) -> DecodedBatch:
+    """Decode one Arrow batch of raw records (columns RAW_COLUMNS; records of another topic are only
+    counted, as skipped)."""
+    n = batch.num_rows
+    pending = np.ones(n, bool)
+    counts: Counter = Counter()
+    if "other_topic" in batch.schema.names:
+        other_topic = batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
+        pending &= ~other_topic
+        counts[(SKIPPED, None, None, None, False)] += int(other_topic.sum())
+    keys = batch.column("key")
+    values = batch.column("value")
+    parts = []
+    if use_fast_path and pending.any():
+        eras = {t: codec.layouts[t].values[0].era for t in (0, 1)}
+        key_column = BinaryColumn.of(keys)
+        key_column.is_null = key_column.is_null | ~pending
+        fast = decode_offset_commits(key_column, BinaryColumn.of(values))
+        if len(fast.rows):
+            pending[fast.rows] = False
+            table, fast_counts = _fast_commits(batch, fast, eras)
+            parts.append(table)
+            counts.update(fast_counts)
+
+    rare: dict[str, list[dict[str, Any]]] = {name: [] for name in CLASS_TABLE.values()}
+    classified = []
+    rest = pa.array(np.flatnonzero(pending))
+    if len(rest):
+        coords = zip(
+            batch.column("source_partition").take(rest).to_pylist(),
+            batch.column("source_offset").take(rest).to_pylist(),
+            batch.column("record_ts_us").take(rest).to_pylist(),
+            keys.take(rest).to_pylist(),
+            values.take(rest).to_pylist(),
+            strict=True,
+        )
+        for partition, offset, stamp, key, value in coords:
+            row = records.decode_record(codec, key, value)
+            cls = row["record_class"]
+            payload = row[cls]
+            payload.update(source_partition=partition, source_offset=offset, record_ts_us=stamp)
+            rare[CLASS_TABLE[cls]].append(payload)
+            summary = (
+                cls,
+                row.get("key_type"),
+                row.get("value_version"),
+                row.get("layout_era"),
+                row["is_tombstone"],
+            )
+            if cls not in _DECODED:
+                summary = (cls, row.get("key_type"), None, None, row["is_tombstone"])
+            counts[summary] += 1
+            classified.append({"class": cls, "key": summary, "payload": payload})
+    generic_commits = rare.pop("offset_commits")
+    if generic_commits:
+        parts.append(rows_to_table("offset_commits", generic_commits))
+    commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
+    return DecodedBatch(commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts)
+
+
+# The DataFrame transport ---------------------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(type(value))
+
+
+@cache
+def _payload_struct(table: str) -> StructType:
+    schema: TableSchema = table_schema(table)
+    fields = [StructField(c.name, as_epoch_millis(parse_type(c.type))) for c in schema.without_coordinates()]
+    if table == "group_metadata":
+        members = [
+            StructField(c.name, as_epoch_millis(parse_type(c.type)))
+            for c in table_schema("group_members").without_coordinates()
+            if c.name != "group_id"
+        ]
+        fields.append(StructField("members", ArrayType(StructType(members))))
+    return StructType(fields)
 
 
 @cache
 def decoded_schema() -> StructType:
-    """The wide row of the decode stage: coordinates, classification and one struct per table."""
-    member = _decode_struct(table_schema("group_members"), [StructField("group_id", StringType())])
-    member = StructType([f for f in member.fields if f.name != "group_id"])
-    structs = {
-        records.OFFSET_COMMIT: _decode_struct(table_schema("offset_commits")),
-        records.GROUP_METADATA: _decode_struct(
-            table_schema("group_metadata"), [StructField("members", ArrayType(member))]
-        ),
-        records.MODERN: _decode_struct(table_schema("modern_group_records")),
-        records.OTHER: _decode_struct(table_schema("other_records")),
-        records.QUARANTINE: _decode_struct(table_schema("quarantine")),
-    }
+    """The decode stage as a DataFrame: offset-commit columns, the record's class and, for rare
+    records, their row as JSON (a handful of rows; the commit columns stay flat and fast)."""
     return StructType(
         [
-            StructField("source_partition", IntegerType()),
-            StructField("source_offset", LongType()),
-            StructField("record_ts_us", LongType()),
+            *table_schema("offset_commits").struct().fields,
             StructField("record_class", StringType()),
-            StructField("key_type", ShortType()),
-            StructField("value_version", ShortType()),
             StructField("layout_era", StringType()),
-            StructField("is_tombstone", BooleanType()),
+            StructField("payload", StringType()),
         ]
-        + [StructField(name, struct) for name, struct in structs.items()]
     )
 
 
-def _era_of(layouts: dict[int, RecordLayout], record_type: int) -> str:
-    return layouts[record_type].values[0].era
-
-
-def decode_batch(
-    batch: pa.RecordBatch, codec: RecordCodec, schema: pa.Schema, use_fast_path: bool = True
-) -> Iterator[pa.RecordBatch]:
-    """Decode one Arrow batch of raw records into decode-stage batches (fast rows, then the rest)."""
-    n = batch.num_rows
-    keys = batch.column("key")
-    values = batch.column("value")
-    coords = {name: batch.column(name) for name in ("source_partition", "source_offset", "record_ts_us")}
-    handled = np.zeros(n, bool)
-    if use_fast_path and n:
-        fast = decode_offset_commits(BinaryColumn.of(keys), BinaryColumn.of(values))
-        if len(fast.rows):
-            handled[fast.rows] = True
-            yield _fast_batch(fast, coords, codec, schema)
-    rest = np.flatnonzero(~handled)
-    if len(rest) == 0:
-        return
-    key_list = keys.take(pa.array(rest)).to_pylist()
-    value_list = values.take(pa.array(rest)).to_pylist()
-    partitions = coords["source_partition"].take(pa.array(rest)).to_pylist()
-    offsets = coords["source_offset"].take(pa.array(rest)).to_pylist()
-    stamps = coords["record_ts_us"].take(pa.array(rest)).to_pylist()
+def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    commits = decoded.offset_commits
+    if commits.num_rows:
+        era = pc.if_else(
+            commits.column("is_tombstone"),
+            pa.scalar(None, pa.string()),
+            pc.if_else(pc.equal(commits.column("key_type"), 0), "0.8.2+", "0.9.0+"),
+        )
+        extra = {
+            "record_class": pa.array([records.OFFSET_COMMIT] * commits.num_rows, pa.string()),
+            "layout_era": era,
+            "payload": pa.nulls(commits.num_rows, pa.string()),
+        }
+        arrays = [commits.column(f.name) if f.name in commits.schema.names else extra[f.name] for f in schema]
+        yield from pa.Table.from_arrays(arrays, schema=schema).to_batches()
     rows = []
-    for key, value, partition, offset, stamp in zip(key_list, value_list, partitions, offsets, stamps, strict=True):
-        row = records.decode_record(codec, key, value)
-        row["source_partition"] = partition
-        row["source_offset"] = offset
-        row["record_ts_us"] = stamp
-        rows.append(row)
-    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+    for item in decoded.classified:
+        cls, key_type, version, era, tombstone = item["key"]
+        payload = item["payload"]
+        rows.append(
+            {
+                "source_partition": payload["source_partition"],
+                "source_offset": payload["source_offset"],
+                "record_timestamp": payload["record_ts_us"],
+                "key_type": key_type,
+                "value_version": version,
+                "is_tombstone": tombstone,
+                "record_class": cls,
+                "layout_era": era,
+                "payload": json.dumps(payload, default=_json_default, separators=(",", ":")),
+            }
+        )
+    skipped = decoded.counts.get((SKIPPED, None, None, None, False), 0)
+    rows += [{"record_class": SKIPPED}] * skipped
+    if rows:
+        stage = schema.set(schema.get_field_index("record_timestamp"), pa.field("record_timestamp", pa.int64()))
+        table = pa.Table.from_pylist(rows, schema=stage)
+        stamps = table.column("record_timestamp").cast(pa.timestamp("us", tz="UTC"))
+        yield from table.set_column(
+            table.schema.get_field_index("record_timestamp"), schema.field("record_timestamp"), stamps
+        ).to_batches()
 
 
-def _fast_batch(fast, coords: dict[str, pa.Array], codec: RecordCodec, schema: pa.Schema) -> pa.RecordBatch:
-    rows = pa.array(fast.rows)
-    n = len(fast.rows)
-    struct_type = schema.field(records.OFFSET_COMMIT).type
-    offset_commit = pa.StructArray.from_arrays(
-        [fast.columns[f.name] for f in struct_type], fields=list(struct_type)
-    )
-    key_type = fast.columns["key_type"]
-    eras = {t: _era_of(codec.layouts, t) for t in (0, 1)}
-    layout_era = pa.array(
-        np.where(key_type.to_numpy(zero_copy_only=False) == 0, eras[0], eras[1]).astype(object), pa.string()
-    )
-    layout_era = pa.compute.if_else(fast.columns["is_tombstone"], pa.scalar(None, pa.string()), layout_era)
-    columns = {
-        "source_partition": coords["source_partition"].take(rows),
-        "source_offset": coords["source_offset"].take(rows),
-        "record_ts_us": coords["record_ts_us"].take(rows),
-        "record_class": pa.array([records.OFFSET_COMMIT] * n, pa.string()),
-        "key_type": key_type,
-        "value_version": fast.columns["value_version"],
-        "layout_era": layout_era,
-        "is_tombstone": fast.columns["is_tombstone"],
-        records.OFFSET_COMMIT: offset_commit,
-    }
-    arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def decode_records(raw: DataFrame, use_fast_path: bool = True) -> DataFrame:
-    """Decode every raw record (columns RAW_COLUMNS) into the decode-stage row."""
+def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_path: bool = True) -> DataFrame:
+    """Decode every raw record (see offset_audit.sources) into the decode-stage DataFrame."""
     schema = decoded_schema()
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    layouts = record_layouts()  # read on the driver; shipped with the function
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    layouts = record_layouts()  # read on the driver, shipped with the function
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
         for batch in batches:
-            yield from decode_batch(batch, codec, arrow_schema, use_fast_path)
+            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow)
 
-    return raw.select(*RAW_COLUMNS).mapInArrow(decode_partition, schema)
-
-
-# Projections to the output tables. Each is a pure function of the decode-stage DataFrame.
+    if "source_topic" not in raw.columns:
+        raw = raw.withColumn("source_topic", F.lit(None).cast("string"))
+    return for_decode(raw, topic).mapInArrow(decode_partition, schema)
 
 
 def _millis_to_timestamp(column: Column) -> Column:
-    # Kafka writes -1 for "no timestamp" (reference 1.2, 2.3, 2.5); that is null here.
     return F.when(column == -1, F.lit(None)).otherwise(F.timestamp_millis(column))
 
 
-def _coordinates() -> list[Column]:
-    return [
-        F.col("source_partition"),
-        F.col("source_offset"),
-        F.timestamp_micros("record_ts_us").alias("record_timestamp"),
-    ]
+def _from_payload(decoded: DataFrame, record_class: str, table: str) -> DataFrame:
+    parsed = decoded.where(F.col("record_class") == record_class).select(
+        "source_partition",
+        "source_offset",
+        "record_timestamp",
+        F.from_json("payload", _payload_struct(table)).alias("_row"),
+    )
+    return parsed
 
 
-def _project(decoded: DataFrame, record_class: str, table: str, source: Column | None = None) -> DataFrame:
-    schema = table_schema(table)
-    struct = source if source is not None else F.col(record_class)
-    columns = _coordinates()
-    for column in schema.without_coordinates():
-        value = struct[column.name]
-        if isinstance(_parse_datatype_string(column.type), TimestampType):
+def _project(frame: DataFrame, table: str, source: Column) -> DataFrame:
+    columns = [F.col("source_partition"), F.col("source_offset"), F.col("record_timestamp")]
+    for column in table_schema(table).without_coordinates():
+        value = source[column.name]
+        if isinstance(parse_type(column.type), TimestampType):
             value = _millis_to_timestamp(value)
         columns.append(value.alias(column.name))
-    return decoded.where(F.col("record_class") == record_class).select(*columns)
+    return frame.select(*columns)
 
 
 def offset_commits(decoded: DataFrame) -> DataFrame:
-    return _project(decoded, records.OFFSET_COMMIT, "offset_commits")
+    return decoded.where(F.col("record_class") == records.OFFSET_COMMIT).select(
+        *table_schema("offset_commits").column_names()
+    )
 
 
 def group_metadata(decoded: DataFrame) -> DataFrame:
-    return _project(decoded, records.GROUP_METADATA, "group_metadata")
+    return _project(_from_payload(decoded, records.GROUP_METADATA, "group_metadata"), "group_metadata", F.col("_row"))
 
 
 def group_members(decoded: DataFrame) -> DataFrame:
     """One row per member, exploded from the group records; the coordinates are the group record's."""
-    members = decoded.where(F.col("record_class") == records.GROUP_METADATA).select(
+    members = _from_payload(decoded, records.GROUP_METADATA, "group_metadata").select(
         "source_partition",
         "source_offset",
-        "record_ts_us",
-        F.col("group_metadata.group_id").alias("_group_id"),
-        F.explode("group_metadata.members").alias("_member"),
+        "record_timestamp",
+        F.col("_row.group_id").alias("_group_id"),
+        F.explode("_row.members").alias("_member"),
     )
-    # group_id lives on the group record, every other column on the member struct.
     return members.select(
-        *_coordinates(),
+        "source_partition",
+        "source_offset",
+        "record_timestamp",
         *[
             (F.col("_group_id") if c.name == "group_id" else F.col("_member")[c.name]).alias(c.name)
             for c in table_schema("group_members").without_coordinates()
@@ -217,15 +366,17 @@ def group_members(decoded: DataFrame) -> DataFrame:
 
 
 def modern_group_records(decoded: DataFrame) -> DataFrame:
-    return _project(decoded, records.MODERN, "modern_group_records")
+    return _project(
+        _from_payload(decoded, records.MODERN, "modern_group_records"), "modern_group_records", F.col("_row")
+    )
 
 
 def other_records(decoded: DataFrame) -> DataFrame:
-    return _project(decoded, records.OTHER, "other_records")
+    return _project(_from_payload(decoded, records.OTHER, "other_records"), "other_records", F.col("_row"))
 
 
 def quarantine(decoded: DataFrame) -> DataFrame:
-    return _project(decoded, records.QUARANTINE, "quarantine")
+    return _project(_from_payload(decoded, records.QUARANTINE, "quarantine"), "quarantine", F.col("_row"))
 
 
 TABLE_BUILDERS = {
@@ -240,7 +391,6 @@ TABLE_BUILDERS = {
 
 def decode_counts(decoded: DataFrame) -> DataFrame:
     """How many records of each class, type, version and layout: the numbers the summary reconciles."""
-    return decoded.groupBy("record_class", "key_type", "value_version", "layout_era").agg(
-        F.count(F.lit(1)).alias("records"),
-        F.sum(F.col("is_tombstone").cast("long")).alias("tombstones"),
+    return decoded.groupBy("record_class", "key_type", "value_version", "layout_era", "is_tombstone").agg(
+        F.count(F.lit(1)).alias("records")
     )

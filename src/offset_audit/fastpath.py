@@ -2,9 +2,9 @@
 
 It reads whole Arrow columns of keys and values with numpy instead of one record at a time, for the
 layouts the broker actually writes: OffsetCommitKey (types 0 and 1) and OffsetCommitValue v0-v4 with
-one-byte compact metadata lengths and either no tagged field or only the topicId tag. Every row it is
-not certain about (any other layout, 2-byte varint lengths, unknown tags, trailing bytes, non-ASCII
-strings that are not valid UTF-8, truncation) is left to the generic reader in `offset_audit.records`,
+one- or two-byte compact metadata lengths and either no tagged field or only the topicId tag. Every row
+it is not certain about (any other layout, longer varints, unknown tags, trailing bytes, strings that
+are not valid UTF-8, truncation) is left to the generic reader in `offset_audit.records`,
 which knows every layout and gives exact quarantine reasons. Both are tested on the same vectors.
 """
 
@@ -79,9 +79,7 @@ def _gather_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     if total > np.iinfo(np.int32).max:
         array = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(gathered))
     else:
-        array = pa.StringArray.from_buffers(
-            len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(gathered)
-        )
+        array = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(gathered))
     return array, non_ascii
 
 
@@ -141,11 +139,15 @@ def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommi
     leader_epoch = np.where(has_epoch, _read(vdata, pos, 4), -1)
     pos = pos + 4 * has_epoch
     flexible = version == 4
-    compact_len = vdata[np.clip(pos, 0, len(vdata) - _PAD)].astype(np.int64)
-    # A compact length byte with the high bit set is a multi-byte varint: leave it to the generic reader.
-    ok &= ~(live & flexible) | ((compact_len & 0x80) == 0) & (compact_len >= 1)
+    # Compact length of metadata: a varint of one byte (< 127 bytes of metadata) or two (< 16383 bytes,
+    # e.g. JSON checkpoints); longer varints are left to the generic reader.
+    first = vdata[np.clip(pos, 0, len(vdata) - _PAD)].astype(np.int64)
+    second = vdata[np.clip(pos + 1, 0, len(vdata) - _PAD)].astype(np.int64)
+    two_bytes = (first & 0x80) != 0
+    compact_len = np.where(two_bytes, (first & 0x7F) | (second << 7), first)
+    ok &= ~(live & flexible) | (~two_bytes | ((second & 0x80) == 0)) & (compact_len >= 1)
     meta_len = np.where(flexible, compact_len - 1, _read(vdata, pos, 2))
-    meta_start = pos + np.where(flexible, 1, 2)
+    meta_start = pos + np.where(flexible, np.where(two_bytes, 2, 1), 2)
     ok &= tombstone | (meta_len >= 0)
     pos = meta_start + np.maximum(meta_len, 0)
     commit_ts = _read(vdata, pos, 8)

@@ -59,8 +59,38 @@ KINDS = {
     "share": 0.05,
     "deleted": 0.08,
 }
-TOPIC_WORDS = ("orders", "payments", "clicks", "shipments", "inventory", "audit", "users", "metrics",
-               "invoices", "sessions", "alerts", "ledger", "events", "profiles", "carts", "refunds")
+# The first groups of every dump, so even a small one holds every record type and version.
+FIRST_GROUPS = (
+    ("classic_legacy", {"commit_version": 0, "metadata_version": 0}),
+    ("classic_legacy", {"commit_version": 1, "metadata_version": 1}),
+    ("classic_legacy", {"commit_version": 2, "metadata_version": 2}),
+    ("consumer_848", {"regex": True, "partition_metadata": True}),
+    ("share", {"era_40": True}),
+    ("share", {"era_40": False}),
+)
+TOPIC_WORDS = (
+    "orders",
+    "payments",
+    "clicks",
+    "shipments",
+    "inventory",
+    "audit",
+    "users",
+    "metrics",
+    "invoices",
+    "sessions",
+    "alerts",
+    "ledger",
+    "events",
+    "profiles",
+    "carts",
+    "refunds",
+)
+
+
+def _topic_name(index: int) -> str:
+    word = TOPIC_WORDS[index % len(TOPIC_WORDS)]
+    return word if index < len(TOPIC_WORDS) else f"{word}-{index // len(TOPIC_WORDS)}"
 
 
 @dataclass
@@ -72,6 +102,7 @@ class Group:
     subscribed: list[str] = field(default_factory=list)
     commit_version: int = 3
     members: int = 0
+    options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -90,20 +121,25 @@ class World:
         self.np_rng = np.random.default_rng(seed)
         self.partitions = partitions
         self.layouts = record_layouts()
-        n_groups = max(len(KINDS) * 2, records // 2500)
+        n_groups = max(len(KINDS) + len(FIRST_GROUPS), records // 2500)
         n_topics = max(8, n_groups // 6)
-        self.topics = {
-            f"{TOPIC_WORDS[i % len(TOPIC_WORDS)]}{'' if i < len(TOPIC_WORDS) else '-' + str(i // len(TOPIC_WORDS))}":
-            self.rng.choice((1, 3, 6, 12, 24))
-            for i in range(n_topics)
-        }
+        self.topics = {_topic_name(i): self.rng.choice((1, 3, 6, 12, 24)) for i in range(n_topics)}
         self.topic_ids = {t: str(uuid.UUID(int=self.rng.getrandbits(128))) for t in self.topics}
         kinds = list(KINDS)
         weights = [KINDS[k] for k in kinds]
         self.groups: list[Group] = []
         for i in range(n_groups):
-            kind = kinds[i] if i < len(kinds) else self.rng.choices(kinds, weights)[0]
-            self.groups.append(self._group(i, kind))
+            options: dict = {}
+            if i < len(FIRST_GROUPS):
+                kind, options = FIRST_GROUPS[i]
+            elif i < len(FIRST_GROUPS) + len(kinds):
+                kind = kinds[i - len(FIRST_GROUPS)]
+            else:
+                kind = self.rng.choices(kinds, weights)[0]
+            group = self._group(i, kind)
+            group.options = dict(options)
+            group.commit_version = options.get("commit_version", group.commit_version)
+            self.groups.append(group)
 
     def _group(self, index: int, kind: str) -> Group:
         rng = self.rng
@@ -154,7 +190,9 @@ class World:
             return body + b"\x01\x00\x10" + uuid.UUID(self.topic_ids[topic]).bytes  # tagged topicId
         return body + b"\x00"
 
-    def record(self, record_type: int, key: dict, value: dict | None, version: int = 0, era: str | None = None) -> tuple[bytes, bytes | None]:
+    def record(
+        self, record_type: int, key: dict, value: dict | None, version: int = 0, era: str | None = None
+    ) -> tuple[bytes, bytes | None]:
         layout = self.layouts[record_type]
         encoded = None if value is None else encode_value(layout, version, value, era=era)
         return encode_key(layout, key), encoded
@@ -178,11 +216,17 @@ class World:
         return encode_consumer_protocol(
             "consumer_protocol_assignment",
             0,
-            {"AssignedPartitions": [{"Topic": t, "Partitions": list(range(self.topics[t]))} for t in group.subscribed],
-             "UserData": None},
+            {
+                "AssignedPartitions": [
+                    {"Topic": t, "Partitions": list(range(self.topics[t]))} for t in group.subscribed
+                ],
+                "UserData": None,
+            },
         )
 
-    def group_metadata(self, group: Group, ts: int, members: int, version: int, protocol_type: str) -> tuple[bytes, bytes]:
+    def group_metadata(
+        self, group: Group, ts: int, members: int, version: int, protocol_type: str
+    ) -> tuple[bytes, bytes]:
         rng = self.rng
         member_list = []
         for m in range(members):
@@ -194,16 +238,18 @@ class World:
             else:
                 subscription = b"\x00\x01connect-protocol-" + str(m).encode()
                 assignment = b"\x00\x01assignment"
-            member_list.append({
-                "memberId": f"{group.group_id}-member-{m}-{uuid.UUID(int=rng.getrandbits(128))}",
-                "groupInstanceId": f"instance-{m}" if version >= 3 and m % 2 else None,
-                "clientId": f"client-{m}",
-                "clientHost": f"/10.0.{m}.{rng.randint(1, 254)}",
-                "rebalanceTimeout": 300000,
-                "sessionTimeout": 45000,
-                "subscription": subscription,
-                "assignment": assignment,
-            })
+            member_list.append(
+                {
+                    "memberId": f"{group.group_id}-member-{m}-{uuid.UUID(int=rng.getrandbits(128))}",
+                    "groupInstanceId": f"instance-{m}" if version >= 3 and m % 2 else None,
+                    "clientId": f"client-{m}",
+                    "clientHost": f"/10.0.{m}.{rng.randint(1, 254)}",
+                    "rebalanceTimeout": 300000,
+                    "sessionTimeout": 45000,
+                    "subscription": subscription,
+                    "assignment": assignment,
+                }
+            )
         value = {
             "protocolType": protocol_type,
             "generation": rng.randint(1, 50),
@@ -231,15 +277,28 @@ class World:
                 members = rng.randint(1, 3) if not last or kind == "classic_stable" else 0
                 add(self.group_metadata(group, ts, members, version, "consumer"), ts)
         elif kind == "classic_legacy":
-            version = rng.choice((0, 1))
+            version = group.options.get("metadata_version", rng.choice((0, 1, 2)))
             add(self.group_metadata(group, times[-1], rng.choice((0, 2)), version, "consumer"), times[-1])
         elif kind == "connect":
             add(self.group_metadata(group, times[-1], group.members, 3, "connect"), times[-1])
         elif kind == "simple" and rng.random() < 0.4:
             # A new group whose first join produced nothing else (newEmptyGroupMetadataRecord).
-            add(self.record(K.GROUP_METADATA, {"group": group.group_id},
-                            {"protocolType": "", "generation": 0, "protocol": None, "leader": None,
-                             "currentStateTimestamp": times[0], "members": []}, 3), times[0])
+            add(
+                self.record(
+                    K.GROUP_METADATA,
+                    {"group": group.group_id},
+                    {
+                        "protocolType": "",
+                        "generation": 0,
+                        "protocol": None,
+                        "leader": None,
+                        "currentStateTimestamp": times[0],
+                        "members": [],
+                    },
+                    3,
+                ),
+                times[0],
+            )
         elif kind == "consumer_848":
             events += self.modern_consumer(group, times[-1])
         elif kind == "streams":
@@ -262,27 +321,64 @@ class World:
             out.append(Event(ts, group.partition, k, v))
 
         add(K.CONSUMER_GROUP_METADATA, {}, {"Epoch": epoch, "MetadataHash": rng.getrandbits(62)})
-        if rng.random() < 0.3:
-            add(K.CONSUMER_GROUP_PARTITION_METADATA, {}, {"Topics": [
-                {"TopicId": self.topic_ids[t], "TopicName": t, "NumPartitions": self.topics[t], "PartitionMetadata": []}
-                for t in group.subscribed]})
+        if group.options.get("partition_metadata", rng.random() < 0.3):
+            add(
+                K.CONSUMER_GROUP_PARTITION_METADATA,
+                {},
+                {
+                    "Topics": [
+                        {
+                            "TopicId": self.topic_ids[t],
+                            "TopicName": t,
+                            "NumPartitions": self.topics[t],
+                            "PartitionMetadata": [],
+                        }
+                        for t in group.subscribed
+                    ]
+                },
+            )
         regex = None
-        if rng.random() < 0.3:
+        if group.options.get("regex", rng.random() < 0.3):
             regex = f"^{group.subscribed[0][:3]}.*"
-            add(K.CONSUMER_GROUP_REGULAR_EXPRESSION, {"RegularExpression": regex},
-                {"Topics": [group.subscribed[0]], "Version": 3, "Timestamp": ts})
+            add(
+                K.CONSUMER_GROUP_REGULAR_EXPRESSION,
+                {"RegularExpression": regex},
+                {"Topics": [group.subscribed[0]], "Version": 3, "Timestamp": ts},
+            )
         add(K.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {}, {"AssignmentEpoch": epoch})
         members = 0 if rng.random() < 0.3 else group.members
         for m in range(members):
             member = {"MemberId": f"{gid}-m{m}"}
-            add(K.CONSUMER_GROUP_MEMBER_METADATA, member, {
-                "InstanceId": None, "RackId": None, "ClientId": f"client-{m}", "ClientHost": f"/10.1.0.{m}",
-                "SubscribedTopicNames": [] if regex else group.subscribed, "SubscribedTopicRegex": regex,
-                "RebalanceTimeoutMs": 300000, "ServerAssignor": "uniform"})
-            add(K.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, member, {"TopicPartitions": self._assignment(group)})
-            add(K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, member, {
-                "MemberEpoch": epoch, "PreviousMemberEpoch": epoch - 1, "State": 0,
-                "AssignedPartitions": self._assignment(group), "PartitionsPendingRevocation": []})
+            add(
+                K.CONSUMER_GROUP_MEMBER_METADATA,
+                member,
+                {
+                    "InstanceId": None,
+                    "RackId": None,
+                    "ClientId": f"client-{m}",
+                    "ClientHost": f"/10.1.0.{m}",
+                    "SubscribedTopicNames": [] if regex else group.subscribed,
+                    "SubscribedTopicRegex": regex,
+                    "RebalanceTimeoutMs": 300000,
+                    "ServerAssignor": "uniform",
+                },
+            )
+            add(
+                K.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                member,
+                {"TopicPartitions": self._assignment(group)},
+            )
+            add(
+                K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                member,
+                {
+                    "MemberEpoch": epoch,
+                    "PreviousMemberEpoch": epoch - 1,
+                    "State": 0,
+                    "AssignedPartitions": self._assignment(group),
+                    "PartitionsPendingRevocation": [],
+                },
+            )
         return out
 
     def streams(self, group: Group, ts: int) -> list[Event]:
@@ -294,29 +390,76 @@ class World:
             out.append(Event(ts, group.partition, k, v))
 
         add(K.STREAMS_GROUP_METADATA, {}, {"Epoch": 4, "MetadataHash": 77, "ValidatedTopologyEpoch": 1})
-        add(K.STREAMS_GROUP_TOPOLOGY, {}, {"Epoch": 1, "Subtopologies": [{
-            "SubtopologyId": "0", "SourceTopics": group.subscribed, "SourceTopicRegex": [],
-            "StateChangelogTopics": [{"Name": f"{gid}-store-changelog", "Partitions": 3, "ReplicationFactor": 3, "TopicConfigs": []}],
-            "RepartitionSinkTopics": [], "RepartitionSourceTopics": [], "CopartitionGroups": []}]})
+        add(
+            K.STREAMS_GROUP_TOPOLOGY,
+            {},
+            {
+                "Epoch": 1,
+                "Subtopologies": [
+                    {
+                        "SubtopologyId": "0",
+                        "SourceTopics": group.subscribed,
+                        "SourceTopicRegex": [],
+                        "StateChangelogTopics": [
+                            {
+                                "Name": f"{gid}-store-changelog",
+                                "Partitions": 3,
+                                "ReplicationFactor": 3,
+                                "TopicConfigs": [],
+                            }
+                        ],
+                        "RepartitionSinkTopics": [],
+                        "RepartitionSourceTopics": [],
+                        "CopartitionGroups": [],
+                    }
+                ],
+            },
+        )
         add(K.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, {}, {"AssignmentEpoch": 4})
         tasks = [{"SubtopologyId": "0", "Partitions": [0, 1]}]
         for m in range(group.members):
             member = {"MemberId": f"{gid}-m{m}"}
-            add(K.STREAMS_GROUP_MEMBER_METADATA, member, {
-                "InstanceId": None, "RackId": None, "ClientId": f"app-{m}", "ClientHost": f"/10.2.0.{m}",
-                "RebalanceTimeoutMs": 300000, "TopologyEpoch": 1, "ProcessId": f"proc-{m}",
-                "UserEndpoint": {"Host": f"app-{m}.local", "Port": 8080}, "ClientTags": [{"Key": "zone", "Value": "a"}]})
-            add(K.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER, member, {"ActiveTasks": tasks, "StandbyTasks": [], "WarmupTasks": []})
-            add(K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, member, {
-                "MemberEpoch": 4, "PreviousMemberEpoch": 3, "State": 0, "ActiveTasks": tasks, "StandbyTasks": [],
-                "WarmupTasks": [], "ActiveTasksPendingRevocation": [], "StandbyTasksPendingRevocation": [],
-                "WarmupTasksPendingRevocation": []})
+            add(
+                K.STREAMS_GROUP_MEMBER_METADATA,
+                member,
+                {
+                    "InstanceId": None,
+                    "RackId": None,
+                    "ClientId": f"app-{m}",
+                    "ClientHost": f"/10.2.0.{m}",
+                    "RebalanceTimeoutMs": 300000,
+                    "TopologyEpoch": 1,
+                    "ProcessId": f"proc-{m}",
+                    "UserEndpoint": {"Host": f"app-{m}.local", "Port": 8080},
+                    "ClientTags": [{"Key": "zone", "Value": "a"}],
+                },
+            )
+            add(
+                K.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                member,
+                {"ActiveTasks": tasks, "StandbyTasks": [], "WarmupTasks": []},
+            )
+            add(
+                K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                member,
+                {
+                    "MemberEpoch": 4,
+                    "PreviousMemberEpoch": 3,
+                    "State": 0,
+                    "ActiveTasks": tasks,
+                    "StandbyTasks": [],
+                    "WarmupTasks": [],
+                    "ActiveTasksPendingRevocation": [],
+                    "StandbyTasksPendingRevocation": [],
+                    "WarmupTasksPendingRevocation": [],
+                },
+            )
         return out
 
     def share(self, group: Group, ts: int) -> list[Event]:
         gid = group.group_id
         out = []
-        era_40 = self.rng.random() < 0.2  # a few groups from Kafka 4.0's preview layouts
+        era_40 = group.options.get("era_40", self.rng.random() < 0.2)  # Kafka 4.0's preview layouts
 
         def add(record_type: int, key: dict, value: dict | None, era: str | None = None) -> None:
             k, v = self.record(record_type, {"GroupId": gid, **key}, value, 0, era)
@@ -324,32 +467,84 @@ class World:
 
         if era_40:
             add(K.SHARE_GROUP_METADATA, {}, {"Epoch": 2}, era="4.0")
+            add(
+                K.SHARE_GROUP_PARTITION_METADATA,
+                {},
+                {
+                    "Topics": [
+                        {
+                            "TopicId": self.topic_ids[t],
+                            "TopicName": t,
+                            "NumPartitions": self.topics[t],
+                            "PartitionMetadata": [],
+                        }
+                        for t in group.subscribed
+                    ]
+                },
+            )
         else:
             add(K.SHARE_GROUP_METADATA, {}, {"Epoch": 2, "MetadataHash": 99})
         add(K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, {}, {"AssignmentEpoch": 2})
-        initialized = [{"TopicId": self.topic_ids[t], "TopicName": t, "Partitions": list(range(self.topics[t]))}
-                       for t in group.subscribed]
+        initialized = [
+            {"TopicId": self.topic_ids[t], "TopicName": t, "Partitions": list(range(self.topics[t]))}
+            for t in group.subscribed
+        ]
         if era_40:
-            add(K.SHARE_GROUP_STATE_PARTITION_METADATA, {}, {"InitializedTopics": initialized, "DeletingTopics": []}, era="4.0")
+            add(
+                K.SHARE_GROUP_STATE_PARTITION_METADATA,
+                {},
+                {"InitializedTopics": initialized, "DeletingTopics": []},
+                era="4.0",
+            )
         else:
-            add(K.SHARE_GROUP_STATE_PARTITION_METADATA, {}, {"InitializingTopics": [], "InitializedTopics": initialized, "DeletingTopics": []})
+            add(
+                K.SHARE_GROUP_STATE_PARTITION_METADATA,
+                {},
+                {"InitializingTopics": [], "InitializedTopics": initialized, "DeletingTopics": []},
+            )
         members = 0 if self.rng.random() < 0.3 else group.members
         for m in range(members):
             member = {"MemberId": f"{gid}-m{m}"}
-            add(K.SHARE_GROUP_MEMBER_METADATA, member, {
-                "RackId": None, "ClientId": f"share-{m}", "ClientHost": f"/10.3.0.{m}", "SubscribedTopicNames": group.subscribed})
+            add(
+                K.SHARE_GROUP_MEMBER_METADATA,
+                member,
+                {
+                    "RackId": None,
+                    "ClientId": f"share-{m}",
+                    "ClientHost": f"/10.3.0.{m}",
+                    "SubscribedTopicNames": group.subscribed,
+                },
+            )
             add(K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, member, {"TopicPartitions": self._assignment(group)})
-            add(K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, member, {
-                "MemberEpoch": 2, "PreviousMemberEpoch": 1, "State": 0, "AssignedPartitions": self._assignment(group)})
+            add(
+                K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                member,
+                {
+                    "MemberEpoch": 2,
+                    "PreviousMemberEpoch": 1,
+                    "State": 0,
+                    "AssignedPartitions": self._assignment(group),
+                },
+            )
         return out
 
     def deletions(self, group: Group) -> list[Event]:
         """A deleted group (kafka-consumer-groups --delete after the dump's last commit): offset
         tombstones for every partition, then the group tombstone."""
         ts = END_MS + self.rng.randint(1, 60_000)
-        out = [Event(ts, group.partition, self.commit_key(group, t, p), None)
-               for t, n in group.topics.items() for p in range(n)]
-        out.append(Event(ts + 1, group.partition, encode_key(self.layouts[K.GROUP_METADATA], {"group": group.group_id}), None))
+        out = [
+            Event(ts, group.partition, self.commit_key(group, t, p), None)
+            for t, n in group.topics.items()
+            for p in range(n)
+        ]
+        out.append(
+            Event(
+                ts + 1,
+                group.partition,
+                encode_key(self.layouts[K.GROUP_METADATA], {"group": group.group_id}),
+                None,
+            )
+        )
         return out
 
     def corrupt(self, count: int) -> list[Event]:
@@ -357,15 +552,26 @@ class World:
         rng = self.rng
         g = self.groups[0]
         key = self.commit_key(g, next(iter(g.topics)), 0)
-        good = self.commit_value(Group(g.group_id, g.kind, g.partition, g.topics, commit_version=3), next(iter(g.topics)), 42, END_MS)
+        good = self.commit_value(
+            Group(g.group_id, g.kind, g.partition, g.topics, commit_version=3),
+            next(iter(g.topics)),
+            42,
+            END_MS,
+        )
         samples = [
             (key, good[:9]),  # truncated value
             (key, b"\x00\x09" + good[2:]),  # unknown value version
             (key[:5], good),  # truncated key
             (b"\x00", good),  # key shorter than its type
             (b"\x00\x01\x7f\xff" + key[4:], good),  # impossible group length
-            (encode_key(self.layouts[K.GROUP_METADATA], {"group": g.group_id}), b"\x00\x03\x00\x08consumer\xff"),
-            (struct.pack(">h", 999) + b"\x00\x03abc", b"\x00\x00future"),  # unknown type: kept in other_records
+            (
+                encode_key(self.layouts[K.GROUP_METADATA], {"group": g.group_id}),
+                b"\x00\x03\x00\x08consumer\xff",
+            ),
+            (
+                struct.pack(">h", 999) + b"\x00\x03abc",
+                b"\x00\x00future",
+            ),  # unknown type: kept in other_records
             (struct.pack(">h", 18) + b"\x00\x03abc", None),  # type 18 only existed on trunk
         ]
         return [Event(END_MS - rng.randint(0, SPAN_MS), g.partition, *samples[i % len(samples)]) for i in range(count)]
@@ -404,8 +610,14 @@ def _commit_chunks(world: World, total: int) -> Iterator[list[Event]]:
         for i in range(m):
             group, topic, _ = keys[which[i]]
             metadata = "x" * 150 if which[i] % 97 == 0 else ("ckpt" if which[i] % 13 == 0 else "")
-            events.append(Event(int(ts[i]), group.partition, encoded_keys[which[i]],
-                                world.commit_value(group, topic, int(committed[i]), int(ts[i]), metadata)))
+            events.append(
+                Event(
+                    int(ts[i]),
+                    group.partition,
+                    encoded_keys[which[i]],
+                    world.commit_value(group, topic, int(committed[i]), int(ts[i]), metadata),
+                )
+            )
         done += m
         yield events
 
@@ -420,7 +632,7 @@ def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, pa
         if group.kind == "deleted":
             structural += world.deletions(group)
     structural += world.corrupt(corrupt)
-    structural = structural[: records]
+    structural = structural[:records]
     structural.sort(key=lambda e: e.ts)
     commits = max(0, records - len(structural))
 
@@ -440,15 +652,18 @@ def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, pa
         for e in events:
             offsets.append(next_offset[e.partition])
             next_offset[e.partition] += 1
-        table = pa.table({
-            "key": pa.array([e.key for e in events], pa.binary()),
-            "value": pa.array([e.value for e in events], pa.binary()),
-            "topic": pa.array([K.OFFSETS_TOPIC] * len(events), pa.string()),
-            "partition": pa.array([e.partition for e in events], pa.int32()),
-            "offset": pa.array(offsets, pa.int64()),
-            "timestamp": pa.array([e.ts * 1000 for e in events], pa.timestamp("us", tz="UTC")),
-            "timestampType": pa.array([0] * len(events), pa.int32()),
-        }, schema=SNAPSHOT_SCHEMA)
+        table = pa.table(
+            {
+                "key": pa.array([e.key for e in events], pa.binary()),
+                "value": pa.array([e.value for e in events], pa.binary()),
+                "topic": pa.array([K.OFFSETS_TOPIC] * len(events), pa.string()),
+                "partition": pa.array([e.partition for e in events], pa.int32()),
+                "offset": pa.array(offsets, pa.int64()),
+                "timestamp": pa.array([e.ts * 1000 for e in events], pa.timestamp("us", tz="UTC")),
+                "timestampType": pa.array([0] * len(events), pa.int32()),
+            },
+            schema=SNAPSHOT_SCHEMA,
+        )
         pq.write_table(table, out / f"part-{file_index:05d}.parquet", row_group_size=128_000)
         file_index += 1
         written += len(events)

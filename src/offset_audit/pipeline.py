@@ -6,51 +6,49 @@ The CLI and the spark-submit entry scripts in jobs/ both call `run_decode`; neit
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from offset_audit import decode, records
 from offset_audit.config import Settings
+from offset_audit.decode import SKIPPED
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
+from offset_audit.session import has_delta
 from offset_audit.sinks.delta import write_delta
+from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import load_raw_records
 from offset_audit.tables import table_schema
 
-DECODE_TABLES = tuple(decode.TABLE_BUILDERS)
+DECODE_TABLES = decode.TABLES
 
 
-def split_by_topic(raw: DataFrame, topic: str) -> tuple[DataFrame, DataFrame]:
-    """Records of `topic` (or of a snapshot without a topic column) and the rest, which are skipped."""
-    wanted = F.col("source_topic").isNull() | (F.col("source_topic") == topic)
-    return raw.where(wanted), raw.where(~wanted)
+CountKey = tuple[str, int | None, int | None, str | None, bool | None]
 
 
-def collect_counts(decoded: DataFrame) -> tuple[dict[str, int], int, list[TypeCount]]:
+def fill_counts(report: DecodeReport, counts: Counter) -> None:
+    """Record counts keyed (class, record type, value version, layout era, tombstone) into the report."""
     names = {t: layout.name for t, layout in record_layouts().items()}
-    by_class: dict[str, int] = {}
-    tombstones = 0
-    by_type = []
-    for row in decode.decode_counts(decoded).collect():
-        by_class[row.record_class] = by_class.get(row.record_class, 0) + row.records
-        if row.record_class in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN):
-            tombstones += row.tombstones
-            by_type.append(
-                TypeCount(
-                    row.key_type,
-                    names.get(row.key_type, str(row.key_type)),
-                    row.value_version,
-                    row.layout_era,
-                    row.records,
-                    row.tombstones,
-                )
-            )
-    by_type.sort(key=lambda t: (t.record_type, -1 if t.value_version is None else t.value_version, t.layout_era or ""))
-    return by_class, tombstones, by_type
+    by_type: dict[tuple, list[int]] = {}
+    for (cls, key_type, version, era, tombstone), n in counts.items():
+        if cls == SKIPPED:
+            report.records_skipped += n
+            continue
+        report.by_class[cls] = report.by_class.get(cls, 0) + n
+        if cls in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN):
+            slot = by_type.setdefault((key_type, version, era), [0, 0])
+            slot[0] += n
+            if tombstone:
+                slot[1] += n
+                report.tombstones += n
+    report.decoded_by_type = sorted(
+        (TypeCount(t, names.get(t, str(t)), v, e, n, tombstones) for (t, v, e), (n, tombstones) in by_type.items()),
+        key=lambda c: (c.record_type, -1 if c.value_version is None else c.value_version, c.layout_era or ""),
+    )
 
 
 def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
@@ -59,7 +57,23 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
     write_delta(frame, str(Path(output) / "runs"), mode="append")
 
 
-def run_decode(spark: SparkSession, inputs: list[str], output: str, settings: Settings) -> DecodeReport:
+def _check(report: DecodeReport) -> None:
+    if not report.reconciles:
+        raise RuntimeError(
+            f"record counts do not add up: read {report.records_read}, skipped {report.records_skipped}, "
+            f"decoded {report.records_decoded}, other {report.other_records}, quarantined {report.quarantined}"
+        )
+
+
+def run_decode(
+    spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
+) -> DecodeReport:
+    """Decode the dump into the decode tables under `output`.
+
+    route "direct" (the default without Delta jars) decodes and writes in one pass and commits with
+    delta-rs; "dataframe" builds one DataFrame per table and writes it with `write_delta` (the route of
+    delta-spark sessions). Both produce the same tables.
+    """
     report = DecodeReport(
         run_id=uuid.uuid4().hex,
         command="decode",
@@ -69,22 +83,27 @@ def run_decode(spark: SparkSession, inputs: list[str], output: str, settings: Se
     )
     raw = load_raw_records(spark, inputs, settings)
     report.records_read = raw.count()
-    wanted, skipped = split_by_topic(raw, settings.topic)
-    report.records_skipped = skipped.count()
-
-    decoded = decode.decode_records(wanted, use_fast_path=settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        report.by_class, report.tombstones, report.decoded_by_type = collect_counts(decoded)
-        if not report.reconciles:
-            raise RuntimeError(
-                f"record counts do not add up: read {report.records_read}, skipped {report.records_skipped}, "
-                f"decoded {report.records_decoded}, other {report.other_records}, quarantined {report.quarantined}"
-            )
-        for name, build in decode.TABLE_BUILDERS.items():
-            result = write_delta(build(decoded), str(Path(output) / name))
+    route = route or ("dataframe" if has_delta(spark) else "direct")
+    if route == "direct":
+        counts, files = decode_to_files(raw, output, settings.topic, settings.fast_path)
+        fill_counts(report, counts)
+        _check(report)  # nothing is committed unless every record is accounted for
+        for name, result in commit_decoded(output, files).items():
             report.table_rows[name] = result.rows
-    finally:
-        decoded.unpersist()
+    else:
+        decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = Counter()
+            for row in decode.decode_counts(decoded).collect():
+                counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
+                    row.records
+                )
+            fill_counts(report, counts)
+            _check(report)
+            for name, build in decode.TABLE_BUILDERS.items():
+                report.table_rows[name] = write_delta(build(decoded), str(Path(output) / name)).rows
+        finally:
+            decoded.unpersist()
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output)
     return report

@@ -200,12 +200,18 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
         # StreamsTopology.sourceTopicMap: source plus repartition-source topics (reference 4.3).
         subs = f["Subtopologies"]
         row["source_topics"] = _topology_topics(subs, "SourceTopics") + [
-            t for t in _topology_topics(subs, "RepartitionSourceTopics") if t not in _topology_topics(subs, "SourceTopics")
+            t
+            for t in _topology_topics(subs, "RepartitionSourceTopics")
+            if t not in _topology_topics(subs, "SourceTopics")
         ]
         row["source_topic_regex"] = _topology_topics(subs, "SourceTopicRegex")
     if record_type in (K.CONSUMER_GROUP_PARTITION_METADATA, K.SHARE_GROUP_PARTITION_METADATA):
         row["topics"] = [
-            {"topic_id": t["TopicId"], "topic_name": t["TopicName"], "partitions": list(range(t["NumPartitions"]))}
+            {
+                "topic_id": t["TopicId"],
+                "topic_name": t["TopicName"],
+                "partitions": list(range(t["NumPartitions"])),
+            }
             for t in f["Topics"]
         ]
     elif record_type == K.SHARE_GROUP_STATE_PARTITION_METADATA:
@@ -257,6 +263,9 @@ def decode_record(codec: RecordCodec, key: bytes | None, value: bytes | None) ->
         row = offset_commit_row(key_fields, decoded) | {"key_type": record_type}
         return common | {"record_class": OFFSET_COMMIT, "offset_commit": row}
     if record_type == K.GROUP_METADATA:
-        return common | {"record_class": GROUP_METADATA, "group_metadata": group_metadata_row(key_fields, decoded)}
+        return common | {
+            "record_class": GROUP_METADATA,
+            "group_metadata": group_metadata_row(key_fields, decoded),
+        }
     name = codec.name_of(record_type) or str(record_type)
     return common | {"record_class": MODERN, "modern": modern_row(record_type, name, key_fields, decoded)}

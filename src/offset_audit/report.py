@@ -36,7 +36,9 @@ class DecodeReport:
 
     @property
     def records_decoded(self) -> int:
-        return sum(n for c, n in self.by_class.items() if c in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN))
+        return sum(
+            n for c, n in self.by_class.items() if c in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN)
+        )
 
     @property
     def other_records(self) -> int:

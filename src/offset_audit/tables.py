@@ -6,9 +6,69 @@ import json
 from dataclasses import dataclass
 from functools import cache
 
-from pyspark.sql.types import DataType, StructField, StructType, TimestampType, _parse_datatype_string
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from offset_audit.layouts.spec import schemas_dir
+
+_SIMPLE: dict[str, DataType] = {
+    "tinyint": ByteType(),
+    "smallint": ShortType(),
+    "int": IntegerType(),
+    "bigint": LongType(),
+    "boolean": BooleanType(),
+    "double": DoubleType(),
+    "string": StringType(),
+    "binary": BinaryType(),
+    "timestamp": TimestampType(),
+}
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def parse_type(text: str) -> DataType:
+    """The Spark SQL type names the table files use, parsed without a JVM: Python workers have none."""
+    text = text.strip()
+    if text in _SIMPLE:
+        return _SIMPLE[text]
+    if text.startswith("array<") and text.endswith(">"):
+        return ArrayType(parse_type(text[6:-1]))
+    if text.startswith("map<") and text.endswith(">"):
+        key, value = _split_top_level(text[4:-1])
+        return MapType(parse_type(key), parse_type(value))
+    if text.startswith("struct<") and text.endswith(">"):
+        fields = []
+        for part in _split_top_level(text[7:-1]):
+            name, _, kind = part.partition(":")
+            fields.append(StructField(name.strip(), parse_type(kind)))
+        return StructType(fields)
+    raise ValueError(f"unsupported column type '{text}'")
 
 
 @dataclass(frozen=True)
@@ -25,7 +85,7 @@ class TableSchema:
     columns: tuple[Column, ...]
 
     def struct(self) -> StructType:
-        return StructType([StructField(c.name, _parse_datatype_string(c.type), True) for c in self.columns])
+        return StructType([StructField(c.name, parse_type(c.type), True) for c in self.columns])
 
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]

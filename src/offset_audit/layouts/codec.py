@@ -46,9 +46,7 @@ class RecordCodec:
 
     def __init__(self, layouts: dict[int, RecordLayout] | None = None) -> None:
         self.layouts = layouts if layouts is not None else record_layouts()
-        self._key_readers = {
-            t: compile_struct(layout.key_fields, 0, False) for t, layout in self.layouts.items()
-        }
+        self._key_readers = {t: compile_struct(layout.key_fields, 0, False) for t, layout in self.layouts.items()}
         self._value_readers: dict[tuple[int, str, int], Callable[[WireReader], dict]] = {}
 
     def name_of(self, record_type: int) -> str | None:

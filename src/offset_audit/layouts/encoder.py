@@ -12,7 +12,15 @@ from typing import Any
 
 from offset_audit.layouts.spec import FieldSpec, RecordLayout, ValueLayout, protocol_layout
 
-_FIXED = {"bool": ">b", "int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "int64": ">q", "float64": ">d"}
+_FIXED = {
+    "bool": ">b",
+    "int8": ">b",
+    "int16": ">h",
+    "uint16": ">H",
+    "int32": ">i",
+    "int64": ">q",
+    "float64": ">d",
+}
 
 
 def uvarint(n: int) -> bytes:
@@ -59,9 +67,7 @@ def _encode_field(spec: FieldSpec, value: Any, version: int, flexible: bool, tag
     if spec.is_struct and version in spec.nullable:
         if value is None:
             return uvarint(0) if tagged else struct.pack(">b", -1)
-        return (uvarint(1) if tagged else struct.pack(">b", 1)) + encode_struct(
-            spec.fields, version, flexible, value
-        )
+        return (uvarint(1) if tagged else struct.pack(">b", 1)) + encode_struct(spec.fields, version, flexible, value)
     return _encode_element(spec.type, value, spec, version, flexible)
 
 
@@ -81,7 +87,7 @@ def encode_struct(
             continue
         value = values.get(spec.name, spec.default)
         if version in spec.tagged:
-            if value == spec.default or value is None and spec.default is None:
+            if value == spec.default or (value is None and spec.default is None):
                 continue  # Kafka does not write a tagged field equal to its default.
             tags.append((spec.tag, _encode_field(spec, value, version, True, tagged=True)))
             continue
@@ -105,9 +111,7 @@ def encode_value(
     era: str | None = None,
     extra_tags: list[tuple[int, bytes]] | None = None,
 ) -> bytes:
-    value_layout: ValueLayout = next(
-        v for v in layout.values if version in v.valid and (era is None or v.era == era)
-    )
+    value_layout: ValueLayout = next(v for v in layout.values if version in v.valid and (era is None or v.era == era))
     return struct.pack(">h", version) + encode_struct(
         value_layout.fields, version, version in value_layout.flexible, values, extra_tags
     )

@@ -153,7 +153,6 @@ class WireReader:
         # here stops a corrupt count from allocating billions of elements.
         if n * min_element_size > self.remaining:
             raise DecodeError(
-                f"corrupt {self.what}: array '{field}' claims {n} elements but only "
-                f"{self.remaining} bytes are left"
+                f"corrupt {self.what}: array '{field}' claims {n} elements but only {self.remaining} bytes are left"
             )
         return n

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import uuid
 from dataclasses import dataclass
@@ -79,52 +78,50 @@ def _write_with_spark(
     return WriteResult(Path(path).name, path, rows, -1, "delta-spark")
 
 
-def _write_with_delta_rs(
-    df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
-) -> WriteResult:
-    from deltalake import DeltaTable
+@dataclass(frozen=True)
+class DataFile:
+    """A Parquet file already written inside a table folder, waiting to be committed."""
+
+    path: Path
+    rows: int
+    partition_values: dict[str, str | None]
+
+
+def new_run_dir(table_dir: Path) -> Path:
+    """A fresh folder inside the table for one write's files; Delta tracks files, not folders."""
+    return table_dir / f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def commit_files(
+    table_dir: Path,
+    files: list[DataFile],
+    arrow_schema,
+    mode: str = "overwrite",
+    partition_by: list[str] | None = None,
+    replace_where: dict[str, str] | None = None,
+) -> int:
+    """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs).
+
+    "overwrite" removes the table's current files (those matching `replace_where` only, when given) in
+    the same commit, so readers switch from the old rows to the new ones atomically.
+    """
+    from deltalake import DeltaTable, Schema
     from deltalake.transaction import AddAction, create_table_with_add_actions
 
-    if not _is_local(path):
-        raise NotImplementedError(
-            "the delta-rs route writes to local paths; for object stores run on a cluster with delta-spark"
+    actions = [
+        AddAction(
+            path=f.path.relative_to(table_dir).as_posix(),
+            size=f.path.stat().st_size,
+            partition_values=f.partition_values,
+            modification_time=int(f.path.stat().st_mtime * 1000),
+            data_change=True,
+            stats=json.dumps({"numRecords": f.rows}),
         )
-    table_dir = _local(path).resolve()
-    table_dir.mkdir(parents=True, exist_ok=True)
-    run_dir_name = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    run_dir = table_dir / run_dir_name
-    writer = df.write.mode("error")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(str(run_dir))
-
-    arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
-    actions = []
-    rows = 0
-    for file in sorted(run_dir.rglob("*.parquet")):
-        metadata = pq.read_metadata(file)
-        rows += metadata.num_rows
-        relative = file.relative_to(table_dir).as_posix()
-        partition_values = {}
-        for part in file.parent.relative_to(run_dir).parts:
-            name, _, value = part.partition("=")
-            partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else _unescape(value)
-        actions.append(
-            AddAction(
-                path=relative,
-                size=file.stat().st_size,
-                partition_values=partition_values,
-                modification_time=int(file.stat().st_mtime * 1000),
-                data_change=True,
-                stats=json.dumps({"numRecords": metadata.num_rows}),
-            )
-        )
-    _remove_spark_markers(run_dir)
-
+        for f in files
+    ]
     partition_filters = [(k, "=", v) for k, v in (replace_where or {}).items()] or None
     if DeltaTable.is_deltatable(str(table_dir)):
-        table = DeltaTable(str(table_dir))
-        table.create_write_transaction(
+        DeltaTable(str(table_dir)).create_write_transaction(
             actions,
             mode=mode,
             schema=arrow_schema,
@@ -132,18 +129,41 @@ def _write_with_delta_rs(
             partition_filters=partition_filters,
         )
     else:
-        from deltalake import Schema
-
         create_table_with_add_actions(
             str(table_dir),
             Schema.from_arrow(arrow_schema),
             actions,
-            mode="overwrite" if mode == "overwrite" else "append",
+            mode="overwrite",
             partition_by=partition_by,
         )
-    if not actions:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return WriteResult(table_dir.name, str(table_dir), rows, len(actions), "delta-rs")
+    return sum(f.rows for f in files)
+
+
+def _write_with_delta_rs(
+    df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
+) -> WriteResult:
+    if not _is_local(path):
+        raise NotImplementedError(
+            "the delta-rs route writes to local paths; for object stores run on a cluster with delta-spark"
+        )
+    table_dir = _local(path).resolve()
+    table_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = new_run_dir(table_dir)
+    writer = df.write.mode("error")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(str(run_dir))
+    _remove_spark_markers(run_dir)
+    files = []
+    for file in sorted(run_dir.rglob("*.parquet")):
+        partition_values = {}
+        for part in file.parent.relative_to(run_dir).parts:
+            name, _, value = part.partition("=")
+            partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else _unescape(value)
+        files.append(DataFile(file, pq.read_metadata(file).num_rows, partition_values))
+    schema = to_arrow_schema(df.schema, timezone="UTC")
+    rows = commit_files(table_dir, files, schema, mode, partition_by, replace_where)
+    return WriteResult(table_dir.name, str(table_dir), rows, len(files), "delta-rs")
 
 
 def _unescape(value: str) -> str:

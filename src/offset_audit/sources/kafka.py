@@ -33,7 +33,9 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     try:
         return reader.load()
     except AnalysisException as err:
-        if "kafka" in str(err).lower() and ("find data source" in str(err).lower() or "DATA_SOURCE_NOT_FOUND" in str(err)):
+        if "kafka" in str(err).lower() and (
+            "find data source" in str(err).lower() or "DATA_SOURCE_NOT_FOUND" in str(err)
+        ):
             raise ConnectorMissing(
                 "Spark's Kafka connector is not on the classpath; run with "
                 f"--packages {kafka_package(spark)} (spark-submit or PYSPARK_SUBMIT_ARGS), "

@@ -1,0 +1,155 @@
+"""`make bench`: decode (and later audit) throughput, as ratios against a raw scan in the same run.
+
+    python bench/run_bench.py --records 5000000 [--sizes 1000000,5000000,20000000]
+
+Numbers are wall-clock seconds on this machine; only the ratios travel between machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import struct
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from offset_audit.config import load_settings
+from offset_audit.generator import generate_dump
+from offset_audit.pipeline import run_decode
+from offset_audit.session import get_spark
+
+DATA = Path("bench-data")
+
+
+def dump_for(records: int, seed: int) -> Path:
+    path = DATA / f"dump-{records}-{seed}"
+    marker = path / ".complete"
+    if not marker.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
+        generate_dump(str(path), records, seed=seed, corrupt=20)
+        marker.write_text("ok")
+        print(f"generated {records:,} records in {time.perf_counter() - started:.1f}s -> {path}")
+    return path
+
+
+def raw_scan(spark, path: Path) -> float:
+    """What reading the bytes costs: Spark sums key and value lengths over the same Parquet."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(str(path))
+    started = time.perf_counter()
+    frame.select(F.sum(F.length("key") + F.coalesce(F.length("value"), F.lit(0)))).collect()
+    return time.perf_counter() - started
+
+
+def plain_python_decode(path: Path) -> tuple[float, int]:
+    """The baseline a script would be: one process, struct.unpack record by record (offset commits
+    fully, other records only classified)."""
+    unpack_h = struct.Struct(">h").unpack_from
+    unpack_i = struct.Struct(">i").unpack_from
+    unpack_q = struct.Struct(">q").unpack_from
+    decoded = 0
+    started = time.perf_counter()
+    for batch in pq.ParquetFile(next(iter([path]))).iter_batches() if path.is_file() else _batches(path):
+        keys = batch.column("key").to_pylist()
+        values = batch.column("value").to_pylist()
+        for key, value in zip(keys, values, strict=True):
+            try:
+                kind = unpack_h(key, 0)[0]
+                if kind not in (0, 1):
+                    continue
+                n = unpack_h(key, 2)[0]
+                group = key[4 : 4 + n].decode()
+                m = unpack_h(key, 4 + n)[0]
+                topic = key[6 + n : 6 + n + m].decode()
+                partition = unpack_i(key, 6 + n + m)[0]
+                if value is None:
+                    decoded += 1
+                    continue
+                version = unpack_h(value, 0)[0]
+                offset = unpack_q(value, 2)[0]
+                pos = 10
+                if version >= 3:
+                    pos += 4
+                if version == 4:
+                    length = value[pos] - 1
+                    pos += 1
+                else:
+                    length = unpack_h(value, pos)[0]
+                    pos += 2
+                metadata = value[pos : pos + length].decode()
+                commit = unpack_q(value, pos + length)[0]
+                del group, topic, partition, offset, metadata, commit
+                decoded += 1
+            except (struct.error, IndexError, UnicodeDecodeError):
+                continue
+    return time.perf_counter() - started, decoded
+
+
+def _batches(path: Path):
+    for file in sorted(path.glob("*.parquet")):
+        yield from pq.ParquetFile(file).iter_batches(batch_size=65536)
+
+
+def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
+    path = dump_for(records, seed)
+    raw_scan(spark, path)  # warm the JVM and the file cache
+    scan = min(raw_scan(spark, path) for _ in range(3))
+    output = DATA / f"out-{records}"
+    shutil.rmtree(output, ignore_errors=True)
+    run_decode(spark, [str(path)], str(output), load_settings())  # warm the Python workers too
+    decode_s = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        report = run_decode(spark, [str(path)], str(output), load_settings())
+        decode_s = min(decode_s, time.perf_counter() - started)
+    result = {
+        "records": records,
+        "raw_scan_s": round(scan, 2),
+        "decode_to_delta_s": round(decode_s, 2),
+        "decode_vs_scan": round(decode_s / scan, 2),
+        "decoded": report.records_decoded,
+        "quarantined": report.quarantined,
+    }
+    if with_python:
+        python_s, _ = plain_python_decode(path)
+        result["plain_python_s"] = round(python_s, 2)
+        result["plain_python_vs_decode"] = round(python_s / decode_s, 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--sizes", default="", help="comma-separated record counts for the growth table")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-python-baseline", action="store_true")
+    args = parser.parse_args()
+    DATA.mkdir(exist_ok=True)
+    spark = get_spark()
+    sizes = [int(s) for s in args.sizes.split(",") if s] or [args.records]
+    results = []
+    for records in sizes:
+        result = bench_size(
+            spark, records, args.seed, with_python=not args.no_python_baseline and records == args.records
+        )
+        results.append(result)
+        print(json.dumps(result))
+    print()
+    print(
+        f"{'records':>12} {'raw scan s':>11} {'decode s':>9} {'decode/scan':>12} {'python s':>9} {'python/decode':>14}"
+    )
+    for r in results:
+        print(
+            f"{r['records']:>12,} {r['raw_scan_s']:>11} {r['decode_to_delta_s']:>9} {r['decode_vs_scan']:>12}"
+            f" {r.get('plain_python_s', '-'):>9} {r.get('plain_python_vs_decode', '-'):>14}"
+        )
+    (DATA / "results.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
