@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 RECORDS ?= 5000000
 DEMO_RECORDS ?= 300000
 
-.PHONY: setup check-java demo test lint bench clean
+.PHONY: setup check-java demo test lint bench package clean
 
 setup: $(STAMP)
 
@@ -38,5 +38,8 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/run_bench.py --records $(RECORDS)
 
+package: setup
+	$(BIN)/python jobs/package_py_files.py dist/offset_audit.zip
+
 clean:
-	rm -rf demo-input demo-output bench-data spark-warehouse .pytest_cache
+	rm -rf demo-input demo-output bench-data dist spark-warehouse .pytest_cache

@@ -7,7 +7,7 @@ import pyarrow as pa
 from vector_files import all_vectors, load
 
 from offset_audit import records
-from offset_audit.fastpath import BinaryColumn, decode_offset_commits
+from offset_audit.fastpath import decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
 
 CODEC = RecordCodec()
@@ -39,7 +39,7 @@ MUST_DEFER = {
 def _fast(vectors):
     keys = pa.array([v.key for v in vectors], pa.binary())
     values = pa.array([v.value for v in vectors], pa.binary())
-    result = decode_offset_commits(BinaryColumn.of(keys), BinaryColumn.of(values))
+    result = decode_offset_commits(keys, values)
     rows = pa.table(result.columns).to_pylist()
     return dict(zip(result.rows.tolist(), rows, strict=True))
 
@@ -74,7 +74,7 @@ def test_fast_path_handles_sliced_arrow_arrays():
     vectors = load("offset_commits")
     keys = pa.array([v.key for v in vectors], pa.binary()).slice(2, 5)
     values = pa.array([v.value for v in vectors], pa.binary()).slice(2, 5)
-    result = decode_offset_commits(BinaryColumn.of(keys), BinaryColumn.of(values))
+    result = decode_offset_commits(keys, values)
     for row_index, group in zip(result.rows, result.columns["group_id"].to_pylist(), strict=True):
         assert (
             group
@@ -88,5 +88,22 @@ def test_fast_path_on_large_binary_columns():
     vectors = load("offset_commits")[:3]
     keys = pa.array([v.key for v in vectors], pa.large_binary())
     values = pa.array([v.value for v in vectors], pa.large_binary())
-    result = decode_offset_commits(BinaryColumn.of(keys), BinaryColumn.of(values))
+    result = decode_offset_commits(keys, values)
     assert np.array_equal(result.rows, np.arange(3))
+
+
+def test_fast_path_respects_the_allowed_mask_and_null_keys():
+    vectors = load("offset_commits")[:4]
+    keys = pa.array([vectors[0].key, None, vectors[2].key, vectors[3].key], pa.binary())
+    values = pa.array([v.value for v in vectors], pa.binary())
+    result = decode_offset_commits(keys, values, allowed=np.array([True, True, False, True]))
+    assert result.rows.tolist() == [0, 3]
+
+
+def test_repeated_keys_decode_once_and_map_back_to_every_row():
+    vector = load("offset_commits")[1]
+    keys = pa.array([vector.key] * 5 + [load("offset_commits")[6].key], pa.binary())
+    values = pa.array([vector.value] * 6, pa.binary())
+    result = decode_offset_commits(keys, values)
+    assert result.columns["group_id"].to_pylist() == ["my-group"] * 5 + ["my-group"]
+    assert result.columns["partition"].to_pylist() == [0] * 5 + [3]

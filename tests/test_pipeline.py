@@ -101,3 +101,20 @@ def test_dataframe_route_writes_the_same_tables_as_the_direct_route(spark, dump,
         frame = spark.read.parquet(*DeltaTable(f"{tmp_path}/{name}").file_uris())
         assert direct.schema == frame.schema, name
         assert direct.exceptAll(frame).count() == 0 and frame.exceptAll(direct).count() == 0, name
+
+
+def test_direct_route_from_a_dataframe_source_equals_the_pieces_route(spark, dump, decoded, tmp_path):
+    """Live Kafka and object stores reach the one-pass decoder as a DataFrame, not as file pieces."""
+    from offset_audit.sinks.direct import commit_decoded, decode_to_files
+    from offset_audit.sources import load_raw_records
+
+    report, output = decoded
+    counts, files = decode_to_files(
+        spark, load_raw_records(spark, [dump], load_settings()), str(tmp_path), "__consumer_offsets"
+    )
+    results = commit_decoded(str(tmp_path), files)
+    assert {name: r.rows for name, r in results.items()} == report.table_rows
+    for name in DECODE_TABLES:
+        direct = spark.read.parquet(*DeltaTable(f"{output}/{name}").file_uris())
+        frame = spark.read.parquet(*DeltaTable(f"{tmp_path}/{name}").file_uris())
+        assert direct.exceptAll(frame).count() == 0 and frame.exceptAll(direct).count() == 0, name

@@ -57,3 +57,28 @@ def test_delta_flag_on_a_plain_folder(spark, tmp_path):
     generate_dump(str(tmp_path), 10, seed=1)
     with pytest.raises(UserError, match="not a Delta table"):
         read_snapshot(spark, [str(tmp_path)], "delta")
+
+
+def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
+    import pyarrow as pa
+
+    from offset_audit.decode import for_decode
+    from offset_audit.sources.snapshot import read_piece, snapshot_pieces
+
+    generate_dump(str(tmp_path), 2500, seed=4)
+    pieces = snapshot_pieces([str(tmp_path)], "parquet", rows_per_piece=1000)
+    assert sum(p.rows for p in pieces) == 2500 and len(pieces) >= 2
+    from_python = pa.Table.from_batches([b for p in pieces for b in read_piece(p, "__consumer_offsets")])
+    frame = for_decode(to_raw_records(read_snapshot(spark, [str(tmp_path)], "parquet")), "__consumer_offsets")
+    from_spark = spark.createDataFrame(from_python.to_pandas(), frame.schema)
+    assert from_spark.exceptAll(frame).count() == 0 and frame.exceptAll(from_spark).count() == 0
+
+
+def test_pieces_refuse_files_without_kafka_columns(tmp_path):
+    import pyarrow.parquet as pq
+
+    from offset_audit.sources.snapshot import snapshot_pieces
+
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
+    with pytest.raises(UserError, match="no column key"):
+        snapshot_pieces([str(tmp_path)], "parquet")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from offset_audit.errors import UserError
 
-DEFAULT_CONF = Path(__file__).resolve().parent / "conf" / "default.toml"
+DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
 INPUT_FORMATS = ("parquet", "delta", "kafka")
 
 
@@ -31,7 +33,7 @@ def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path | Traversable) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text())
     except FileNotFoundError as err:

@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 )
 
 from offset_audit import records
-from offset_audit.fastpath import BinaryColumn, decode_offset_commits
+from offset_audit.fastpath import decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.tables import TableSchema, as_epoch_millis, parse_type, table_schema
@@ -170,9 +170,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     parts = []
     if use_fast_path and pending.any():
         eras = {t: codec.layouts[t].values[0].era for t in (0, 1)}
-        key_column = BinaryColumn.of(keys)
-        key_column.is_null = key_column.is_null | ~pending
-        fast = decode_offset_commits(key_column, BinaryColumn.of(values))
+        fast = decode_offset_commits(keys, values, allowed=pending)
         if len(fast.rows):
             pending[fast.rows] = False
             table, fast_counts = _fast_commits(batch, fast, eras)

@@ -111,21 +111,60 @@ def _valid_utf8(data: np.ndarray, start: int, length: int) -> bool:
         return False
 
 
-def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommits:
-    """Decode the rows that are certainly well-formed offset commits; the caller sends the rest to the
-    generic reader."""
+@dataclass
+class _CommitKeys:
+    """OffsetCommitKey fields of each distinct key in a batch (a dump commits the same keys over and
+    over, so keys are decoded once per batch, not once per record)."""
+
+    ok: np.ndarray
+    key_type: np.ndarray
+    partition: np.ndarray
+    groups: pa.Array
+    topics: pa.Array
+
+
+def _decode_keys(keys: BinaryColumn) -> _CommitKeys:
     klen = keys.lengths
     key_type = np.where(klen >= 2, _read(keys.data, keys.starts, 2), -1)
     ok = (klen >= 10) & ((key_type == K.LEGACY_OFFSET_COMMIT) | (key_type == K.OFFSET_COMMIT))
-
     # OffsetCommitKey: int16 type, string group, string topic, int32 partition (never flexible).
     group_len = _read(keys.data, keys.starts + 2, 2)
     topic_pos = keys.starts + 4 + group_len
     topic_len = _read(keys.data, topic_pos, 2)
     ok &= (group_len >= 0) & (topic_len >= 0) & (10 + group_len + topic_len == klen)
     partition = _read(keys.data, topic_pos + 2 + topic_len, 4)
+    group_len = np.where(ok, group_len, 0)
+    topic_len = np.where(ok, topic_len, 0)
+    groups, group_high = _gather_strings(keys.data, keys.starts + 4, group_len)
+    topics, topic_high = _gather_strings(keys.data, topic_pos + 2, topic_len)
+    for i in np.flatnonzero(group_high | topic_high):
+        # Non-ASCII is fine when it is valid UTF-8; otherwise the generic reader replaces bad bytes as Java does.
+        if not (
+            _valid_utf8(keys.data, keys.starts[i] + 4, group_len[i])
+            and _valid_utf8(keys.data, topic_pos[i] + 2, topic_len[i])
+        ):
+            ok[i] = False
+    return _CommitKeys(ok, key_type, partition, groups, topics)
+
+
+def decode_offset_commits(keys: pa.Array, values: pa.Array, allowed: np.ndarray | None = None) -> FastCommits:
+    """Decode the rows (among `allowed`) that are certainly well-formed offset commits; the caller
+    sends the rest to the generic reader."""
+    encoded = pc.dictionary_encode(keys)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    distinct = _decode_keys(BinaryColumn.of(encoded.dictionary))
+    has_key = encoded.indices.is_valid().to_numpy(zero_copy_only=False)
+    key_index = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(distinct.ok) == 0:
+        key_index = np.zeros(len(keys), np.int64)
+        distinct.ok = np.zeros(1, bool)
+    ok = has_key & distinct.ok[key_index]
+    if allowed is not None:
+        ok &= allowed
 
     # OffsetCommitValue v0-v4 (reference 2.3).
+    values = BinaryColumn.of(values)
     vdata = values.data
     tombstone = values.is_null
     vlen = values.lengths
@@ -164,27 +203,14 @@ def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommi
     ok &= tombstone | (pos == values.ends)
 
     rows = np.flatnonzero(ok)
-    groups, group_high = _gather_strings(keys.data, keys.starts[rows] + 4, group_len[rows])
-    topics, topic_high = _gather_strings(keys.data, topic_pos[rows] + 2, topic_len[rows])
     live_rows = live[rows]
     metadata, meta_high = _gather_strings(vdata, meta_start[rows], np.where(live_rows, meta_len[rows], 0))
-    suspicious = np.flatnonzero(group_high | topic_high | meta_high)
-    if len(suspicious):
-        # Non-ASCII is fine when it is valid UTF-8; otherwise the generic reader replaces bad bytes as Java does.
-        bad = [
-            i
-            for i in suspicious
-            if not (
-                _valid_utf8(keys.data, keys.starts[rows[i]] + 4, group_len[rows[i]])
-                and _valid_utf8(keys.data, topic_pos[rows[i]] + 2, topic_len[rows[i]])
-                and (not live_rows[i] or _valid_utf8(vdata, meta_start[rows[i]], meta_len[rows[i]]))
-            )
-        ]
-        if bad:
-            keep = np.ones(len(rows), bool)
-            keep[bad] = False
-            ok[rows[~keep]] = False
-            return decode_offset_commits_subset(keys, values, ok)
+    bad = [i for i in np.flatnonzero(meta_high) if not _valid_utf8(vdata, meta_start[rows[i]], meta_len[rows[i]])]
+    if bad:
+        keep = np.ones(len(rows), bool)
+        keep[bad] = False
+        rows, live_rows, metadata = rows[keep], live_rows[keep], metadata.filter(pa.array(keep))
+    row_keys = pa.array(key_index[rows])
 
     def live_only(values_: np.ndarray, type_: pa.DataType, sentinel: int | None = None) -> pa.Array:
         mask = ~live_rows
@@ -202,10 +228,10 @@ def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommi
         topic_ids = ids.take(pa.array(np.maximum(index, 0), mask=~with_id))
 
     columns = {
-        "key_type": pa.array(key_type[rows], pa.int16()),
-        "group_id": groups,
-        "topic": topics,
-        "partition": pa.array(partition[rows], pa.int32()),
+        "key_type": pa.array(distinct.key_type[key_index[rows]], pa.int16()),
+        "group_id": distinct.groups.take(row_keys),
+        "topic": distinct.topics.take(row_keys),
+        "partition": pa.array(distinct.partition[key_index[rows]], pa.int32()),
         "is_tombstone": pa.array(tombstone[rows], pa.bool_()),
         "value_version": live_only(version[rows], pa.int16()),
         "committed_offset": live_only(offset[rows], pa.int64()),
@@ -216,9 +242,3 @@ def decode_offset_commits(keys: BinaryColumn, values: BinaryColumn) -> FastCommi
         "topic_id": topic_ids,
     }
     return FastCommits(rows, columns)
-
-
-def decode_offset_commits_subset(keys: BinaryColumn, values: BinaryColumn, allowed: np.ndarray) -> FastCommits:
-    """Re-run the fast decode on rows still allowed after a UTF-8 check failed for some."""
-    masked_keys = BinaryColumn(keys.starts, keys.ends, keys.data, keys.is_null | ~allowed)
-    return decode_offset_commits(masked_keys, values)

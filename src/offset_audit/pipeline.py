@@ -21,7 +21,7 @@ from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
 from offset_audit.sinks.delta import write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
-from offset_audit.sources import load_raw_records
+from offset_audit.sources import load_raw_records, raw_source
 from offset_audit.tables import table_schema
 
 DECODE_TABLES = decode.TABLES
@@ -81,16 +81,18 @@ def run_decode(
         input=", ".join(inputs) if inputs else settings.bootstrap_servers,
         input_format=settings.input_format,
     )
-    raw = load_raw_records(spark, inputs, settings)
-    report.records_read = raw.count()
     route = route or ("dataframe" if has_delta(spark) else "direct")
     if route == "direct":
-        counts, files = decode_to_files(raw, output, settings.topic, settings.fast_path)
+        source = raw_source(spark, inputs, settings)
+        report.records_read = sum(p.rows for p in source) if isinstance(source, list) else source.count()
+        counts, files = decode_to_files(spark, source, output, settings.topic, settings.fast_path)
         fill_counts(report, counts)
         _check(report)  # nothing is committed unless every record is accounted for
         for name, result in commit_decoded(output, files).items():
             report.table_rows[name] = result.rows
     else:
+        raw = load_raw_records(spark, inputs, settings)
+        report.records_read = raw.count()
         decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts = Counter()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +120,12 @@ def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
     )
 
 
-def schemas_dir() -> Path:
-    """Where the layout files live: bundled next to the package in a wheel, else the repo's schemas/."""
-    bundled = Path(__file__).resolve().parent.parent / "schemas"
-    if bundled.is_dir():
-        return bundled
-    return Path(__file__).resolve().parents[3] / "schemas"
+def schemas_dir() -> Traversable:
+    """The schemas/ folder as package data (src/offset_audit/schemas links to the repo's schemas/).
+
+    Read through importlib.resources so it also works from the zip that spark-submit --py-files ships.
+    """
+    return resources.files("offset_audit") / "schemas"
 
 
 def _parse_record(raw: dict[str, Any]) -> RecordLayout:
@@ -151,7 +153,7 @@ def record_layouts(directory: str | None = None) -> dict[int, RecordLayout]:
     """All coordinator record layouts by record type."""
     base = Path(directory) if directory else schemas_dir() / "records"
     layouts = {}
-    for path in sorted(base.glob("*.json")):
+    for path in sorted((p for p in base.iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         layout = _parse_record(json.loads(path.read_text()))
         if layout.record_type in layouts:
             raise ValueError(f"record type {layout.record_type} is described twice ({path.name})")

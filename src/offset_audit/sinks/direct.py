@@ -20,12 +20,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from offset_audit.decode import TABLES, arrow_schema, decode_batch, for_decode
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, _is_local, _local, commit_files, new_run_dir
+from offset_audit.sources.snapshot import Piece, read_piece
 
 ROW_GROUP_ROWS = 131_072
 
@@ -68,56 +69,78 @@ class _TableFile:
             self.writer.close()
 
 
+def _decode_and_write(
+    batches: Iterator[pa.RecordBatch], run_dirs: dict[str, str], layouts, use_fast_path: bool
+) -> list[dict]:
+    """One task: decode raw batches, write each table's rows to this task's file for it, report."""
+    context = TaskContext.get()
+    prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
+    codec = RecordCodec(layouts)
+    files = {name: _TableFile(Path(run_dirs[name]) / f"{prefix}.parquet", arrow_schema(name)) for name in TABLES}
+    counts: Counter = Counter()
+    for batch in batches:
+        decoded = decode_batch(batch, codec, use_fast_path)
+        counts.update(decoded.counts)
+        for name in TABLES:
+            table = decoded.table(name)
+            if table.num_rows:
+                files[name].add(table)
+    report = []
+    for name, file in files.items():
+        file.close()
+        if file.rows:
+            report.append({"kind": "file", "table_name": name, "path": str(file.path), "rows": file.rows})
+    for (cls, key_type, version, era, tombstone), n in counts.items():
+        report.append(
+            {
+                "kind": "count",
+                "record_class": cls,
+                "key_type": key_type,
+                "value_version": version,
+                "layout_era": era,
+                "is_tombstone": tombstone,
+                "rows": n,
+            }
+        )
+    return report
+
+
 def decode_to_files(
-    raw: DataFrame, output: str, topic: str, use_fast_path: bool = True
+    spark: SparkSession, source: DataFrame | list[Piece], output: str, topic: str, use_fast_path: bool = True
 ) -> tuple[Counter, dict[str, list[DataFile]]]:
-    """Decode `raw` into Parquet files inside the decode tables' folders under `output`; returns the
-    record counts (class, key type, version, era, tombstone) and the files per table, not yet
-    committed: the caller checks the counts first, then calls `commit_decoded`."""
+    """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
+
+    `source` is either a raw-record DataFrame (live Kafka, object stores: Spark reads, Arrow batches
+    travel to the Python workers) or pieces of local snapshot files, which the Python workers read
+    themselves with pyarrow (faster: no JVM-to-Python transfer). Returns the record counts (class, key
+    type, version, era, tombstone) and the files per table, not yet committed: the caller checks the
+    counts first, then calls `commit_decoded`.
+    """
     if not _is_local(output):
         raise NotImplementedError(
             "the delta-rs route writes to local paths; use a delta-spark session for object stores"
         )
     out = _local(output).resolve()
-    run_dirs = {name: new_run_dir(out / name) for name in TABLES}
-    run_dir_names = {name: str(path) for name, path in run_dirs.items()}
+    run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
     layouts = record_layouts()
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        context = TaskContext.get()
-        prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
-        codec = RecordCodec(layouts)
-        files = {
-            name: _TableFile(Path(run_dir_names[name]) / f"{prefix}.parquet", arrow_schema(name)) for name in TABLES
-        }
-        counts: Counter = Counter()
-        for batch in batches:
-            decoded = decode_batch(batch, codec, use_fast_path)
-            counts.update(decoded.counts)
-            for name in TABLES:
-                table = decoded.table(name)
-                if table.num_rows:
-                    files[name].add(table)
-        report = []
-        for name, file in files.items():
-            file.close()
-            if file.rows:
-                report.append({"kind": "file", "table_name": name, "path": str(file.path), "rows": file.rows})
-        for (cls, key_type, version, era, tombstone), n in counts.items():
-            report.append(
-                {
-                    "kind": "count",
-                    "record_class": cls,
-                    "key_type": key_type,
-                    "value_version": version,
-                    "layout_era": era,
-                    "is_tombstone": tombstone,
-                    "rows": n,
-                }
-            )
-        yield pa.RecordBatch.from_pylist(report, schema=_REPORT_ARROW)
+    if isinstance(source, list):
 
-    reports = for_decode(raw, topic).mapInArrow(task, TASK_REPORT).collect()
+        def piece_task(pieces: Iterator[Piece]) -> Iterator[dict]:
+            batches = (batch for piece in pieces for batch in read_piece(piece, topic))
+            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path)
+
+        slices = max(1, len(source))
+        reports = [Row(**r) for r in spark.sparkContext.parallelize(source, slices).mapPartitions(piece_task).collect()]
+    else:
+
+        def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield pa.RecordBatch.from_pylist(
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path), schema=_REPORT_ARROW
+            )
+
+        reports = for_decode(source, topic).mapInArrow(arrow_task, TASK_REPORT).collect()
+
     counts: Counter = Counter()
     files: dict[str, list[DataFile]] = {name: [] for name in TABLES}
     for row in reports:

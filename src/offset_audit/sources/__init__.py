@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.config import Settings
 from offset_audit.sources.kafka import read_kafka
-from offset_audit.sources.snapshot import read_snapshot, to_raw_records
+from offset_audit.sources.snapshot import Piece, local_snapshot, read_snapshot, snapshot_pieces, to_raw_records
 
 
 def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame:
@@ -21,3 +21,11 @@ def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings)
     else:
         frame = read_snapshot(spark, inputs, settings.input_format)
     return to_raw_records(frame)
+
+
+def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | list[Piece]:
+    """What the one-pass decoder reads: pieces of local snapshot files, which Python workers read
+    directly, or else the raw-record DataFrame."""
+    if settings.input_format != "kafka" and local_snapshot(inputs):
+        return snapshot_pieces(inputs, settings.input_format)
+    return load_raw_records(spark, inputs, settings)

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StringType
+from pyspark.sql.types import BinaryType
 
 from offset_audit.errors import InputNotFound, UserError
 
@@ -53,7 +59,8 @@ def _delta_files(path: str) -> list[str]:
     return table.file_uris()
 
 
-def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> DataFrame:
+def snapshot_files(inputs: list[str], input_format: str) -> list[str]:
+    """The inputs as Spark should read them: files, folders and Delta tables' current data files."""
     paths = _expand(inputs)
     files: list[str] = []
     for path in paths:
@@ -65,29 +72,33 @@ def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> 
             files.append(path)
     if not files:
         raise InputNotFound(f"the input {', '.join(inputs)} holds no data files")
-    frame = spark.read.option("recursiveFileLookup", "false").parquet(*files)
-    missing = [c for c in REQUIRED if c not in frame.columns]
+    return files
+
+
+def _check_columns(columns: list[str]) -> None:
+    missing = [c for c in REQUIRED if c not in columns]
     if missing:
         raise UserError(
             f"the input has no column {', '.join(missing)}; a Kafka-source snapshot has key, value, topic, "
-            f"partition, offset and timestamp (found: {', '.join(frame.columns)})"
+            f"partition, offset and timestamp (found: {', '.join(columns)})"
         )
+
+
+def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> DataFrame:
+    frame = spark.read.option("recursiveFileLookup", "false").parquet(*snapshot_files(inputs, input_format))
+    _check_columns(frame.columns)
     return frame
 
 
 def to_raw_records(frame: DataFrame) -> DataFrame:
     """Normalise a Kafka-source frame to the raw-record columns (see offset_audit.sources)."""
     columns = set(frame.columns)
-
-    def binary(name: str):
-        column = F.col(name)
+    for name in ("key", "value"):
         kind = frame.schema[name].dataType
-        if isinstance(kind, BinaryType):
-            return column
-        if isinstance(kind, StringType):
-            return F.unhex(column)  # a dump that stored bytes as hex strings
-        raise UserError(f"column '{name}' must be binary, found {kind.simpleString()}")
-
+        if not isinstance(kind, BinaryType):
+            raise UserError(
+                f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind.simpleString()}"
+            )
     topic = F.col("topic").cast("string") if "topic" in columns else F.lit(None).cast("string")
     if "timestamp" in columns:
         stamp = F.unix_micros(F.col("timestamp").cast("timestamp"))
@@ -98,6 +109,98 @@ def to_raw_records(frame: DataFrame) -> DataFrame:
         F.col("partition").cast("int").alias("source_partition"),
         F.col("offset").cast("long").alias("source_offset"),
         stamp.alias("record_ts_us"),
-        binary("key").alias("key"),
-        binary("value").alias("value"),
+        F.col("key"),
+        F.col("value"),
     )
+
+
+# Reading snapshot files in Python workers --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Some row groups of one Parquet file: the unit of work when Python workers read a snapshot."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    rows: int
+
+
+def _local_path(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def _parquet_files(path: str) -> list[str]:
+    if os.path.isdir(path):
+        found = []
+        for folder, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+            found += [
+                os.path.join(folder, n)
+                for n in sorted(names)
+                if not n.startswith(("_", ".")) and not n.endswith(".crc")
+            ]
+        return found
+    return [path]
+
+
+def local_snapshot(inputs: list[str]) -> bool:
+    """Whether every input is on a local or mounted file system (Python workers read those directly)."""
+    return all("://" not in item or item.startswith("file://") for item in inputs)
+
+
+def snapshot_pieces(inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000) -> list[Piece]:
+    """Split the snapshot into pieces of whole row groups, reading only the files' footers."""
+    pieces = []
+    for file in (f for item in snapshot_files(inputs, input_format) for f in _parquet_files(_local_path(item))):
+        try:
+            metadata = pq.read_metadata(file)
+        except (OSError, pa.ArrowInvalid) as err:
+            raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
+        _check_columns(metadata.schema.to_arrow_schema().names)
+        group, rows = [], 0
+        for index in range(metadata.num_row_groups):
+            group.append(index)
+            rows += metadata.row_group(index).num_rows
+            if rows >= rows_per_piece:
+                pieces.append(Piece(file, tuple(group), rows))
+                group, rows = [], 0
+        if group:
+            pieces.append(Piece(file, tuple(group), rows))
+    return pieces
+
+
+def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
+    """Raw-record batches of one piece, as `offset_audit.decode.for_decode` would give them."""
+    parquet = pq.ParquetFile(piece.path)
+    names = parquet.schema_arrow.names
+    columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]
+    for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=list(piece.row_groups), columns=columns):
+        n = batch.num_rows
+        for name in ("key", "value"):
+            kind = batch.schema.field(name).type
+            if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+                raise UserError(f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind}")
+        if "topic" in names:
+            other_topic = pc.fill_null(pc.not_equal(batch.column("topic"), topic), False)
+        else:
+            other_topic = pa.array(np.zeros(n, bool))
+        if "timestamp" in names:
+            stamps = batch.column("timestamp")
+            if pa.types.is_timestamp(stamps.type):
+                stamps = stamps.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+            else:
+                stamps = stamps.cast(pa.int64())
+        else:
+            stamps = pa.nulls(n, pa.int64())
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("partition").cast(pa.int32()),
+                batch.column("offset").cast(pa.int64()),
+                stamps,
+                batch.column("key"),
+                batch.column("value"),
+                other_topic,
+            ],
+            names=["source_partition", "source_offset", "record_ts_us", "key", "value", "other_topic"],
+        )

@@ -1,0 +1,30 @@
+"""Builds dist/offset_audit.zip for `spark-submit --py-files`: the package with its schemas and
+default config inside (the repo links them into the package; the zip holds real copies).
+
+    python jobs/package_py_files.py [OUTPUT_ZIP]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def build(output: Path) -> Path:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
+        for folder, _, files in os.walk(SRC / "offset_audit", followlinks=True):
+            for name in sorted(files):
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                path = Path(folder) / name
+                archive.write(path, path.relative_to(SRC).as_posix())
+    return output
+
+
+if __name__ == "__main__":
+    print(build(Path(sys.argv[1] if len(sys.argv) > 1 else "dist/offset_audit.zip")))
