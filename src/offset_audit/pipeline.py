@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
@@ -51,10 +52,20 @@ def fill_counts(report: DecodeReport, counts: Counter) -> None:
     )
 
 
-def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
+def write_run(spark: SparkSession, report: DecodeReport, output: str, route: str) -> None:
+    """Append the run's row to `runs`: one row, so the delta-rs route writes it without a Spark job."""
     schema = table_schema("runs").struct()
-    frame = spark.createDataFrame([report.as_row()], schema)
-    write_delta(frame, str(Path(output) / "runs"), mode="append")
+    path = str(Path(output) / "runs")
+    if route == "direct":
+        from deltalake import write_deltalake
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        row = report.as_row()
+        row["table_rows"] = list(row["table_rows"].items())
+        table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
+        write_deltalake(path, table, mode="append")
+    else:
+        write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append")
 
 
 def _check(report: DecodeReport) -> None:
@@ -107,5 +118,5 @@ def run_decode(
         finally:
             decoded.unpersist()
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)
+    write_run(spark, report, output, route)
     return report

@@ -58,7 +58,10 @@ class _TableFile:
             return
         if self.writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy")
+            # Dictionary encoding pays off for the repetitive strings (group, topic, metadata), not for
+            # offsets and timestamps, which are nearly all distinct.
+            strings = [f.name for f in self.schema if pa.types.is_string(f.type)]
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy", use_dictionary=strings)
         self.writer.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP_ROWS)
         self.rows += self.pending_rows
         self.pending, self.pending_rows = [], 0
