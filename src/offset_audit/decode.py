@@ -14,8 +14,6 @@ Two transports carry its result, chosen by the sink (see `offset_audit.sinks`):
 
 from __future__ import annotations
 
-import base64
-import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -216,12 +214,6 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
 # The DataFrame transport ---------------------------------------------------------------------------
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    raise TypeError(type(value))
-
-
 @cache
 def _payload_struct(table: str) -> StructType:
     schema: TableSchema = table_schema(table)
@@ -279,7 +271,7 @@ def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator
                 "is_tombstone": tombstone,
                 "record_class": cls,
                 "layout_era": era,
-                "payload": json.dumps(payload, default=_json_default, separators=(",", ":")),
+                "payload": records.to_json(payload),
             }
         )
     skipped = decoded.counts.get((SKIPPED, None, None, None, False), 0)

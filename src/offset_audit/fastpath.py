@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.lib.stride_tricks import sliding_window_view
 
 from offset_audit import constants as K
 
@@ -55,9 +56,18 @@ class BinaryColumn:
 
 def _read(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Big-endian signed integers of `width` bytes at each position (positions clamped in bounds)."""
+    return _be(_window(data, pos, width), 0, width)
+
+
+def _window(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position as one (rows, width) matrix (positions clamped in bounds)."""
     pos = np.clip(pos, 0, len(data) - _PAD)
-    window = data[pos[:, None] + np.arange(width)]
-    return np.ascontiguousarray(window).view(f">i{width}").ravel().astype(np.int64)
+    return sliding_window_view(data, width)[pos]
+
+
+def _be(window: np.ndarray, start: int, width: int) -> np.ndarray:
+    """Big-endian signed integers from columns start:start+width of a window matrix."""
+    return np.ascontiguousarray(window[:, start : start + width]).view(f">i{width}").ravel().astype(np.int64)
 
 
 def _gather_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[pa.Array, np.ndarray]:
@@ -84,7 +94,7 @@ def _gather_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
 
 
 def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
-    raw = data[starts[:, None] + np.arange(16)]
+    raw = _window(data, starts, 16)
     hexed = np.empty((len(starts), 32), np.uint8)
     hexed[:, 0::2] = _HEX[raw >> 4]
     hexed[:, 1::2] = _HEX[raw & 0x0F]
@@ -169,37 +179,37 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, allowed: np.ndarray 
     tombstone = values.is_null
     vlen = values.lengths
     live = ~tombstone
-    version = np.where(vlen >= 2, _read(vdata, values.starts, 2), -1)
+    # Two gathers per batch: the fixed head of every value, then its tail after the metadata string.
+    # head: version(0:2) offset(2:10), then v0-v2: metadata length (10:12); v3: leaderEpoch (10:14) and
+    # metadata length (14:16); v4: leaderEpoch (10:14) and a compact length varint (14, 15).
+    head = _window(vdata, values.starts, 16)
+    version = np.where(vlen >= 2, _be(head, 0, 2), -1)
     ok &= tombstone | ((version >= 0) & (version <= 4))
-    pos = values.starts + 2
-    offset = _read(vdata, pos, 8)
-    pos = pos + 8
+    offset = _be(head, 2, 8)
     has_epoch = version >= 3
-    leader_epoch = np.where(has_epoch, _read(vdata, pos, 4), -1)
-    pos = pos + 4 * has_epoch
+    leader_epoch = np.where(has_epoch, _be(head, 10, 4), -1)
     flexible = version == 4
     # Compact length of metadata: a varint of one byte (< 127 bytes of metadata) or two (< 16383 bytes,
     # e.g. JSON checkpoints); longer varints are left to the generic reader.
-    first = vdata[np.clip(pos, 0, len(vdata) - _PAD)].astype(np.int64)
-    second = vdata[np.clip(pos + 1, 0, len(vdata) - _PAD)].astype(np.int64)
+    first = head[:, 14].astype(np.int64)
+    second = head[:, 15].astype(np.int64)
     two_bytes = (first & 0x80) != 0
     compact_len = np.where(two_bytes, (first & 0x7F) | (second << 7), first)
     ok &= ~(live & flexible) | (~two_bytes | ((second & 0x80) == 0)) & (compact_len >= 1)
-    meta_len = np.where(flexible, compact_len - 1, _read(vdata, pos, 2))
-    meta_start = pos + np.where(flexible, np.where(two_bytes, 2, 1), 2)
+    meta_len = np.where(flexible, compact_len - 1, np.where(has_epoch, _be(head, 14, 2), _be(head, 10, 2)))
+    meta_start = values.starts + np.where(flexible, np.where(two_bytes, 16, 15), np.where(has_epoch, 16, 12))
     ok &= tombstone | (meta_len >= 0)
+    # tail: commitTimestamp (0:8), then v1: expireTimestamp (8:16); v4: tagged fields, none (8: 00) or
+    # only topicId (8: 01, 9: tag 00, 10: size 10, 11:27 the uuid).
     pos = meta_start + np.maximum(meta_len, 0)
-    commit_ts = _read(vdata, pos, 8)
-    pos = pos + 8
+    tail = _window(vdata, pos, 27)
+    commit_ts = _be(tail, 0, 8)
     has_expire = version == 1
-    expire_ts = np.where(has_expire, _read(vdata, pos, 8), -1)
-    pos = pos + 8 * has_expire
-    # v4 ends with tagged fields: none (00), or only topicId (01 tag=00 size=10 + 16 bytes).
-    tag_count = vdata[np.clip(pos, 0, len(vdata) - _PAD)]
-    tag_head = _read(vdata, pos + 1, 2)
-    has_topic_id = flexible & (tag_count == 1) & (tag_head == 0x0010)
+    expire_ts = np.where(has_expire, _be(tail, 8, 8), -1)
+    tag_count = np.where(flexible, tail[:, 8], 0)
+    has_topic_id = flexible & (tag_count == 1) & (_be(tail, 9, 2) == 0x0010)
     ok &= ~(live & flexible) | (tag_count == 0) | has_topic_id
-    pos = pos + np.where(flexible, 1, 0) + np.where(has_topic_id, 18, 0)
+    pos = pos + 8 + 8 * has_expire + np.where(flexible, 1, 0) + np.where(has_topic_id, 18, 0)
     ok &= tombstone | (pos == values.ends)
 
     rows = np.flatnonzero(ok)

@@ -146,6 +146,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value))
 
 
+def to_json(fields: dict[str, Any]) -> str:
+    """A decoded struct as compact JSON; bytes as base64, as Kafka's JSON converters write them."""
+    return json.dumps(fields, default=_json_default, separators=(",", ":"))
+
+
 def _topology_topics(subtopologies: list[dict] | None, field: str) -> list[str]:
     topics: list[str] = []
     for sub in subtopologies or []:
@@ -187,7 +192,7 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
         "topology_epoch": f.get("TopologyEpoch"),
         "process_id": f.get("ProcessId"),
         "epoch": f.get("Epoch", f.get("AssignmentEpoch")),
-        "decoded_json": json.dumps(f, default=_json_default, separators=(",", ":")),
+        "decoded_json": to_json(f),
     }
     if record_type == K.CONSUMER_GROUP_REGULAR_EXPRESSION:
         row["resolved_topics"] = f["Topics"]

@@ -13,11 +13,11 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     lines = [
         f"Decoded {report.input} ({report.input_format})",
         "",
-        f"  records read        {_n(report.records_read):>14}",
-        f"  skipped (other topic){_n(report.records_skipped):>13}",
-        f"  decoded             {_n(report.records_decoded):>14}   of which tombstones {_n(report.tombstones)}",
-        f"  unknown types       {_n(report.other_records):>14}   (kept in other_records)",
-        f"  quarantined         {_n(report.quarantined):>14}   (see quarantine)",
+        f"  records read            {_n(report.records_read):>12}",
+        f"  skipped (other topic)   {_n(report.records_skipped):>12}",
+        f"  decoded                 {_n(report.records_decoded):>12}   of which tombstones {_n(report.tombstones)}",
+        f"  unknown types           {_n(report.other_records):>12}   (kept in other_records)",
+        f"  quarantined             {_n(report.quarantined):>12}   (see quarantine)",
         "",
         "  decoded by record type and value version:",
     ]
