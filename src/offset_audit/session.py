@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from importlib import resources
 
 from pyspark.sql import SparkSession
 
@@ -74,10 +75,11 @@ def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
-    for name, value in {**LOCAL_DEFAULTS, **(settings or {})}.items():
+    log_config = resources.files("offset_audit") / "conf" / "log4j2.properties"
+    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log_config}"}
+    for name, value in {**local, **(settings or {})}.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
     for name, value in REQUIRED.items():
         spark.conf.set(name, value)
     return spark
