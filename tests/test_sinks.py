@@ -51,3 +51,10 @@ def test_delta_spark_route(spark, tmp_path):
     path = str(tmp_path / "t")
     result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, force_route="delta-spark")
     assert result.rows == 1 and DeltaTable(path).count() == 1
+
+
+def test_object_store_output_without_delta_spark_is_a_user_error(spark):
+    from offset_audit.errors import UserError
+
+    with pytest.raises(UserError, match="not a local path"):
+        write_delta(spark.createDataFrame([(1,)], "x int"), "s3a://bucket/table", force_route="delta-rs")

@@ -117,7 +117,9 @@ class DecodedBatch:
 
     offset_commits: pa.Table
     rare: dict[str, list[dict[str, Any]]]
-    classified: list[dict[str, Any]]  # one small dict per rare record: class, key_type, version, era, tombstone
+    # Each rare record that is not an offset commit: its class, its count key and its row (the DataFrame
+    # route turns these into JSON payloads).
+    classified: list[dict[str, Any]]
     counts: Counter = field(default_factory=Counter)
 
     def table(self, name: str) -> pa.Table:
@@ -146,6 +148,11 @@ def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa
     return finalize("offset_commits", stage), counts
 
 
+def _commit_eras(codec: RecordCodec) -> dict[int, str]:
+    """The layout era of offset commits by key type (each has one value layout)."""
+    return {t: codec.layouts[t].values[0].era for t in (0, 1)}
+
+
 def for_decode(raw: DataFrame, topic: str) -> DataFrame:
     """The raw records as the decode stage takes them. Whether a record belongs to another topic than
     `topic` is worked out here, in the JVM, so that topic names never travel to Python workers."""
@@ -167,7 +174,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     values = batch.column("value")
     parts = []
     if use_fast_path and pending.any():
-        eras = {t: codec.layouts[t].values[0].era for t in (0, 1)}
+        eras = _commit_eras(codec)
         fast = decode_offset_commits(keys, values, allowed=pending)
         if len(fast.rows):
             pending[fast.rows] = False
@@ -242,13 +249,13 @@ def decoded_schema() -> StructType:
     )
 
 
-def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema, eras: dict[int, str]) -> Iterator[pa.RecordBatch]:
     commits = decoded.offset_commits
     if commits.num_rows:
         era = pc.if_else(
             commits.column("is_tombstone"),
             pa.scalar(None, pa.string()),
-            pc.if_else(pc.equal(commits.column("key_type"), 0), "0.8.2+", "0.9.0+"),
+            pc.if_else(pc.equal(commits.column("key_type"), 0), eras[0], eras[1]),
         )
         extra = {
             "record_class": pa.array([records.OFFSET_COMMIT] * commits.num_rows, pa.string()),
@@ -293,8 +300,9 @@ def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_p
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
+        eras = _commit_eras(codec)
         for batch in batches:
-            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow)
+            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow, eras)
 
     if "source_topic" not in raw.columns:
         raw = raw.withColumn("source_topic", F.lit(None).cast("string"))

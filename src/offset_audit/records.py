@@ -204,10 +204,9 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
     if record_type == K.STREAMS_GROUP_TOPOLOGY:
         # StreamsTopology.sourceTopicMap: source plus repartition-source topics (reference 4.3).
         subs = f["Subtopologies"]
-        row["source_topics"] = _topology_topics(subs, "SourceTopics") + [
-            t
-            for t in _topology_topics(subs, "RepartitionSourceTopics")
-            if t not in _topology_topics(subs, "SourceTopics")
+        sources = _topology_topics(subs, "SourceTopics")
+        row["source_topics"] = sources + [
+            t for t in _topology_topics(subs, "RepartitionSourceTopics") if t not in sources
         ]
         row["source_topic_regex"] = _topology_topics(subs, "SourceTopicRegex")
     if record_type in (K.CONSUMER_GROUP_PARTITION_METADATA, K.SHARE_GROUP_PARTITION_METADATA):

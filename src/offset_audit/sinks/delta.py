@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offset_audit.errors import UserError
 from offset_audit.session import has_delta
 
 
@@ -143,8 +144,9 @@ def _write_with_delta_rs(
     df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
 ) -> WriteResult:
     if not _is_local(path):
-        raise NotImplementedError(
-            "the delta-rs route writes to local paths; for object stores run on a cluster with delta-spark"
+        raise UserError(
+            f"'{path}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to local "
+            "or mounted folders; for object stores run in a session started with delta-spark"
         )
     table_dir = _local(path).resolve()
     table_dir.mkdir(parents=True, exist_ok=True)

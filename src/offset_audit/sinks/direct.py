@@ -23,6 +23,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from offset_audit.decode import TABLES, arrow_schema, decode_batch, for_decode
+from offset_audit.errors import UserError
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, _is_local, _local, commit_files, new_run_dir
@@ -120,8 +121,9 @@ def decode_to_files(
     counts first, then calls `commit_decoded`.
     """
     if not _is_local(output):
-        raise NotImplementedError(
-            "the delta-rs route writes to local paths; use a delta-spark session for object stores"
+        raise UserError(
+            f"'{output}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to "
+            "local or mounted folders; for object stores run in a session started with delta-spark"
         )
     out = _local(output).resolve()
     run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
