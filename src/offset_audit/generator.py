@@ -310,6 +310,15 @@ class World:
     def _assignment(self, group: Group) -> list[dict]:
         return [{"TopicId": self.topic_ids[t], "Partitions": list(range(self.topics[t]))} for t in group.subscribed]
 
+    def _topic_metadata(self, group: Group) -> dict:
+        """ConsumerGroupPartitionMetadata / ShareGroupPartitionMetadata value for the subscribed topics."""
+        return {
+            "Topics": [
+                {"TopicId": self.topic_ids[t], "TopicName": t, "NumPartitions": self.topics[t], "PartitionMetadata": []}
+                for t in group.subscribed
+            ]
+        }
+
     def modern_consumer(self, group: Group, ts: int) -> list[Event]:
         rng = self.rng
         gid = group.group_id
@@ -325,17 +334,7 @@ class World:
             add(
                 K.CONSUMER_GROUP_PARTITION_METADATA,
                 {},
-                {
-                    "Topics": [
-                        {
-                            "TopicId": self.topic_ids[t],
-                            "TopicName": t,
-                            "NumPartitions": self.topics[t],
-                            "PartitionMetadata": [],
-                        }
-                        for t in group.subscribed
-                    ]
-                },
+                self._topic_metadata(group),
             )
         regex = None
         if group.options.get("regex", rng.random() < 0.3):
@@ -470,17 +469,7 @@ class World:
             add(
                 K.SHARE_GROUP_PARTITION_METADATA,
                 {},
-                {
-                    "Topics": [
-                        {
-                            "TopicId": self.topic_ids[t],
-                            "TopicName": t,
-                            "NumPartitions": self.topics[t],
-                            "PartitionMetadata": [],
-                        }
-                        for t in group.subscribed
-                    ]
-                },
+                self._topic_metadata(group),
             )
         else:
             add(K.SHARE_GROUP_METADATA, {}, {"Epoch": 2, "MetadataHash": 99})
