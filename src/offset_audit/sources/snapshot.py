@@ -51,10 +51,11 @@ def _delta_files(path: str) -> list[str]:
     from deltalake import DeltaTable
 
     table = DeltaTable(path)
-    features = set(table.protocol().reader_features or [])
-    if "deletionVectors" in features and len(table.deletion_vectors().to_pylist() or []):
+    if "deletionVectors" in set(table.protocol().reader_features or []):
+        # Reading the data files alone would resurrect deleted rows.
         raise UserError(
-            f"the Delta table {path} has deletion vectors; read it with a delta-spark session or OPTIMIZE it first"
+            f"the Delta table {path} may use deletion vectors; read it with a delta-spark session, or rewrite it "
+            "without them (REORG TABLE ... APPLY (PURGE))"
         )
     return table.file_uris()
 
