@@ -106,6 +106,151 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
     click.echo(decode_summary(report, output))
 
 
+def _audit_settings(conf_file, input_format, bootstrap_servers, kafka_options, topic, as_of, retention_minutes=None):
+    return load_settings(
+        conf_file,
+        input_format=input_format,
+        bootstrap_servers=bootstrap_servers,
+        kafka_options=_kafka_options(kafka_options),
+        topic=topic,
+        as_of=as_of,
+        retention_minutes=retention_minutes,
+    )
+
+
+@main.command()
+@input_options
+@click.option(
+    "--output", required=True, metavar="DIR", help="folder for the verdict tables (decode tables go to DIR/decoded)."
+)
+@click.option("--as-of", default=None, help="latest (default: newest record in the dump), now, or an ISO timestamp.")
+@click.option(
+    "--retention-minutes", type=click.IntRange(min=1), default=None, help="offsets.retention.minutes (default 10080)."
+)
+@click.option(
+    "--snapshot-id", default=None, help="name of this snapshot in the tables (default: from input and as_of)."
+)
+@click.option(
+    "--end-offsets",
+    default=None,
+    metavar="PATH",
+    help="Parquet or CSV of topic, partition, log_start_offset, log_end_offset.",
+)
+@_user_errors
+def audit(
+    inputs,
+    input_format,
+    bootstrap_servers,
+    kafka_options,
+    topic,
+    conf_file,
+    output,
+    as_of,
+    retention_minutes,
+    snapshot_id,
+    end_offsets,
+) -> None:
+    """Judge every committed offset and group as the broker's expiry sweep would."""
+    from offset_audit.audit import run_audit
+    from offset_audit.session import get_spark
+    from offset_audit.summary import audit_summary
+
+    settings = _audit_settings(
+        conf_file, input_format, bootstrap_servers, kafka_options, topic, as_of, retention_minutes
+    )
+    if settings.input_format != "kafka" and not inputs:
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    spark = get_spark(settings.spark)
+    result = run_audit(spark, list(inputs), output, settings, snapshot_id=snapshot_id, end_offsets=end_offsets)
+    click.echo(audit_summary(result, output))
+
+
+def _minutes_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as err:
+        raise UserError(
+            f"--retention-minutes takes comma-separated minutes, e.g. 1440,10080,43200, not '{text}'"
+        ) from err
+    if not values or min(values) <= 0:
+        raise UserError("--retention-minutes needs at least one positive number of minutes")
+    return values
+
+
+@main.command()
+@input_options
+@click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
+@click.option("--retention-minutes", "retentions", required=True, help="comma-separated, e.g. 1440,10080,43200.")
+@click.option("--as-of", "as_of_points", multiple=True, help="latest (default), now or ISO timestamps (repeatable).")
+@click.option("--snapshot-id", default=None)
+@_user_errors
+def whatif(
+    inputs,
+    input_format,
+    bootstrap_servers,
+    kafka_options,
+    topic,
+    conf_file,
+    output,
+    retentions,
+    as_of_points,
+    snapshot_id,
+) -> None:
+    """What would expire, and which groups would go, under other retentions or at other times."""
+    from offset_audit.audit import run_whatif
+    from offset_audit.session import get_spark
+    from offset_audit.summary import whatif_summary
+
+    settings = _audit_settings(conf_file, input_format, bootstrap_servers, kafka_options, topic, None)
+    if settings.input_format != "kafka" and not inputs:
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    spark = get_spark(settings.spark)
+    report, rows = run_whatif(
+        spark,
+        list(inputs),
+        output,
+        settings,
+        _minutes_list(retentions),
+        list(as_of_points) or [settings.as_of],
+        snapshot_id,
+    )
+    click.echo(f"What-if for {report.input} (snapshot {report.snapshot_id}):")
+    click.echo(whatif_summary(rows))
+
+
+@main.command("delete-plan")
+@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@click.option("--bootstrap-server", default='"$BOOTSTRAP_SERVER"', show_default=True, help="written into the commands.")
+@click.option(
+    "--script", type=click.Path(dir_okay=False), default=None, help="write the commands to this file instead."
+)
+@_user_errors
+def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
+    """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates."""
+    import os
+
+    from offset_audit.audit import delete_plan as plan
+    from offset_audit.session import get_spark
+    from offset_audit.summary import delete_plan_lines
+
+    spark = get_spark(load_settings().spark)
+    snapshot, candidates = plan(spark, audit_dir, snapshot_id)
+    if not candidates:
+        click.echo(f"no deletion candidates in {audit_dir}")
+        return
+    text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
+    if script:
+        with open(script, "w") as handle:
+            handle.write(text)
+        os.chmod(script, 0o755)
+        click.echo(
+            f"wrote {len(candidates)} partitions of {len({c['group_id'] for c in candidates})} groups to {script}"
+        )
+    else:
+        click.echo(text, nl=False)
+
+
 @main.command()
 @click.option("--output", required=True, metavar="PATH", help="folder for the Parquet files.")
 @click.option("--records", default=100_000, show_default=True, type=click.IntRange(min=1))

@@ -24,6 +24,9 @@ class Settings:
     kafka_options: dict[str, str] = field(default_factory=dict)
     fast_path: bool = True
     spark: dict[str, str] = field(default_factory=dict)
+    retention_minutes: int = 10080
+    check_interval_ms: int = 600000
+    as_of: str = "latest"
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +57,9 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "kafka_options": {str(k): str(v) for k, v in raw.get("kafka", {}).get("options", {}).items()},
         "fast_path": bool(raw.get("decode", {}).get("fast_path", True)),
         "spark": {str(k): str(v) for k, v in raw.get("spark", {}).items()},
+        "retention_minutes": int(raw.get("audit", {}).get("retention_minutes", 10080)),
+        "check_interval_ms": int(raw.get("audit", {}).get("check_interval_ms", 600000)),
+        "as_of": str(raw.get("audit", {}).get("as_of", "latest")),
     }
     for name, value in overrides.items():
         if value is None:
@@ -64,4 +70,6 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
         raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
+    if values["retention_minutes"] <= 0 or values["check_interval_ms"] <= 0:
+        raise UserError("retention_minutes and check_interval_ms must be positive")
     return Settings(**values)

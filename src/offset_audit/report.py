@@ -33,6 +33,9 @@ class DecodeReport:
     table_rows: dict[str, int] = field(default_factory=dict)
     finished_at: datetime | None = None
     warnings: list[str] = field(default_factory=list)
+    snapshot_id: str | None = None
+    as_of: datetime | None = None
+    retention_minutes: int | None = None
 
     @property
     def records_decoded(self) -> int:
@@ -62,6 +65,9 @@ class DecodeReport:
             "finished_at": self.finished_at,
             "input": self.input,
             "input_format": self.input_format,
+            "snapshot_id": self.snapshot_id,
+            "as_of": self.as_of,
+            "retention_minutes": self.retention_minutes,
             "records_read": self.records_read,
             "records_skipped": self.records_skipped,
             "records_decoded": self.records_decoded,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from offset_audit.report import DecodeReport
 
 
@@ -32,3 +34,78 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     for warning in report.warnings:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)
+
+
+def audit_summary(result, output: str) -> str:
+    """What `audit` prints: groups by verdict, what expires soon, and the best deletion candidates."""
+    report = result.report
+    lines = [
+        f"Audited {report.input} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
+        f"(retention {report.retention_minutes} min, snapshot {result.snapshot_id})",
+        f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, "
+        f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}",
+        "",
+        "  groups by type, state and verdict:",
+    ]
+    for group_type, state, would_delete, count in result.group_summary:
+        verdict = "removed by the sweep" if would_delete else "kept"
+        lines.append(f"    {group_type:<9} {state:<12} {verdict:<22} {_n(count):>10}")
+    lines += [
+        "",
+        f"  committed offsets {_n(result.offsets)}: expired {_n(result.expired)}, "
+        f"expiring within 24 h {_n(result.expiring_24h)}, within 7 days {_n(result.expiring_7d)}",
+        "",
+        "  top deletion candidates (kafka-consumer-groups --delete-offsets would succeed):",
+    ]
+    if not result.top_candidates:
+        lines.append("    none")
+    for c in result.top_candidates:
+        lag = "" if c["lag"] is None else f", lag {_n(c['lag'])}"
+        parts = f"{c['partitions']} partition{'' if c['partitions'] == 1 else 's'}"
+        lines.append(f"    [{c['priority']}] {c['reason']:<35} {c['group_id']} {c['topic']} ({parts}{lag})")
+    lines += ["", f"  Delta tables under {output}:"]
+    for name, rows in report.table_rows.items():
+        lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {result.snapshot_id})")
+    lines.append(f"    {'decoded/':<22} {'':>14} the decode tables of this dump")
+    lines.append(f"  next: offset-audit delete-plan --audit {output}")
+    return "\n".join(lines)
+
+
+def whatif_summary(rows: list[dict]) -> str:
+    lines = [
+        f"  {'as_of (UTC)':<20} {'retention':>12} {'offsets':>12} {'expired':>12} {'groups':>9} {'removed':>9}",
+    ]
+    for r in rows:
+        minutes = r["retention_minutes"]
+        retention = f"{minutes // 1440}d" if minutes % 1440 == 0 else f"{minutes}m"
+        lines.append(
+            f"  {r['as_of']:%Y-%m-%d %H:%M}     {retention:>12} {_n(r['offsets_total']):>12} "
+            f"{_n(r['offsets_expired']):>12} {_n(r['groups_total']):>9} {_n(r['groups_deleted']):>9}"
+        )
+    return "\n".join(lines)
+
+
+def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) -> list[str]:
+    """kafka-consumer-groups.sh commands, one per group, with what the broker is expected to answer."""
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Offsets the broker would delete (OffsetDelete, KIP-496) as of snapshot {snapshot_id}.",
+        "# Expected answer for every partition: Successful. A group that changed since the snapshot may",
+        "# answer GROUP_SUBSCRIBED_TO_TOPIC or NON_EMPTY_GROUP instead; nothing else is touched.",
+        "set -u",
+    ]
+    by_group: dict[str, dict[str, list[int]]] = {}
+    reasons: dict[str, set[str]] = {}
+    for c in candidates:
+        by_group.setdefault(c["group_id"], {}).setdefault(c["topic"], []).append(c["partition"])
+        reasons.setdefault(c["group_id"], set()).add(c["reason"])
+    for group, topics in by_group.items():
+        lines.append("")
+        lines.append(f"# {group}: {', '.join(sorted(reasons[group]))}")
+        topic_args = " ".join(
+            f"--topic {shlex.quote(t + ':' + ','.join(str(p) for p in sorted(parts)))}"
+            for t, parts in sorted(topics.items())
+        )
+        command = f"kafka-consumer-groups.sh --bootstrap-server {bootstrap} --delete-offsets"
+        lines.append(f"{command} --group {shlex.quote(group)} {topic_args}")
+    return lines

@@ -1,0 +1,268 @@
+"""The audit jobs end to end: decode -> replay -> rules -> verdicts -> Delta, and the what-if and
+delete-plan commands. Orchestration only; the logic lives in replay.py, rules.py and verdicts.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offset_audit import replay, verdicts
+from offset_audit.config import Settings
+from offset_audit.errors import InputNotFound, UserError
+from offset_audit.pipeline import run_decode, write_run
+from offset_audit.report import DecodeReport
+from offset_audit.sinks.delta import write_delta
+from offset_audit.sources.tables import read_table
+from offset_audit.tables import table_schema
+
+DECODED = "decoded"
+
+
+@dataclass
+class CoordinatorState:
+    offsets: DataFrame
+    groups: DataFrame
+    newest_record: datetime | None
+
+
+def load_state(spark: SparkSession, decoded_dir: str) -> CoordinatorState:
+    """Replay the decode tables into what the coordinator would hold after loading the log."""
+    commits = read_table(spark, decoded_dir, "offset_commits")
+    metadata = read_table(spark, decoded_dir, "group_metadata")
+    members = read_table(spark, decoded_dir, "group_members")
+    modern = read_table(spark, decoded_dir, "modern_group_records")
+    offsets = replay.live_offsets(commits)
+    live_metadata = replay.live_group_metadata(metadata)
+    groups = replay.coordinator_groups(
+        offsets, live_metadata, replay.live_members(members, live_metadata), replay.live_modern_records(modern)
+    )
+    newest = (
+        commits.select("record_timestamp")
+        .unionByName(metadata.select("record_timestamp"))
+        .unionByName(modern.select("record_timestamp"))
+        .agg(F.max("record_timestamp"))
+        .collect()[0][0]
+    )
+    return CoordinatorState(offsets, groups, newest)
+
+
+def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
+    """--as-of: "latest" (the newest record in the dump), "now", or an ISO-8601 timestamp (UTC if naive)."""
+    if spec == "latest":
+        if newest_record is None:
+            raise UserError("--as-of latest needs records with timestamps; give --as-of now or a timestamp")
+        return newest_record if newest_record.tzinfo else newest_record.replace(tzinfo=UTC)
+    if spec == "now":
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(spec.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise UserError(
+            f"--as-of takes latest, now or an ISO timestamp like 2026-11-21T10:00:00Z, not '{spec}'"
+        ) from err
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def snapshot_id_for(inputs: list[str], as_of: datetime, given: str | None) -> str:
+    if given:
+        return given
+    digest = hashlib.sha1("\n".join([*sorted(os.path.abspath(i) for i in inputs), as_of.isoformat()]).encode())
+    return f"{as_of:%Y%m%dT%H%M%SZ}-{digest.hexdigest()[:8]}"
+
+
+def read_end_offsets(spark: SparkSession, path: str) -> DataFrame:
+    """--end-offsets: Parquet or CSV (with a header) of topic, partition, log_start_offset, log_end_offset."""
+    if not os.path.exists(path):
+        raise InputNotFound(f"the end-offsets file '{path}' does not exist")
+    if path.endswith(".csv"):
+        frame = spark.read.option("header", "true").csv(path)
+    else:
+        frame = spark.read.parquet(path)
+    wanted = ["topic", "partition", "log_start_offset", "log_end_offset"]
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise UserError(f"the end-offsets file has no column {', '.join(missing)} (needs {', '.join(wanted)})")
+    return frame.select(
+        F.col("topic").cast("string"),
+        F.col("partition").cast("int"),
+        F.col("log_start_offset").cast("bigint"),
+        F.col("log_end_offset").cast("bigint"),
+    )
+
+
+def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str) -> DataFrame:
+    return frame.withColumn("snapshot_id", F.lit(snapshot_id)).select(*table_schema(table).column_names())
+
+
+def _write_snapshot(frame: DataFrame, output: str, table: str, snapshot_id: str) -> int:
+    """Replace this snapshot's rows of `table` in one commit; other snapshots stay for history."""
+    result = write_delta(
+        _with_snapshot(frame, snapshot_id, table),
+        str(Path(output) / table),
+        partition_by=["snapshot_id"],
+        replace_where={"snapshot_id": snapshot_id},
+    )
+    return result.rows
+
+
+@dataclass
+class AuditResult:
+    report: DecodeReport
+    as_of: datetime
+    snapshot_id: str
+    group_summary: list[tuple[str, str, bool, int]] = field(default_factory=list)
+    expiring_24h: int = 0
+    expiring_7d: int = 0
+    expired: int = 0
+    offsets: int = 0
+    top_candidates: list[dict] = field(default_factory=list)
+
+
+def _start_report(command: str, inputs: list[str], settings: Settings) -> DecodeReport:
+    return DecodeReport(
+        run_id=uuid.uuid4().hex,
+        command=command,
+        started_at=datetime.now(UTC),
+        input=", ".join(inputs) if inputs else settings.bootstrap_servers,
+        input_format=settings.input_format,
+    )
+
+
+def _copy_counts(target: DecodeReport, decoded: DecodeReport) -> None:
+    target.records_read = decoded.records_read
+    target.records_skipped = decoded.records_skipped
+    target.by_class = dict(decoded.by_class)
+    target.tombstones = decoded.tombstones
+    target.decoded_by_type = list(decoded.decoded_by_type)
+
+
+def run_audit(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    snapshot_id: str | None = None,
+    end_offsets: str | None = None,
+) -> AuditResult:
+    report = _start_report("audit", inputs, settings)
+    decoded_dir = str(Path(output) / DECODED)
+    _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
+    state = load_state(spark, decoded_dir)
+    as_of = resolve_as_of(settings.as_of, state.newest_record)
+    snapshot = snapshot_id_for(inputs, as_of, snapshot_id)
+    ends = read_end_offsets(spark, end_offsets) if end_offsets else None
+
+    judged = verdicts.judged_offsets(state.offsets, state.groups)
+    partitions = verdicts.partition_verdicts(
+        judged, as_of, settings.retention_minutes, settings.check_interval_ms, ends
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        groups = verdicts.group_verdicts(
+            partitions, state.groups, as_of, settings.retention_minutes, settings.check_interval_ms
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        candidates = verdicts.deletion_candidates(partitions)
+        report.table_rows["partition_verdicts"] = _write_snapshot(partitions, output, "partition_verdicts", snapshot)
+        report.table_rows["group_verdicts"] = _write_snapshot(groups, output, "group_verdicts", snapshot)
+        report.table_rows["deletion_candidates"] = _write_snapshot(candidates, output, "deletion_candidates", snapshot)
+        result = AuditResult(report, as_of, snapshot)
+        _summarise(result, partitions, groups, candidates, as_of)
+        groups.unpersist()
+    finally:
+        partitions.unpersist()
+    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
+    report.finished_at = datetime.now(UTC)
+    write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")
+    return result
+
+
+def _uses_delta_spark(spark: SparkSession) -> bool:
+    from offset_audit.session import has_delta
+
+    return has_delta(spark)
+
+
+def _summarise(
+    result: AuditResult, partitions: DataFrame, groups: DataFrame, candidates: DataFrame, as_of: datetime
+) -> None:
+    counts = (
+        groups.groupBy("group_type", "group_state", "would_delete")
+        .count()
+        .orderBy("group_type", "group_state")
+        .collect()
+    )
+    result.group_summary = [(r.group_type, r.group_state, r.would_delete, r["count"]) for r in counts]
+    day = 86_400_000
+    row = partitions.agg(
+        F.count(F.lit(1)).alias("offsets"),
+        F.sum(F.col("expired").cast("int")).alias("expired"),
+        F.sum(((F.col("time_to_expiry_ms") >= 0) & (F.col("time_to_expiry_ms") < day)).cast("int")).alias("d1"),
+        F.sum(((F.col("time_to_expiry_ms") >= 0) & (F.col("time_to_expiry_ms") < 7 * day)).cast("int")).alias("d7"),
+    ).collect()[0]
+    result.offsets, result.expired = row.offsets, row.expired or 0
+    result.expiring_24h, result.expiring_7d = row.d1 or 0, row.d7 or 0
+    top = (
+        candidates.groupBy("priority", "reason", "group_id", "topic")
+        .agg(F.count(F.lit(1)).alias("partitions"), F.sum("lag").alias("lag"))
+        .orderBy("priority", F.desc("partitions"), "group_id", "topic")
+        .limit(10)
+        .collect()
+    )
+    result.top_candidates = [r.asDict() for r in top]
+
+
+def run_whatif(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    retentions: list[int],
+    as_of_specs: list[str],
+    snapshot_id: str | None = None,
+) -> tuple[DecodeReport, list[dict]]:
+    report = _start_report("whatif", inputs, settings)
+    decoded_dir = str(Path(output) / DECODED)
+    _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
+    state = load_state(spark, decoded_dir)
+    points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
+    snapshot = snapshot_id_for(inputs, points[0], snapshot_id)
+    judged = verdicts.judged_offsets(state.offsets, state.groups)
+    table = verdicts.whatif(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        report.table_rows["whatif"] = _write_snapshot(table, output, "whatif", snapshot)
+        rows = [r.asDict() for r in table.collect()]
+    finally:
+        table.unpersist()
+    report.snapshot_id, report.as_of = snapshot, points[0]
+    report.finished_at = datetime.now(UTC)
+    write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")
+    return report, rows
+
+
+def delete_plan(spark: SparkSession, audit_dir: str, snapshot_id: str | None = None) -> tuple[str, list[dict]]:
+    """The deletion candidates of one snapshot (the newest by default), for `delete-plan`."""
+    path = Path(audit_dir) / "deletion_candidates"
+    if not path.exists():
+        raise InputNotFound(
+            f"'{audit_dir}' holds no deletion_candidates table: run offset-audit audit --output {audit_dir} first"
+        )
+    frame = read_table(spark, audit_dir, "deletion_candidates")
+    if snapshot_id is None:
+        newest = frame.agg(F.max_by("snapshot_id", "as_of")).collect()[0][0]
+        if newest is None:
+            return "", []
+        snapshot_id = newest
+    rows = (
+        frame.where(F.col("snapshot_id") == snapshot_id).orderBy("priority", "group_id", "topic", "partition").collect()
+    )
+    if not rows:
+        raise UserError(f"snapshot '{snapshot_id}' has no deletion candidates in {audit_dir}")
+    return snapshot_id, [r.asDict() for r in rows]

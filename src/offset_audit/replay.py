@@ -1,0 +1,221 @@
+"""Typed records to the state the group coordinator would load (reference 1.1 and 2.5).
+
+Every function is pure: decode tables in, state DataFrames out. The broker replays its partition of
+`__consumer_offsets` in log order, so for every key the last record wins and a tombstone deletes; that
+one rule, applied per record family, rebuilds committed offsets, classic group metadata and members,
+and the KIP-848, streams and share group records.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from offset_audit import constants as K
+
+
+def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:
+    """The last record of each key in log order (by partition, then offset), tombstones removed.
+
+    A group always lives in one __consumer_offsets partition, so ordering by partition first only
+    matters for dumps taken across a change of partition count, where the newer layout wins.
+    """
+    window = Window.partitionBy(*key).orderBy(F.col("source_partition").desc(), F.col("source_offset").desc())
+    latest = records.withColumn("_rank", F.row_number().over(window)).where(F.col("_rank") == 1).drop("_rank")
+    return latest.where(~F.col("is_tombstone"))
+
+
+def live_offsets(offset_commits: DataFrame) -> DataFrame:
+    """Committed offsets the coordinator holds: one per (group, topic, partition)."""
+    return last_record_wins(offset_commits, ["group_id", "topic", "partition"])
+
+
+def live_group_metadata(group_metadata: DataFrame) -> DataFrame:
+    """Each classic group's last metadata record; a group tombstone removes the group's metadata."""
+    return last_record_wins(group_metadata, ["group_id"])
+
+
+def live_members(group_members: DataFrame, live_metadata: DataFrame) -> DataFrame:
+    """Members of each group as its last metadata record lists them."""
+    latest = live_metadata.select("group_id", "source_partition", "source_offset")
+    return group_members.join(latest, ["group_id", "source_partition", "source_offset"], "left_semi")
+
+
+def live_modern_records(modern_group_records: DataFrame) -> DataFrame:
+    """KIP-848, share and streams records: last record per (type, group, member or regex)."""
+    keyed = modern_group_records.withColumn("_member_key", F.coalesce("member_id", F.lit(""))).withColumn(
+        "_regex_key", F.coalesce("regular_expression", F.lit(""))
+    )
+    return last_record_wins(keyed, ["record_type", "group_id", "_member_key", "_regex_key"]).drop(
+        "_member_key", "_regex_key"
+    )
+
+
+def _of_type(records: DataFrame, record_type: int) -> DataFrame:
+    return records.where(F.col("record_type") == record_type)
+
+
+def _union_topics(column: Column) -> Column:
+    return F.array_sort(F.array_distinct(F.flatten(F.collect_list(column))))
+
+
+def classic_groups(live_metadata: DataFrame, members: DataFrame) -> DataFrame:
+    """Classic groups as loaded: Stable with members, Empty without (GroupMetadataManager.replay).
+
+    Subscribed topics follow ClassicGroup.computeSubscribedTopics (reference 3): unknown (null) unless
+    the protocol type is "consumer"; known and empty without members; with members and a selected
+    protocol, the union of what the broker parses from each member (any failure: unknown).
+    """
+    per_group = members.groupBy("group_id").agg(
+        _union_topics(F.coalesce("broker_subscribed_topics", F.array())).alias("_topics"),
+        F.max(F.col("broker_subscribed_topics").isNull().cast("int")).alias("_unparseable"),
+    )
+    groups = live_metadata.join(per_group, "group_id", "left")
+    consumer = F.col("protocol_type") == K.CONSUMER_PROTOCOL_TYPE
+    subscribed = (
+        F.when(~consumer | F.col("protocol_type").isNull(), F.lit(None))
+        .when(F.col("member_count") == 0, F.array().cast("array<string>"))
+        .when(F.col("protocol").isNull() | (F.col("_unparseable") == 1), F.lit(None))
+        .otherwise(F.col("_topics"))
+    )
+    return groups.select(
+        "group_id",
+        F.lit("classic").alias("group_type"),
+        "protocol_type",
+        F.when(F.col("member_count") > 0, "Stable").otherwise("Empty").alias("group_state"),
+        "generation",
+        "current_state_timestamp",
+        "member_count",
+        subscribed.alias("subscribed_topics"),
+    )
+
+
+def _modern_state(members: Column, group_epoch: Column, assignment_epoch: Column, unreconciled: Column) -> Column:
+    """ConsumerGroup.maybeUpdateGroupState: Empty, Assigning, Reconciling or Stable."""
+    return (
+        F.when(F.coalesce(members, F.lit(0)) == 0, "Empty")
+        .when(group_epoch > F.coalesce(assignment_epoch, F.lit(-1)), "Assigning")
+        .when(F.coalesce(unreconciled, F.lit(0)) > 0, "Reconciling")
+        .otherwise("Stable")
+    )
+
+
+def modern_groups(live_modern: DataFrame) -> DataFrame:
+    """KIP-848 consumer, streams and share groups, one row each, from their live records.
+
+    Subscribed topics: consumer groups, the members' subscribed topic names plus the topics their
+    regexes resolved to (ModernGroup.subscribedTopicNames); streams groups, the topology's source and
+    repartition-source topics, none while Empty (StreamsGroup.isSubscribedToTopic); share groups, the
+    members' subscribed topic names.
+    """
+    kinds = {
+        "consumer": (
+            K.CONSUMER_GROUP_METADATA,
+            K.CONSUMER_GROUP_MEMBER_METADATA,
+            K.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+            K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ),
+        "streams": (
+            K.STREAMS_GROUP_METADATA,
+            K.STREAMS_GROUP_MEMBER_METADATA,
+            K.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA,
+            K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ),
+        "share": (
+            K.SHARE_GROUP_METADATA,
+            K.SHARE_GROUP_MEMBER_METADATA,
+            K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+            K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ),
+    }
+    frames = []
+    for group_type, (meta_type, member_type, target_type, current_type) in kinds.items():
+        meta = _of_type(live_modern, meta_type).select("group_id", F.col("epoch").alias("group_epoch"))
+        members = (
+            _of_type(live_modern, member_type)
+            .groupBy("group_id")
+            .agg(
+                F.count(F.lit(1)).alias("member_count"),
+                _union_topics(F.coalesce("subscribed_topic_names", F.array())).alias("_member_topics"),
+            )
+        )
+        target = _of_type(live_modern, target_type).select("group_id", F.col("epoch").alias("assignment_epoch"))
+        current = _of_type(live_modern, current_type).select("group_id", "member_epoch", "member_state")
+        group = meta.join(members, "group_id", "left").join(target, "group_id", "left")
+        unreconciled = (
+            current.join(target, "group_id", "left")
+            .where((F.col("member_state") != 0) | (F.col("member_epoch") != F.coalesce("assignment_epoch", F.lit(-1))))
+            .groupBy("group_id")
+            .agg(F.count(F.lit(1)).alias("_unreconciled"))
+        )
+        group = group.join(unreconciled, "group_id", "left")
+        if group_type == "consumer":
+            regex = (
+                _of_type(live_modern, K.CONSUMER_GROUP_REGULAR_EXPRESSION)
+                .groupBy("group_id")
+                .agg(_union_topics(F.coalesce("resolved_topics", F.array())).alias("_regex_topics"))
+            )
+            group = group.join(regex, "group_id", "left")
+            topics = F.array_sort(
+                F.array_distinct(
+                    F.concat(
+                        F.coalesce("_member_topics", F.array().cast("array<string>")),
+                        F.coalesce("_regex_topics", F.array().cast("array<string>")),
+                    )
+                )
+            )
+        elif group_type == "streams":
+            topology = _of_type(live_modern, K.STREAMS_GROUP_TOPOLOGY).select(
+                "group_id", F.col("source_topics").alias("_source_topics")
+            )
+            group = group.join(topology, "group_id", "left")
+            topics = F.when(F.coalesce("member_count", F.lit(0)) == 0, F.array().cast("array<string>")).otherwise(
+                F.coalesce("_source_topics", F.array().cast("array<string>"))
+            )
+        else:
+            topics = F.coalesce("_member_topics", F.array().cast("array<string>"))
+        frames.append(
+            group.select(
+                "group_id",
+                F.lit(group_type).alias("group_type"),
+                F.lit(None).cast("string").alias("protocol_type"),
+                _modern_state(
+                    F.col("member_count"), F.col("group_epoch"), F.col("assignment_epoch"), F.col("_unreconciled")
+                ).alias("group_state"),
+                F.col("group_epoch").alias("generation"),
+                F.lit(None).cast("timestamp").alias("current_state_timestamp"),
+                F.coalesce("member_count", F.lit(0)).cast("int").alias("member_count"),
+                topics.alias("subscribed_topics"),
+            )
+        )
+    return frames[0].unionByName(frames[1]).unionByName(frames[2])
+
+
+def coordinator_groups(
+    offsets: DataFrame, live_metadata: DataFrame, members: DataFrame, live_modern: DataFrame
+) -> DataFrame:
+    """Every group the coordinator would hold after loading the log, one row each.
+
+    A modern group record wins over classic metadata for the same id (after an online upgrade the classic
+    record is tombstoned anyway). A group that only has offsets, or whose metadata has no protocol type,
+    is a classic "simple" group (standalone consumers): Empty, no protocol type, subscriptions unknown.
+    """
+    modern = modern_groups(live_modern)
+    classic = classic_groups(live_metadata, members).join(modern.select("group_id"), "group_id", "left_anti")
+    known = modern.unionByName(classic)
+    simple = (
+        offsets.select("group_id")
+        .distinct()
+        .join(known.select("group_id"), "group_id", "left_anti")
+        .select(
+            "group_id",
+            F.lit("classic").alias("group_type"),
+            F.lit(None).cast("string").alias("protocol_type"),
+            F.lit("Empty").alias("group_state"),
+            F.lit(None).cast("int").alias("generation"),
+            F.lit(None).cast("timestamp").alias("current_state_timestamp"),
+            F.lit(0).alias("member_count"),
+            F.lit(None).cast("array<string>").alias("subscribed_topics"),
+        )
+    )
+    return known.unionByName(simple)

@@ -1,0 +1,190 @@
+"""The broker's offset-expiration and OffsetDelete rules, one named rule each.
+
+Read with the shared reference, section 4 (expiration) and 5 (OffsetDelete): `expiry_rule` is one
+`when` chain in the order the Java coordinator decides (GroupCoordinatorShard.cleanupGroupMetadata,
+OffsetMetadataManager.cleanupExpiredOffsets, ClassicGroup.offsetExpirationCondition), and
+`delete_error` mirrors OffsetMetadataManager.deleteOffsets.
+
+Every function takes Columns of the joined offset + group row and returns a Column.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from offset_audit import constants as K
+
+EXPLICIT_EXPIRE_TIMESTAMP = "EXPLICIT_EXPIRE_TIMESTAMP"
+"""A v1 value carries an explicit expireTimestamp (not -1): the group has an expiration condition, the
+topic is not subscribed, and the offset expires at that timestamp (OffsetExpirationConditionImpl;
+-1 means absent since KAFKA-8069, reference 2.3 and 4.2)."""
+
+EMPTY_GROUP = "EMPTY_GROUP"
+"""Classic group with a protocol type, loaded Empty: retention counts from when the group became Empty
+(currentStateTimestamp, GroupMetadataValue v2+), or from the commit when the record has none (v0/v1).
+KIP-211; reference 4.3."""
+
+SIMPLE_GROUP = "SIMPLE_GROUP"
+"""Classic group without a protocol type (standalone consumers that only commit): retention counts from
+each commit. Reference 4.3, first row."""
+
+UNSUBSCRIBED_TOPIC = "UNSUBSCRIBED_TOPIC"
+"""The group's subscribed topics are known and exclude the topic: classic Stable "consumer" groups
+(KIP-496), every KIP-848 and streams group, empty ones included (they have no "empty since" clock).
+Retention counts from the commit. Reference 4.3."""
+
+SUBSCRIBED_TOPIC = "SUBSCRIBED_TOPIC"
+"""The group subscribes to the topic: the broker skips the whole topic, nothing expires."""
+
+NON_CONSUMER_PROTOCOL = "NON_CONSUMER_PROTOCOL"
+"""Classic non-empty group of another protocol type (connect, schema registry...): no expiration
+condition while it has members (ClassicGroup.offsetExpirationCondition returns empty)."""
+
+UNKNOWN_SUBSCRIPTION = "UNKNOWN_SUBSCRIPTION"
+"""Classic Stable "consumer" group whose subscriptions the broker cannot parse (or without a selected
+protocol): the coordinator does not know the subscribed topics, so it expires nothing (reference 3)."""
+
+PENDING_TRANSACTION = "PENDING_TRANSACTION"
+"""A transactional commit for the partition awaits its COMMIT/ABORT marker: the broker does not expire
+it (hasPendingTransactionalOffsets). Kafka-source snapshots read read_committed never show one."""
+
+NEVER_EXPIRING = (SUBSCRIBED_TOPIC, NON_CONSUMER_PROTOCOL, UNKNOWN_SUBSCRIPTION, PENDING_TRANSACTION)
+RULES = (
+    EXPLICIT_EXPIRE_TIMESTAMP,
+    EMPTY_GROUP,
+    SIMPLE_GROUP,
+    UNSUBSCRIBED_TOPIC,
+    *NEVER_EXPIRING,
+)
+
+# OffsetDelete answers (reference 5).
+GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
+NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
+GROUP_SUBSCRIBED_TO_TOPIC = "GROUP_SUBSCRIBED_TO_TOPIC"
+
+
+def is_classic(group_type: Column) -> Column:
+    return group_type == "classic"
+
+
+def is_simple(group_type: Column, protocol_type: Column) -> Column:
+    return is_classic(group_type) & protocol_type.isNull()
+
+
+def is_empty_classic(group_type: Column, protocol_type: Column, group_state: Column) -> Column:
+    return is_classic(group_type) & protocol_type.isNotNull() & (group_state == "Empty")
+
+
+def uses_consumer_protocol(protocol_type: Column) -> Column:
+    return F.coalesce(protocol_type == K.CONSUMER_PROTOCOL_TYPE, F.lit(False))
+
+
+def subscription_known(subscribed_topics: Column) -> Column:
+    return subscribed_topics.isNotNull()
+
+
+def is_subscribed_to_topic(
+    group_type: Column, protocol_type: Column, subscribed_topics: Column, topic: Column
+) -> Column:
+    """Group.isSubscribedToTopic: with known subscriptions, membership; classic groups whose
+    subscriptions are unknown count as subscribed when they use the consumer protocol (Java
+    ClassicGroup; the Scala coordinator said true for any unknown)."""
+    return F.when(subscription_known(subscribed_topics), F.array_contains(subscribed_topics, topic)).otherwise(
+        is_classic(group_type) & uses_consumer_protocol(protocol_type)
+    )
+
+
+def has_explicit_expiry(expire_timestamp: Column) -> Column:
+    # Sentinel -1 is already null in offset_commits.
+    return expire_timestamp.isNotNull()
+
+
+def expiry_rule(
+    group_type: Column,
+    protocol_type: Column,
+    group_state: Column,
+    subscribed_topics: Column,
+    topic: Column,
+    expire_timestamp: Column,
+    pending_transaction: Column,
+) -> Column:
+    """Which rule decides an offset's expiry, in the broker's order."""
+
+    def explicit_or(rule: str) -> Column:
+        # An explicit expireTimestamp replaces the base clock wherever a condition exists (reference 4.2).
+        return F.when(has_explicit_expiry(expire_timestamp), F.lit(EXPLICIT_EXPIRE_TIMESTAMP)).otherwise(F.lit(rule))
+
+    subscribed = is_subscribed_to_topic(group_type, protocol_type, subscribed_topics, topic)
+    return (
+        F.when(pending_transaction, F.lit(PENDING_TRANSACTION))
+        # ClassicGroup.offsetExpirationCondition, reference 4.3
+        .when(is_simple(group_type, protocol_type), explicit_or(SIMPLE_GROUP))
+        .when(is_empty_classic(group_type, protocol_type, group_state), explicit_or(EMPTY_GROUP))
+        .when(is_classic(group_type) & ~uses_consumer_protocol(protocol_type), F.lit(NON_CONSUMER_PROTOCOL))
+        .when(is_classic(group_type) & ~subscription_known(subscribed_topics), F.lit(UNKNOWN_SUBSCRIPTION))
+        # Share groups keep no offsets; should one appear, the broker has no condition for it.
+        .when(group_type == "share", F.lit(NON_CONSUMER_PROTOCOL))
+        # Classic Stable consumer groups with known subscriptions, KIP-848 and streams groups.
+        .when(subscribed, F.lit(SUBSCRIBED_TOPIC))
+        .otherwise(explicit_or(UNSUBSCRIBED_TOPIC))
+    )
+
+
+def base_timestamp(rule: Column, commit_timestamp: Column, current_state_timestamp: Column) -> Column:
+    """Which clock starts retention (reference 4.3); null where the rule has none."""
+    return (
+        F.when(rule == EMPTY_GROUP, F.coalesce(current_state_timestamp, commit_timestamp))
+        .when(rule.isin(SIMPLE_GROUP, UNSUBSCRIBED_TOPIC), commit_timestamp)
+        .otherwise(F.lit(None).cast("timestamp"))
+    )
+
+
+def expires_at(rule: Column, base: Column, expire_timestamp: Column, retention_minutes: Column) -> Column:
+    """When the offset becomes eligible: base + retention, or the explicit timestamp; null = never."""
+    return F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, expire_timestamp).otherwise(
+        base + F.make_dt_interval(mins=retention_minutes)
+    )
+
+
+def is_expired(expiry: Column, as_of: Column) -> Column:
+    """Both broker comparisons are >=: an offset is expired at exactly base + retention (reference 4.2)."""
+    return F.coalesce(as_of >= expiry, F.lit(False))
+
+
+def delete_error(
+    group_type: Column, protocol_type: Column, group_state: Column, subscribed_topics: Column, topic: Column
+) -> Column:
+    """What OffsetDelete (KIP-496, kafka-consumer-groups --delete-offsets) answers today; null = success.
+
+    OffsetMetadataManager.deleteOffsets: share groups are not consumer groups (GROUP_ID_NOT_FOUND);
+    a classic non-empty group of another protocol refuses as a whole (NON_EMPTY_GROUP); otherwise a
+    subscribed topic (unknown subscriptions of a consumer group count as subscribed) is refused.
+    """
+    return (
+        F.when(group_type.isNull() | (group_type == "share"), F.lit(GROUP_ID_NOT_FOUND))
+        .when(
+            is_classic(group_type)
+            & (group_state != "Empty")
+            & protocol_type.isNotNull()
+            & ~uses_consumer_protocol(protocol_type),
+            F.lit(NON_EMPTY_GROUP),
+        )
+        .when(
+            is_subscribed_to_topic(group_type, protocol_type, subscribed_topics, topic),
+            F.lit(GROUP_SUBSCRIBED_TO_TOPIC),
+        )
+        .otherwise(F.lit(None).cast("string"))
+    )
+
+
+def group_can_be_removed(group_type: Column, group_state: Column) -> Column:
+    """Group.isEmpty and shouldExpire: Empty groups (simple ones included); never share groups, which
+    the sweep retains since 4.1 (reference 4.4)."""
+    return (group_state == "Empty") & (group_type != "share")
+
+
+def is_console_consumer_group(group_id: Column) -> Column:
+    """kafka-console-consumer.sh names its groups console-consumer-NNNNN; KIP-211 notes they are almost
+    never reused, so their offsets only wait for expiry."""
+    return group_id.rlike(r"^console-consumer-[0-9]+$")

@@ -1,0 +1,234 @@
+"""Per-offset and per-group verdicts, deletion candidates and what-if results.
+
+Pure functions: coordinator state (offsets + groups from `offset_audit.replay`) in, verdict tables
+out. `as_of` and the retention are plain values so one state can be judged at many points.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from offset_audit import rules
+
+
+def _millis_between(later: Column, earlier: Column) -> Column:
+    return (F.unix_micros(later) - F.unix_micros(earlier)) / 1000
+
+
+def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
+    """Each live offset with its group and the rule that decides its expiry (retention-independent)."""
+    joined = offsets.join(groups, "group_id", "left")
+    rule = rules.expiry_rule(
+        F.col("group_type"),
+        F.col("protocol_type"),
+        F.col("group_state"),
+        F.col("subscribed_topics"),
+        F.col("topic"),
+        F.col("expire_timestamp"),
+        F.lit(False),  # pending transactions: no Kafka-source snapshot shows them (read_committed)
+    )
+    subscribed = F.when(
+        rules.subscription_known(F.col("subscribed_topics")), F.array_contains("subscribed_topics", F.col("topic"))
+    )
+    return joined.select(
+        "*",
+        rule.alias("rule"),
+        subscribed.alias("subscribed"),
+        rules.delete_error(
+            F.col("group_type"),
+            F.col("protocol_type"),
+            F.col("group_state"),
+            F.col("subscribed_topics"),
+            F.col("topic"),
+        ).alias("delete_error"),
+    ).withColumn(
+        "base_timestamp",
+        rules.base_timestamp(F.col("rule"), F.col("commit_timestamp"), F.col("current_state_timestamp")),
+    )
+
+
+def partition_verdicts(
+    judged: DataFrame,
+    as_of: datetime,
+    retention_minutes: int,
+    check_interval_ms: int,
+    end_offsets: DataFrame | None = None,
+) -> DataFrame:
+    """One row per committed offset: rule, clocks, expiry, OffsetDelete answer and, with end offsets, lag."""
+    as_of_col = F.lit(as_of).cast("timestamp")
+    expiry = rules.expires_at(
+        F.col("rule"), F.col("base_timestamp"), F.col("expire_timestamp"), F.lit(retention_minutes)
+    )
+    frame = judged.withColumn("expires_at", expiry)
+    if end_offsets is not None:
+        frame = frame.join(
+            end_offsets.select("topic", "partition", "log_start_offset", "log_end_offset"),
+            ["topic", "partition"],
+            "left",
+        )
+    else:
+        frame = frame.withColumn("log_start_offset", F.lit(None).cast("bigint")).withColumn(
+            "log_end_offset", F.lit(None).cast("bigint")
+        )
+    # greatest() skips nulls, so keep lag null when the partition has no end offset.
+    lag = F.when(
+        F.col("log_end_offset").isNotNull(), F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))
+    )
+    # Lag of a partition the group does not consume (no members, or a topic it left) only grows.
+    stale = (F.coalesce(F.col("member_count"), F.lit(0)) == 0) | (F.col("subscribed") == F.lit(False))
+    return frame.select(
+        F.lit(as_of).cast("timestamp").alias("as_of"),
+        F.lit(retention_minutes).alias("retention_minutes"),
+        "group_id",
+        "topic",
+        "partition",
+        "committed_offset",
+        "leader_epoch",
+        "metadata",
+        "commit_timestamp",
+        F.col("expire_timestamp").alias("explicit_expire_timestamp"),
+        "group_type",
+        "protocol_type",
+        "group_state",
+        "subscribed",
+        "rule",
+        "base_timestamp",
+        "expires_at",
+        rules.is_expired(F.col("expires_at"), as_of_col).alias("expired"),
+        _millis_between(F.col("expires_at"), as_of_col).cast("bigint").alias("time_to_expiry_ms"),
+        # The sweep runs every offsets.retention.check.interval.ms: the tombstone appears at the first
+        # run at or after expires_at (reference 4.1).
+        (F.col("expires_at") + F.make_dt_interval(secs=F.lit(check_interval_ms / 1000))).alias("sweep_window_end"),
+        F.col("delete_error").isNull().alias("deletable_now"),
+        "delete_error",
+        lag.alias("lag"),
+        F.when(F.col("log_end_offset").isNotNull(), F.when(stale, lag).otherwise(F.lit(0)))
+        .cast("bigint")
+        .alias("stale_lag"),
+        (F.col("committed_offset") < F.col("log_start_offset")).alias("offset_out_of_range"),
+        F.col("source_partition").alias("offsets_partition"),
+        F.col("source_offset").alias("offsets_record_offset"),
+    )
+
+
+def group_verdicts(
+    partitions: DataFrame, groups: DataFrame, as_of: datetime, retention_minutes: int, check_interval_ms: int
+) -> DataFrame:
+    """One row per group: its state and when, if nothing changes, the sweep removes it."""
+    as_of_col = F.lit(as_of).cast("timestamp")
+    per_group = partitions.groupBy("group_id").agg(
+        F.count(F.lit(1)).alias("offset_count"),
+        F.sum(F.col("expired").cast("int")).alias("expired_offset_count"),
+        F.min(F.when(~F.col("expired"), F.col("expires_at"))).alias("next_expiry_at"),
+        F.max("expires_at").alias("_last_expiry"),
+        F.max(F.col("expires_at").isNull().cast("int")).alias("_never"),
+    )
+    frame = groups.join(per_group, "group_id", "left")
+    offsets = F.coalesce(F.col("offset_count"), F.lit(0))
+    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"))
+    # An Empty group without offsets goes at the next sweep; with offsets, after its last one expires.
+    group_expires_at = (
+        F.when(~removable, F.lit(None).cast("timestamp"))
+        .when(offsets == 0, as_of_col)
+        .when(F.col("_never") == 1, F.lit(None).cast("timestamp"))
+        .otherwise(F.col("_last_expiry"))
+    )
+    return frame.select(
+        F.lit(as_of).cast("timestamp").alias("as_of"),
+        F.lit(retention_minutes).alias("retention_minutes"),
+        "group_id",
+        "group_type",
+        "protocol_type",
+        "group_state",
+        "generation",
+        "current_state_timestamp",
+        "member_count",
+        "subscribed_topics",
+        offsets.cast("bigint").alias("offset_count"),
+        F.coalesce("expired_offset_count", F.lit(0)).cast("bigint").alias("expired_offset_count"),
+        "next_expiry_at",
+        group_expires_at.alias("group_expires_at"),
+        (group_expires_at + F.make_dt_interval(secs=F.lit(check_interval_ms / 1000))).alias("group_sweep_window_end"),
+        rules.is_expired(group_expires_at, as_of_col).alias("would_delete"),
+        rules.is_console_consumer_group(F.col("group_id")).alias("console_consumer_group"),
+    )
+
+
+# Why an offset is worth deleting, most urgent first.
+UNSUBSCRIBED_IN_ACTIVE_GROUP = "UNSUBSCRIBED_TOPIC_OF_ACTIVE_GROUP"
+EXPIRED_AWAITING_SWEEP = "EXPIRED_AWAITING_SWEEP"
+INACTIVE_GROUP = "INACTIVE_GROUP"
+
+
+def deletion_candidates(partitions: DataFrame) -> DataFrame:
+    """Offsets the broker would delete today (OffsetDelete answers NONE), with why they are worth it.
+
+    First the topics an active group no longer reads: their lag grows forever on dashboards until the
+    offset expires. Then offsets already expired that wait for the sweep, then offsets of groups
+    without members.
+    """
+    active = F.coalesce(F.col("group_state") != "Empty", F.lit(False))
+    reason = (
+        F.when(active & (F.col("rule") == rules.UNSUBSCRIBED_TOPIC), F.lit(UNSUBSCRIBED_IN_ACTIVE_GROUP))
+        .when(F.col("expired"), F.lit(EXPIRED_AWAITING_SWEEP))
+        .when(~active, F.lit(INACTIVE_GROUP))
+    )
+    priority = F.when(reason == UNSUBSCRIBED_IN_ACTIVE_GROUP, 1).when(reason == EXPIRED_AWAITING_SWEEP, 2).otherwise(3)
+    return (
+        partitions.where(F.col("deletable_now"))
+        .withColumn("reason", reason)
+        .where(F.col("reason").isNotNull())
+        .select(
+            "as_of",
+            "retention_minutes",
+            priority.alias("priority"),
+            "reason",
+            "group_id",
+            "topic",
+            "partition",
+            "group_type",
+            "group_state",
+            "rule",
+            "expires_at",
+            "lag",
+            F.lit("NONE").alias("expected_answer"),
+        )
+    )
+
+
+def whatif(judged: DataFrame, groups: DataFrame, retentions: list[int], as_of_points: list[datetime]) -> DataFrame:
+    """Offsets expired and groups removed for every (retention, as_of) pair, in one pass over the offsets.
+
+    The rule of an offset does not depend on the retention; only expires_at does, so each offset is
+    judged once and crossed with the small grid of scenarios.
+    """
+    spark = judged.sparkSession
+    grid = spark.createDataFrame(
+        [(r, t) for r in retentions for t in as_of_points], "retention_minutes int, as_of timestamp"
+    )
+    scenarios = judged.select("group_id", "rule", "base_timestamp", "expire_timestamp").crossJoin(F.broadcast(grid))
+    scenarios = scenarios.withColumn(
+        "expires_at",
+        rules.expires_at(F.col("rule"), F.col("base_timestamp"), F.col("expire_timestamp"), F.col("retention_minutes")),
+    ).withColumn("expired", rules.is_expired(F.col("expires_at"), F.col("as_of")))
+    per_group = scenarios.groupBy("retention_minutes", "as_of", "group_id").agg(
+        F.count(F.lit(1)).alias("offsets"),
+        F.sum(F.col("expired").cast("int")).alias("expired_offsets"),
+    )
+    all_groups = groups.select("group_id", "group_type", "group_state").crossJoin(F.broadcast(grid))
+    per_group = all_groups.join(per_group, ["group_id", "retention_minutes", "as_of"], "left")
+    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"))
+    deleted = removable & (F.coalesce("offsets", F.lit(0)) == F.coalesce("expired_offsets", F.lit(0)))
+    return (
+        per_group.groupBy("retention_minutes", "as_of")
+        .agg(
+            F.sum(F.coalesce("offsets", F.lit(0))).cast("bigint").alias("offsets_total"),
+            F.sum(F.coalesce("expired_offsets", F.lit(0))).cast("bigint").alias("offsets_expired"),
+            F.count(F.lit(1)).cast("bigint").alias("groups_total"),
+            F.sum(deleted.cast("int")).cast("bigint").alias("groups_deleted"),
+        )
+        .orderBy("as_of", "retention_minutes")
+    )
