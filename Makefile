@@ -26,7 +26,8 @@ check-java:
 
 demo: setup
 	$(BIN)/offset-audit generate --output demo-input --records $(DEMO_RECORDS) --seed 7 --corrupt 12
-	$(BIN)/offset-audit decode --input demo-input --output demo-output
+	$(BIN)/offset-audit audit --input demo-input --output demo-output
+	$(BIN)/offset-audit delete-plan --audit demo-output --script demo-output/delete-offsets.sh
 
 test: setup
 	$(BIN)/pytest

@@ -1,0 +1,33 @@
+"""Small, readable DataFrames of coordinator state for the rule and replay tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+AS_OF = datetime(2026, 1, 10, tzinfo=UTC)
+WEEK = 10080  # minutes, the broker default
+
+GROUPS_SCHEMA = (
+    "group_id string, group_type string, protocol_type string, group_state string, generation int, "
+    "current_state_timestamp timestamp, member_count int, subscribed_topics array<string>"
+)
+OFFSETS_SCHEMA = (
+    "group_id string, topic string, partition int, committed_offset bigint, leader_epoch int, metadata string, "
+    "commit_timestamp timestamp, expire_timestamp timestamp, source_partition int, source_offset bigint"
+)
+
+
+def at(day: int, hour: int = 0, ms: int = 0) -> datetime:
+    return datetime(2026, 1, day, hour, tzinfo=UTC) + timedelta(milliseconds=ms)
+
+
+def group(group_id, group_type="classic", protocol_type="consumer", state="Stable", cst=None, members=1, topics=None):
+    return (group_id, group_type, protocol_type, state, 3, cst, members, topics)
+
+
+def offset(group_id, topic="orders", partition=0, committed=100, commit=None, expire=None, source_offset=0):
+    return (group_id, topic, partition, committed, None, "", commit or at(1), expire, 0, source_offset)
+
+
+def frames(spark, groups, offsets):
+    return spark.createDataFrame(groups, GROUPS_SCHEMA), spark.createDataFrame(offsets, OFFSETS_SCHEMA)

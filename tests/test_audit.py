@@ -1,0 +1,256 @@
+"""The audit end to end on a dump written record by record: replay (later records win, tombstones
+delete), then verdicts, then the snapshot-partitioned Delta tables."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from offset_audit import constants as K
+from offset_audit import rules
+from offset_audit.audit import delete_plan, run_audit, run_whatif
+from offset_audit.config import load_settings
+from offset_audit.generator import SNAPSHOT_SCHEMA
+from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
+from offset_audit.layouts.spec import record_layouts
+
+LAYOUTS = record_layouts()
+DAY = 86_400_000
+T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
+
+
+def commit(group, topic, partition, offset, day, version=3):
+    key = encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition})
+    value = encode_value(
+        LAYOUTS[K.OFFSET_COMMIT],
+        version,
+        {"offset": offset, "leaderEpoch": 1, "metadata": "", "commitTimestamp": T0 + day * DAY, "expireTimestamp": -1},
+    )
+    return key, value, T0 + day * DAY
+
+
+def offset_tombstone(group, topic, partition, day):
+    return (
+        encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition}),
+        None,
+        T0 + day * DAY,
+    )
+
+
+def group_record(group, day, members=(), version=3, protocol_type="consumer", state_day=None):
+    subscription = lambda topics: encode_consumer_protocol(
+        "consumer_protocol_subscription", 1, {"Topics": list(topics), "UserData": None, "OwnedPartitions": []}
+    )  # noqa: E731
+    value = {
+        "protocolType": protocol_type,
+        "generation": 4,
+        "protocol": "range" if members else None,
+        "leader": "m0" if members else None,
+        "currentStateTimestamp": T0 + (state_day if state_day is not None else day) * DAY,
+        "members": [
+            {
+                "memberId": f"m{i}",
+                "groupInstanceId": None,
+                "clientId": "c",
+                "clientHost": "/h",
+                "rebalanceTimeout": 1000,
+                "sessionTimeout": 1000,
+                "subscription": subscription(topics),
+                "assignment": b"",
+            }
+            for i, topics in enumerate(members)
+        ],
+    }
+    return (
+        encode_key(LAYOUTS[K.GROUP_METADATA], {"group": group}),
+        encode_value(LAYOUTS[K.GROUP_METADATA], version, value),
+        T0 + day * DAY,
+    )
+
+
+def group_tombstone(group, day):
+    return encode_key(LAYOUTS[K.GROUP_METADATA], {"group": group}), None, T0 + day * DAY
+
+
+def modern(record_type, key, value, day):
+    layout = LAYOUTS[record_type]
+    return encode_key(layout, key), (None if value is None else encode_value(layout, 0, value)), T0 + day * DAY
+
+
+SCENARIO = [
+    commit("reset", "orders", 0, 100, 1),
+    commit("reset", "orders", 0, 200, 2),  # the later commit wins
+    commit("swept", "orders", 0, 5, 1),
+    offset_tombstone("swept", "orders", 0, 2),  # already expired by the broker
+    group_record("deleted", 1, members=[["orders"]]),
+    commit("deleted", "orders", 0, 7, 1),
+    offset_tombstone("deleted", "orders", 0, 2),
+    group_tombstone("deleted", 2),  # DeleteGroups: nothing of it is left
+    group_record("orphan", 1, members=[]),
+    group_tombstone("orphan", 2),
+    commit("orphan", "orders", 0, 9, 3),  # metadata gone, offsets stay: a simple group
+    group_record("stable", 2, members=[["orders"], ["orders", "clicks"]]),
+    commit("stable", "orders", 0, 10, 2),
+    commit("stable", "payments", 0, 11, 1),
+    group_record("rebalanced", 1, members=[["orders"]]),
+    group_record("rebalanced", 3, members=[], state_day=3),  # the last member left on day 3
+    commit("rebalanced", "orders", 0, 12, 1),
+    group_record("old-meta", 1, members=[], version=1),  # v1: no currentStateTimestamp
+    commit("old-meta", "orders", 0, 13, 5),
+    group_record("bare", 9, members=[]),  # Empty, no offsets
+    modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k"}, {"Epoch": 5}, 1),
+    modern(K.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, {"GroupId": "k"}, {"AssignmentEpoch": 5}, 1),
+    modern(
+        K.CONSUMER_GROUP_MEMBER_METADATA,
+        {"GroupId": "k", "MemberId": "x"},
+        {"ClientId": "c", "ClientHost": "/h", "SubscribedTopicNames": ["orders"], "RebalanceTimeoutMs": 1},
+        1,
+    ),
+    modern(
+        K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        {"GroupId": "k", "MemberId": "x"},
+        {
+            "MemberEpoch": 5,
+            "PreviousMemberEpoch": 4,
+            "State": 0,
+            "AssignedPartitions": [],
+            "PartitionsPendingRevocation": [],
+        },
+        1,
+    ),
+    commit("k", "orders", 0, 20, 8, version=4),
+    commit("k", "payments", 0, 21, 1, version=4),
+    modern(
+        K.CONSUMER_GROUP_MEMBER_METADATA,
+        {"GroupId": "k2", "MemberId": "y"},
+        {"ClientId": "c", "ClientHost": "/h", "SubscribedTopicNames": ["orders"], "RebalanceTimeoutMs": 1},
+        1,
+    ),
+    modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k2"}, {"Epoch": 2}, 1),
+    modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": "k2", "MemberId": "y"}, None, 8),  # the member left
+    commit("k2", "orders", 0, 30, 8, version=4),
+]
+AS_OF = "2026-01-10T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scenario")
+    keys, values, stamps = zip(*SCENARIO, strict=True)
+    table = pa.table(
+        {
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+            "topic": [K.OFFSETS_TOPIC] * len(keys),
+            "partition": pa.array([0] * len(keys), pa.int32()),
+            "offset": pa.array(range(len(keys)), pa.int64()),
+            "timestamp": pa.array([s * 1000 for s in stamps], pa.timestamp("us", tz="UTC")),
+            "timestampType": pa.array([0] * len(keys), pa.int32()),
+        },
+        schema=SNAPSHOT_SCHEMA,
+    )
+    pq.write_table(table, path / "part-0.parquet")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def audited(spark, dump, tmp_path_factory):
+    output = str(tmp_path_factory.mktemp("audit"))
+    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    result = run_audit(spark, [dump], output, settings)
+    read = lambda name: DeltaTable(f"{output}/{name}").to_pyarrow_table().to_pylist()  # noqa: E731
+    partitions = {(r["group_id"], r["topic"]): r for r in read("partition_verdicts")}
+    groups = {r["group_id"]: r for r in read("group_verdicts")}
+    return result, output, partitions, groups
+
+
+def ts(day):
+    return datetime.fromtimestamp((T0 + day * DAY) / 1000, tz=UTC)
+
+
+def test_later_records_replace_earlier_ones_and_tombstones_delete(audited):
+    _, _, partitions, groups = audited
+    assert partitions[("reset", "orders")]["committed_offset"] == 200
+    assert ("swept", "orders") not in partitions
+    assert "deleted" not in groups and ("deleted", "orders") not in partitions
+
+
+def test_group_tombstone_leaves_its_offsets_to_a_simple_group(audited):
+    _, _, partitions, groups = audited
+    assert groups["orphan"]["protocol_type"] is None and groups["orphan"]["group_state"] == "Empty"
+    assert partitions[("orphan", "orders")]["rule"] == rules.SIMPLE_GROUP
+
+
+def test_classic_groups_from_their_last_metadata_record(audited):
+    _, _, partitions, groups = audited
+    assert groups["stable"]["group_state"] == "Stable" and groups["stable"]["subscribed_topics"] == ["clicks", "orders"]
+    assert partitions[("stable", "orders")]["rule"] == rules.SUBSCRIBED_TOPIC
+    assert partitions[("stable", "payments")]["rule"] == rules.UNSUBSCRIBED_TOPIC
+    rebalanced = partitions[("rebalanced", "orders")]
+    assert rebalanced["rule"] == rules.EMPTY_GROUP and rebalanced["base_timestamp"] == ts(3)
+    old = partitions[("old-meta", "orders")]
+    assert old["rule"] == rules.EMPTY_GROUP and old["base_timestamp"] == ts(5)
+
+
+def test_kip848_groups_from_member_records(audited):
+    _, _, partitions, groups = audited
+    assert (groups["k"]["group_type"], groups["k"]["group_state"], groups["k"]["member_count"]) == (
+        "consumer",
+        "Stable",
+        1,
+    )
+    assert partitions[("k", "orders")]["rule"] == rules.SUBSCRIBED_TOPIC
+    assert (
+        partitions[("k", "payments")]["rule"] == rules.UNSUBSCRIBED_TOPIC and partitions[("k", "payments")]["expired"]
+    )
+    assert groups["k2"]["group_state"] == "Empty" and groups["k2"]["member_count"] == 0
+    assert partitions[("k2", "orders")]["rule"] == rules.UNSUBSCRIBED_TOPIC
+
+
+def test_groups_without_offsets_and_group_removal(audited):
+    _, _, _, groups = audited
+    assert groups["bare"]["offset_count"] == 0 and groups["bare"]["would_delete"]
+    # Empty since 4 Jan (day 3): its only offset expires 7 days later, on 11 Jan, the day after as_of.
+    assert not groups["rebalanced"]["would_delete"] and groups["rebalanced"]["group_expires_at"] == ts(10)
+    assert not groups["stable"]["would_delete"]
+
+
+def test_every_row_carries_the_snapshot(audited):
+    result, output, partitions, _ = audited
+    assert {r["snapshot_id"] for r in partitions.values()} == {result.snapshot_id}
+    assert all(
+        r["as_of"] == datetime(2026, 1, 10, tzinfo=UTC) and r["retention_minutes"] == 10080 for r in partitions.values()
+    )
+    runs = DeltaTable(f"{output}/runs").to_pyarrow_table().to_pylist()
+    assert runs[-1]["command"] == "audit" and runs[-1]["snapshot_id"] == result.snapshot_id
+    assert runs[-1]["records_read"] == len(SCENARIO)
+
+
+def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, tmp_path):
+    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s1")
+    run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s1")
+    run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s2")
+    rows = DeltaTable(f"{tmp_path}/partition_verdicts").to_pyarrow_table().to_pylist()
+    per_snapshot = {s: sum(r["snapshot_id"] == s for r in rows) for s in ("s1", "s2")}
+    assert per_snapshot["s1"] == per_snapshot["s2"] > 0
+
+
+def test_delete_plan_reads_the_newest_snapshot(spark, audited):
+    result, output, _, _ = audited
+    snapshot, candidates = delete_plan(spark, output)
+    assert snapshot == result.snapshot_id
+    assert ("stable", "payments") in {(c["group_id"], c["topic"]) for c in candidates}
+    assert all(c["expected_answer"] == "NONE" for c in candidates)
+
+
+def test_whatif_on_the_scenario(spark, dump, tmp_path):
+    _, rows = run_whatif(spark, [dump], str(tmp_path), load_settings(), [1440, 10080], [AS_OF])
+    by_retention = {r["retention_minutes"]: r for r in rows}
+    assert by_retention[1440]["offsets_total"] == by_retention[10080]["offsets_total"]
+    assert by_retention[1440]["offsets_expired"] >= by_retention[10080]["offsets_expired"]
