@@ -1,4 +1,4 @@
-"""`make bench`: decode (and later audit) throughput, as ratios against a raw scan in the same run.
+"""`make bench`: decode and audit throughput, as ratios against a raw scan in the same run.
 
     python bench/run_bench.py --records 5000000 [--sizes 1000000,5000000,20000000]
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from offset_audit.audit import run_audit
 from offset_audit.config import load_settings
 from offset_audit.generator import generate_dump
 from offset_audit.pipeline import run_decode
@@ -95,6 +96,22 @@ def _batches(path: Path):
         yield from pq.ParquetFile(file).iter_batches(batch_size=65536)
 
 
+def driver_peak_memory(spark) -> dict:
+    """Peak resident memory of the driver: this Python process and the Spark JVM it started."""
+    import resource
+
+    python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    jvm_mb = None
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                jvm_mb = int(line.split()[1]) / 1024
+    except Exception:
+        pass
+    return {"driver_python_peak_mb": round(python_mb), "driver_jvm_peak_mb": round(jvm_mb) if jvm_mb else None}
+
+
 def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
     path = dump_for(records, seed)
     raw_scan(spark, path)  # warm the JVM and the file cache
@@ -115,6 +132,15 @@ def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
         "decoded": report.records_decoded,
         "quarantined": report.quarantined,
     }
+    run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())  # warm
+    audit_s = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())
+        audit_s = min(audit_s, time.perf_counter() - started)
+    result["audit_s"] = round(audit_s, 2)
+    result["audit_vs_scan"] = round(audit_s / scan, 2)
+    result.update(driver_peak_memory(spark))
     if with_python:
         python_s, _ = plain_python_decode(path)
         result["plain_python_s"] = round(python_s, 2)
@@ -141,12 +167,14 @@ def main() -> None:
         print(json.dumps(result))
     print()
     print(
-        f"{'records':>12} {'raw scan s':>11} {'decode s':>9} {'decode/scan':>12} {'python s':>9} {'python/decode':>14}"
+        f"{'records':>12} {'raw scan s':>11} {'decode s':>9} {'decode/scan':>12} {'audit s':>8} {'audit/scan':>11}"
+        f" {'python s':>9} {'python/decode':>14} {'driver peak MB (py/jvm)':>24}"
     )
     for r in results:
         print(
             f"{r['records']:>12,} {r['raw_scan_s']:>11} {r['decode_to_delta_s']:>9} {r['decode_vs_scan']:>12}"
-            f" {r.get('plain_python_s', '-'):>9} {r.get('plain_python_vs_decode', '-'):>14}"
+            f" {r['audit_s']:>8} {r['audit_vs_scan']:>11} {r.get('plain_python_s', '-'):>9}"
+            f" {r.get('plain_python_vs_decode', '-'):>14} {r['driver_python_peak_mb']:>13}/{r['driver_jvm_peak_mb']}"
         )
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
 

@@ -33,6 +33,10 @@ class CoordinatorState:
     groups: DataFrame
     newest_record: datetime | None
 
+    def release(self) -> None:
+        self.offsets.unpersist()
+        self.groups.unpersist()
+
 
 def load_state(spark: SparkSession, decoded_dir: str) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log."""
@@ -40,11 +44,12 @@ def load_state(spark: SparkSession, decoded_dir: str) -> CoordinatorState:
     metadata = read_table(spark, decoded_dir, "group_metadata")
     members = read_table(spark, decoded_dir, "group_members")
     modern = read_table(spark, decoded_dir, "modern_group_records")
-    offsets = replay.live_offsets(commits)
+    # Both are read several times (verdicts, group verdicts, summaries): computed once.
+    offsets = replay.live_offsets(commits).persist(StorageLevel.MEMORY_AND_DISK)
     live_metadata = replay.live_group_metadata(metadata)
     groups = replay.coordinator_groups(
         offsets, live_metadata, replay.live_members(members, live_metadata), replay.live_modern_records(modern)
-    )
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     newest = (
         commits.select("record_timestamp")
         .unionByName(metadata.select("record_timestamp"))
@@ -178,6 +183,7 @@ def run_audit(
         groups.unpersist()
     finally:
         partitions.unpersist()
+        state.release()
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")
@@ -241,6 +247,7 @@ def run_whatif(
         rows = [r.asDict() for r in table.collect()]
     finally:
         table.unpersist()
+        state.release()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")

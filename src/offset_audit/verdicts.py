@@ -20,7 +20,8 @@ def _millis_between(later: Column, earlier: Column) -> Column:
 
 def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
     """Each live offset with its group and the rule that decides its expiry (retention-independent)."""
-    joined = offsets.join(groups, "group_id", "left")
+    # Groups are few next to offsets: broadcast them rather than shuffle every offset.
+    joined = offsets.join(F.broadcast(groups), "group_id", "left")
     rule = rules.expiry_rule(
         F.col("group_type"),
         F.col("protocol_type"),
