@@ -43,9 +43,11 @@ def offset_tombstone(group, topic, partition, day):
 
 
 def group_record(group, day, members=(), version=3, protocol_type="consumer", state_day=None):
-    subscription = lambda topics: encode_consumer_protocol(
-        "consumer_protocol_subscription", 1, {"Topics": list(topics), "UserData": None, "OwnedPartitions": []}
-    )  # noqa: E731
+    def subscription(topics):
+        return encode_consumer_protocol(
+            "consumer_protocol_subscription", 1, {"Topics": list(topics), "UserData": None, "OwnedPartitions": []}
+        )
+
     value = {
         "protocolType": protocol_type,
         "generation": 4,
@@ -163,7 +165,10 @@ def audited(spark, dump, tmp_path_factory):
     output = str(tmp_path_factory.mktemp("audit"))
     settings = dataclasses.replace(load_settings(), as_of=AS_OF)
     result = run_audit(spark, [dump], output, settings)
-    read = lambda name: DeltaTable(f"{output}/{name}").to_pyarrow_table().to_pylist()  # noqa: E731
+
+    def read(name):
+        return DeltaTable(f"{output}/{name}").to_pyarrow_table().to_pylist()
+
     partitions = {(r["group_id"], r["topic"]): r for r in read("partition_verdicts")}
     groups = {r["group_id"]: r for r in read("group_verdicts")}
     return result, output, partitions, groups

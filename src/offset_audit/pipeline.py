@@ -63,7 +63,8 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str, route: str
         row = report.as_row()
         row["table_rows"] = list(row["table_rows"].items())
         table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
-        write_deltalake(path, table, mode="append")
+        # merge: a runs table written by an older version of this tool gains the new columns.
+        write_deltalake(path, table, mode="append", schema_mode="merge")
     else:
         write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append")
 

@@ -74,6 +74,8 @@ def _write_with_spark(
         writer = writer.option("replaceWhere", condition)
     elif mode == "overwrite":
         writer = writer.option("overwriteSchema", "true")
+    else:
+        writer = writer.option("mergeSchema", "true")
     writer.save(path)
     rows = df.sparkSession.read.format("delta").load(path).count()
     return WriteResult(Path(path).name, path, rows, -1, "delta-spark")
