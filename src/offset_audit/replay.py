@@ -19,6 +19,7 @@ def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:
 
     A group always lives in one __consumer_offsets partition, so ordering by partition first only
     matters for dumps taken across a change of partition count, where the newer layout wins.
+    (Measured on 1M commits: a max_by aggregate or a max-position semi-join were no faster.)
     """
     window = Window.partitionBy(*key).orderBy(F.col("source_partition").desc(), F.col("source_offset").desc())
     latest = records.withColumn("_rank", F.row_number().over(window)).where(F.col("_rank") == 1).drop("_rank")
@@ -49,10 +50,6 @@ def live_modern_records(modern_group_records: DataFrame) -> DataFrame:
     return last_record_wins(keyed, ["record_type", "group_id", "_member_key", "_regex_key"]).drop(
         "_member_key", "_regex_key"
     )
-
-
-def _of_type(records: DataFrame, record_type: int) -> DataFrame:
-    return records.where(F.col("record_type") == record_type)
 
 
 def _union_topics(column: Column) -> Column:
@@ -100,95 +97,96 @@ def _modern_state(members: Column, group_epoch: Column, assignment_epoch: Column
     )
 
 
-def modern_groups(live_modern: DataFrame) -> DataFrame:
-    """KIP-848 consumer, streams and share groups, one row each, from their live records.
+# Record types of each modern group family: (group, member, target assignment, current assignment).
+_FAMILIES = {
+    "consumer": (
+        K.CONSUMER_GROUP_METADATA,
+        K.CONSUMER_GROUP_MEMBER_METADATA,
+        K.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    ),
+    "streams": (
+        K.STREAMS_GROUP_METADATA,
+        K.STREAMS_GROUP_MEMBER_METADATA,
+        K.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA,
+        K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    ),
+    "share": (
+        K.SHARE_GROUP_METADATA,
+        K.SHARE_GROUP_MEMBER_METADATA,
+        K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    ),
+}
 
-    Subscribed topics: consumer groups, the members' subscribed topic names plus the topics their
-    regexes resolved to (ModernGroup.subscribedTopicNames); streams groups, the topology's source and
-    repartition-source topics, none while Empty (StreamsGroup.isSubscribedToTopic); share groups, the
-    members' subscribed topic names.
+
+def _types(position: int) -> list[int]:
+    return [family[position] for family in _FAMILIES.values()]
+
+
+def modern_groups(live_modern: DataFrame) -> DataFrame:
+    """KIP-848 consumer, streams and share groups, one row each, from their live records, in one
+    aggregation per group.
+
+    A group exists while its group-metadata record (type 3, 17 or 11) lives. Subscribed topics:
+    consumer groups, the members' subscribed topic names plus the topics their regexes resolved to
+    (ModernGroup.subscribedTopicNames); streams groups, the topology's source and repartition-source
+    topics, none while Empty (StreamsGroup.isSubscribedToTopic); share groups, the members' subscribed
+    topic names.
     """
-    kinds = {
-        "consumer": (
-            K.CONSUMER_GROUP_METADATA,
-            K.CONSUMER_GROUP_MEMBER_METADATA,
-            K.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-            K.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        ),
-        "streams": (
-            K.STREAMS_GROUP_METADATA,
-            K.STREAMS_GROUP_MEMBER_METADATA,
-            K.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA,
-            K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        ),
-        "share": (
-            K.SHARE_GROUP_METADATA,
-            K.SHARE_GROUP_MEMBER_METADATA,
-            K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
-            K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-        ),
-    }
-    frames = []
-    for group_type, (meta_type, member_type, target_type, current_type) in kinds.items():
-        meta = _of_type(live_modern, meta_type).select("group_id", F.col("epoch").alias("group_epoch"))
-        members = (
-            _of_type(live_modern, member_type)
-            .groupBy("group_id")
-            .agg(
-                F.count(F.lit(1)).alias("member_count"),
-                _union_topics(F.coalesce("subscribed_topic_names", F.array())).alias("_member_topics"),
-            )
-        )
-        target = _of_type(live_modern, target_type).select("group_id", F.col("epoch").alias("assignment_epoch"))
-        current = _of_type(live_modern, current_type).select("group_id", "member_epoch", "member_state")
-        group = meta.join(members, "group_id", "left").join(target, "group_id", "left")
-        unreconciled = (
-            current.join(target, "group_id", "left")
-            .where((F.col("member_state") != 0) | (F.col("member_epoch") != F.coalesce("assignment_epoch", F.lit(-1))))
-            .groupBy("group_id")
-            .agg(F.count(F.lit(1)).alias("_unreconciled"))
-        )
-        group = group.join(unreconciled, "group_id", "left")
-        if group_type == "consumer":
-            regex = (
-                _of_type(live_modern, K.CONSUMER_GROUP_REGULAR_EXPRESSION)
-                .groupBy("group_id")
-                .agg(_union_topics(F.coalesce("resolved_topics", F.array())).alias("_regex_topics"))
-            )
-            group = group.join(regex, "group_id", "left")
-            topics = F.array_sort(
-                F.array_distinct(
-                    F.concat(
-                        F.coalesce("_member_topics", F.array().cast("array<string>")),
-                        F.coalesce("_regex_topics", F.array().cast("array<string>")),
-                    )
+    record_type = F.col("record_type")
+    empty = F.array().cast("array<string>")
+    is_member = record_type.isin(*_types(1))
+    group_type = F.coalesce(*[F.when(record_type == types[0], F.lit(name)) for name, types in _FAMILIES.items()])
+    per_group = (
+        live_modern.groupBy("group_id")
+        .agg(
+            F.max(group_type).alias("group_type"),
+            F.max(F.when(record_type.isin(*_types(0)), F.col("epoch"))).alias("group_epoch"),
+            F.max(F.when(record_type.isin(*_types(2)), F.col("epoch"))).alias("assignment_epoch"),
+            F.sum(is_member.cast("int")).alias("member_count"),
+            F.flatten(F.collect_list(F.when(is_member, F.coalesce("subscribed_topic_names", empty)))).alias(
+                "_member_topics"
+            ),
+            F.flatten(
+                F.collect_list(
+                    F.when(record_type == K.CONSUMER_GROUP_REGULAR_EXPRESSION, F.coalesce("resolved_topics", empty))
                 )
-            )
-        elif group_type == "streams":
-            topology = _of_type(live_modern, K.STREAMS_GROUP_TOPOLOGY).select(
-                "group_id", F.col("source_topics").alias("_source_topics")
-            )
-            group = group.join(topology, "group_id", "left")
-            topics = F.when(F.coalesce("member_count", F.lit(0)) == 0, F.array().cast("array<string>")).otherwise(
-                F.coalesce("_source_topics", F.array().cast("array<string>"))
-            )
-        else:
-            topics = F.coalesce("_member_topics", F.array().cast("array<string>"))
-        frames.append(
-            group.select(
-                "group_id",
-                F.lit(group_type).alias("group_type"),
-                F.lit(None).cast("string").alias("protocol_type"),
-                _modern_state(
-                    F.col("member_count"), F.col("group_epoch"), F.col("assignment_epoch"), F.col("_unreconciled")
-                ).alias("group_state"),
-                F.col("group_epoch").alias("generation"),
-                F.lit(None).cast("timestamp").alias("current_state_timestamp"),
-                F.coalesce("member_count", F.lit(0)).cast("int").alias("member_count"),
-                topics.alias("subscribed_topics"),
-            )
+            ).alias("_regex_topics"),
+            F.flatten(
+                F.collect_list(F.when(record_type == K.STREAMS_GROUP_TOPOLOGY, F.coalesce("source_topics", empty)))
+            ).alias("_source_topics"),
+            F.collect_list(
+                F.when(
+                    record_type.isin(*_types(3)),
+                    F.struct(F.col("member_epoch").alias("epoch"), F.col("member_state").alias("state")),
+                )
+            ).alias("_current"),
         )
-    return frames[0].unionByName(frames[1]).unionByName(frames[2])
+        .where(F.col("group_type").isNotNull())
+    )
+    # Members not reconciled to the target assignment (ModernGroupMember.isReconciledTo).
+    unreconciled = F.size(
+        F.filter(
+            "_current", lambda m: (m["state"] != 0) | (m["epoch"] != F.coalesce(F.col("assignment_epoch"), F.lit(-1)))
+        )
+    )
+    members = F.coalesce(F.col("member_count"), F.lit(0))
+    topics = (
+        F.when(F.col("group_type") == "consumer", F.concat("_member_topics", "_regex_topics"))
+        .when(F.col("group_type") == "streams", F.when(members == 0, empty).otherwise(F.col("_source_topics")))
+        .otherwise(F.col("_member_topics"))
+    )
+    return per_group.select(
+        "group_id",
+        "group_type",
+        F.lit(None).cast("string").alias("protocol_type"),
+        _modern_state(members, F.col("group_epoch"), F.col("assignment_epoch"), unreconciled).alias("group_state"),
+        F.col("group_epoch").alias("generation"),
+        F.lit(None).cast("timestamp").alias("current_state_timestamp"),
+        members.cast("int").alias("member_count"),
+        F.array_sort(F.array_distinct(topics)).alias("subscribed_topics"),
+    )
 
 
 def coordinator_groups(
