@@ -179,26 +179,18 @@ def run_audit(
         report.table_rows["group_verdicts"] = _write_snapshot(groups, output, "group_verdicts", snapshot)
         report.table_rows["deletion_candidates"] = _write_snapshot(candidates, output, "deletion_candidates", snapshot)
         result = AuditResult(report, as_of, snapshot)
-        _summarise(result, partitions, groups, candidates, as_of)
+        _summarise(result, partitions, groups, candidates)
         groups.unpersist()
     finally:
         partitions.unpersist()
         state.release()
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")
+    write_run(spark, report, output)
     return result
 
 
-def _uses_delta_spark(spark: SparkSession) -> bool:
-    from offset_audit.session import has_delta
-
-    return has_delta(spark)
-
-
-def _summarise(
-    result: AuditResult, partitions: DataFrame, groups: DataFrame, candidates: DataFrame, as_of: datetime
-) -> None:
+def _summarise(result: AuditResult, partitions: DataFrame, groups: DataFrame, candidates: DataFrame) -> None:
     counts = (
         groups.groupBy("group_type", "group_state", "would_delete")
         .count()
@@ -250,7 +242,7 @@ def run_whatif(
         state.release()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output, "direct" if not _uses_delta_spark(spark) else "dataframe")
+    write_run(spark, report, output)
     return report, rows
 
 

@@ -52,11 +52,11 @@ def fill_counts(report: DecodeReport, counts: Counter) -> None:
     )
 
 
-def write_run(spark: SparkSession, report: DecodeReport, output: str, route: str) -> None:
-    """Append the run's row to `runs`: one row, so the delta-rs route writes it without a Spark job."""
+def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
+    """Append the run's row to `runs`: one row, so without delta-spark it is written without a Spark job."""
     schema = table_schema("runs").struct()
     path = str(Path(output) / "runs")
-    if route == "direct":
+    if not has_delta(spark):
         from deltalake import write_deltalake
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -119,5 +119,5 @@ def run_decode(
         finally:
             decoded.unpersist()
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output, route)
+    write_run(spark, report, output)
     return report
