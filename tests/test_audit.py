@@ -255,7 +255,10 @@ def test_delete_plan_reads_the_newest_snapshot(spark, audited):
 
 
 def test_whatif_on_the_scenario(spark, dump, tmp_path):
-    _, rows = run_whatif(spark, [dump], str(tmp_path), load_settings(), [1440, 10080], [AS_OF])
+    report, rows = run_whatif(spark, [dump], str(tmp_path), load_settings(), [1440, 10080], [AS_OF], per_group=True)
+    detail = DeltaTable(f"{tmp_path}/whatif_groups").to_pyarrow_table().to_pylist()
+    assert {r["retention_minutes"] for r in detail} == {1440, 10080}
+    assert report.table_rows["whatif_groups"] == len(detail)
     by_retention = {r["retention_minutes"]: r for r in rows}
     assert by_retention[1440]["offsets_total"] == by_retention[10080]["offsets_total"]
     assert by_retention[1440]["offsets_expired"] >= by_retention[10080]["offsets_expired"]

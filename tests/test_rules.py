@@ -211,9 +211,25 @@ def test_whatif_grid_matches_single_audits(spark):
     judged = verdicts.judged_offsets(offset_frame, group_frame)
     table = {
         (r.retention_minutes, r.as_of.timestamp()): r
-        for r in verdicts.whatif(judged, group_frame, [1440, WEEK], [AS_OF, at(20)]).collect()
+        for r in verdicts.whatif(verdicts.whatif_groups(judged, group_frame, [1440, WEEK], [AS_OF, at(20)])).collect()
     }
     # 1 day: e expires 6 Jan, s 9 Jan -> both gone by 10 Jan; 7 days: e 12 Jan, s 15 Jan -> none yet.
     assert (table[(1440, AS_OF.timestamp())].offsets_expired, table[(1440, AS_OF.timestamp())].groups_deleted) == (2, 2)
     assert (table[(WEEK, AS_OF.timestamp())].offsets_expired, table[(WEEK, AS_OF.timestamp())].groups_deleted) == (0, 0)
     assert (table[(WEEK, at(20).timestamp())].offsets_expired, table[(WEEK, at(20).timestamp())].groups_total) == (2, 2)
+
+
+def test_whatif_per_group_detail(spark):
+    groups = [group("e", state="Empty", cst=at(5), members=0, topics=[]), group("a", topics=["orders"])]
+    group_frame, offset_frame = frames(spark, groups, [offset("e"), offset("a")])
+    judged = verdicts.judged_offsets(offset_frame, group_frame)
+    rows = {
+        (r.group_id, r.retention_minutes): r
+        for r in verdicts.whatif_groups(judged, group_frame, [1440, WEEK], [AS_OF]).collect()
+    }
+    assert rows[("e", 1440)].would_delete and not rows[("e", WEEK)].would_delete
+    assert (rows[("a", 1440)].offsets, rows[("a", 1440)].expired_offsets, rows[("a", 1440)].would_delete) == (
+        1,
+        0,
+        False,
+    )

@@ -225,6 +225,7 @@ def run_whatif(
     retentions: list[int],
     as_of_specs: list[str],
     snapshot_id: str | None = None,
+    per_group: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
     report = _start_report("whatif", inputs, settings)
     decoded_dir = str(Path(output) / DECODED)
@@ -233,12 +234,15 @@ def run_whatif(
     points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
     snapshot = snapshot_id_for(inputs, points[0], snapshot_id)
     judged = verdicts.judged_offsets(state.offsets, state.groups)
-    table = verdicts.whatif(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
+    groups = verdicts.whatif_groups(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        table = verdicts.whatif(groups)
         report.table_rows["whatif"] = _write_snapshot(table, output, "whatif", snapshot)
+        if per_group:
+            report.table_rows["whatif_groups"] = _write_snapshot(groups, output, "whatif_groups", snapshot)
         rows = [r.asDict() for r in table.collect()]
     finally:
-        table.unpersist()
+        groups.unpersist()
         state.release()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)

@@ -200,8 +200,11 @@ def deletion_candidates(partitions: DataFrame) -> DataFrame:
     )
 
 
-def whatif(judged: DataFrame, groups: DataFrame, retentions: list[int], as_of_points: list[datetime]) -> DataFrame:
-    """Offsets expired and groups removed for every (retention, as_of) pair, in one pass over the offsets.
+def whatif_groups(
+    judged: DataFrame, groups: DataFrame, retentions: list[int], as_of_points: list[datetime]
+) -> DataFrame:
+    """Per group and scenario (retention, as_of): its offsets, how many expired, and whether the sweep
+    would have removed it. One pass over the offsets.
 
     The rule of an offset does not depend on the retention; only expires_at does, so each offset is
     judged once and crossed with the small grid of scenarios.
@@ -221,15 +224,30 @@ def whatif(judged: DataFrame, groups: DataFrame, retentions: list[int], as_of_po
     )
     all_groups = groups.select("group_id", "group_type", "group_state").crossJoin(F.broadcast(grid))
     per_group = all_groups.join(per_group, ["group_id", "retention_minutes", "as_of"], "left")
+    offsets = F.coalesce("offsets", F.lit(0)).cast("bigint")
+    expired = F.coalesce("expired_offsets", F.lit(0)).cast("bigint")
     removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"))
-    deleted = removable & (F.coalesce("offsets", F.lit(0)) == F.coalesce("expired_offsets", F.lit(0)))
+    return per_group.select(
+        "retention_minutes",
+        "as_of",
+        "group_id",
+        "group_type",
+        "group_state",
+        offsets.alias("offsets"),
+        expired.alias("expired_offsets"),
+        (removable & (offsets == expired)).alias("would_delete"),
+    )
+
+
+def whatif(per_group: DataFrame) -> DataFrame:
+    """Offsets expired and groups removed for every (retention, as_of) pair, from `whatif_groups`."""
     return (
         per_group.groupBy("retention_minutes", "as_of")
         .agg(
-            F.sum(F.coalesce("offsets", F.lit(0))).cast("bigint").alias("offsets_total"),
-            F.sum(F.coalesce("expired_offsets", F.lit(0))).cast("bigint").alias("offsets_expired"),
+            F.sum("offsets").cast("bigint").alias("offsets_total"),
+            F.sum("expired_offsets").cast("bigint").alias("offsets_expired"),
             F.count(F.lit(1)).cast("bigint").alias("groups_total"),
-            F.sum(deleted.cast("int")).cast("bigint").alias("groups_deleted"),
+            F.sum(F.col("would_delete").cast("int")).cast("bigint").alias("groups_deleted"),
         )
         .orderBy("as_of", "retention_minutes")
     )
