@@ -43,6 +43,11 @@ def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 
 
+def _require_input(settings, inputs) -> None:
+    if settings.input_format != "kafka" and not inputs:
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+
+
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
         click.option(
@@ -99,8 +104,7 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
         topic=topic,
         fast_path=False if no_fast_path else None,
     )
-    if settings.input_format != "kafka" and not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    _require_input(settings, inputs)
     spark = get_spark(settings.spark)
     report = run_decode(spark, list(inputs), output, settings)
     click.echo(decode_summary(report, output))
@@ -158,8 +162,7 @@ def audit(
     settings = _audit_settings(
         conf_file, input_format, bootstrap_servers, kafka_options, topic, as_of, retention_minutes
     )
-    if settings.input_format != "kafka" and not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    _require_input(settings, inputs)
     spark = get_spark(settings.spark)
     result = run_audit(spark, list(inputs), output, settings, snapshot_id=snapshot_id, end_offsets=end_offsets)
     click.echo(audit_summary(result, output))
@@ -202,8 +205,7 @@ def whatif(
     from offset_audit.summary import whatif_summary
 
     settings = _audit_settings(conf_file, input_format, bootstrap_servers, kafka_options, topic, None)
-    if settings.input_format != "kafka" and not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    _require_input(settings, inputs)
     spark = get_spark(settings.spark)
     report, rows = run_whatif(
         spark,
