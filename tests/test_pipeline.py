@@ -6,8 +6,9 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.config import load_settings
+from offset_audit.decode import TABLES as DECODE_TABLES
 from offset_audit.generator import generate_dump
-from offset_audit.pipeline import DECODE_TABLES, run_decode
+from offset_audit.pipeline import run_decode
 
 
 @pytest.fixture(scope="module")

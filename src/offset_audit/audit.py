@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -132,16 +131,6 @@ class AuditResult:
     top_candidates: list[dict] = field(default_factory=list)
 
 
-def _start_report(command: str, inputs: list[str], settings: Settings) -> DecodeReport:
-    return DecodeReport(
-        run_id=uuid.uuid4().hex,
-        command=command,
-        started_at=datetime.now(UTC),
-        input=", ".join(inputs) if inputs else settings.bootstrap_servers,
-        input_format=settings.input_format,
-    )
-
-
 def _copy_counts(target: DecodeReport, decoded: DecodeReport) -> None:
     target.records_read = decoded.records_read
     target.records_skipped = decoded.records_skipped
@@ -158,7 +147,7 @@ def run_audit(
     snapshot_id: str | None = None,
     end_offsets: str | None = None,
 ) -> AuditResult:
-    report = _start_report("audit", inputs, settings)
+    report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
     decoded_dir = str(Path(output) / DECODED)
     _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
     state = load_state(spark, decoded_dir)
@@ -227,7 +216,7 @@ def run_whatif(
     snapshot_id: str | None = None,
     per_group: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
-    report = _start_report("whatif", inputs, settings)
+    report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
     decoded_dir = str(Path(output) / DECODED)
     _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
     state = load_state(spark, decoded_dir)

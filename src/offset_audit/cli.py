@@ -43,11 +43,6 @@ def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 
 
-def _require_input(settings, inputs) -> None:
-    if settings.input_format != "kafka" and not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
-
-
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
         click.option(
@@ -96,30 +91,33 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
     from offset_audit.session import get_spark
     from offset_audit.summary import decode_summary
 
+    settings = _input_settings(
+        inputs,
+        conf_file,
+        input_format,
+        bootstrap_servers,
+        kafka_options,
+        topic,
+        fast_path=False if no_fast_path else None,
+    )
+    spark = get_spark(settings.spark)
+    report = run_decode(spark, list(inputs), output, settings)
+    click.echo(decode_summary(report, output))
+
+
+def _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_options, topic, **overrides):
+    """Settings from the shared input options (plus command-specific overrides); an input is required."""
     settings = load_settings(
         conf_file,
         input_format=input_format,
         bootstrap_servers=bootstrap_servers,
         kafka_options=_kafka_options(kafka_options),
         topic=topic,
-        fast_path=False if no_fast_path else None,
+        **overrides,
     )
-    _require_input(settings, inputs)
-    spark = get_spark(settings.spark)
-    report = run_decode(spark, list(inputs), output, settings)
-    click.echo(decode_summary(report, output))
-
-
-def _audit_settings(conf_file, input_format, bootstrap_servers, kafka_options, topic, as_of, retention_minutes=None):
-    return load_settings(
-        conf_file,
-        input_format=input_format,
-        bootstrap_servers=bootstrap_servers,
-        kafka_options=_kafka_options(kafka_options),
-        topic=topic,
-        as_of=as_of,
-        retention_minutes=retention_minutes,
-    )
+    if settings.input_format != "kafka" and not inputs:
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    return settings
 
 
 @main.command()
@@ -159,10 +157,16 @@ def audit(
     from offset_audit.session import get_spark
     from offset_audit.summary import audit_summary
 
-    settings = _audit_settings(
-        conf_file, input_format, bootstrap_servers, kafka_options, topic, as_of, retention_minutes
+    settings = _input_settings(
+        inputs,
+        conf_file,
+        input_format,
+        bootstrap_servers,
+        kafka_options,
+        topic,
+        as_of=as_of,
+        retention_minutes=retention_minutes,
     )
-    _require_input(settings, inputs)
     spark = get_spark(settings.spark)
     result = run_audit(spark, list(inputs), output, settings, snapshot_id=snapshot_id, end_offsets=end_offsets)
     click.echo(audit_summary(result, output))
@@ -204,8 +208,7 @@ def whatif(
     from offset_audit.session import get_spark
     from offset_audit.summary import whatif_summary
 
-    settings = _audit_settings(conf_file, input_format, bootstrap_servers, kafka_options, topic, None)
-    _require_input(settings, inputs)
+    settings = _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_options, topic)
     spark = get_spark(settings.spark)
     report, rows = run_whatif(
         spark,

@@ -9,6 +9,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from offset_audit import constants as K
 from offset_audit.errors import UserError
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
@@ -18,14 +19,14 @@ INPUT_FORMATS = ("parquet", "delta", "kafka")
 @dataclass(frozen=True)
 class Settings:
     input_format: str = "parquet"
-    topic: str = "__consumer_offsets"
+    topic: str = K.OFFSETS_TOPIC
     bootstrap_servers: str = ""
     isolation_level: str = "read_committed"
     kafka_options: dict[str, str] = field(default_factory=dict)
     fast_path: bool = True
     spark: dict[str, str] = field(default_factory=dict)
-    retention_minutes: int = 10080
-    check_interval_ms: int = 600000
+    retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
+    check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
 
 
@@ -49,17 +50,23 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     raw = _read_toml(DEFAULT_CONF)
     if conf_file:
         raw = _merge(raw, _read_toml(Path(conf_file)))
+    # conf/default.toml normally sets every value; an overlay file may leave any out.
+    default = Settings()
+
+    def section(name: str) -> dict[str, Any]:
+        return raw.get(name, {})
+
     values: dict[str, Any] = {
-        "input_format": raw.get("input", {}).get("format", "parquet"),
-        "topic": raw.get("input", {}).get("topic", "__consumer_offsets"),
-        "bootstrap_servers": raw.get("kafka", {}).get("bootstrap_servers", ""),
-        "isolation_level": raw.get("kafka", {}).get("isolation_level", "read_committed"),
-        "kafka_options": {str(k): str(v) for k, v in raw.get("kafka", {}).get("options", {}).items()},
-        "fast_path": bool(raw.get("decode", {}).get("fast_path", True)),
-        "spark": {str(k): str(v) for k, v in raw.get("spark", {}).items()},
-        "retention_minutes": int(raw.get("audit", {}).get("retention_minutes", 10080)),
-        "check_interval_ms": int(raw.get("audit", {}).get("check_interval_ms", 600000)),
-        "as_of": str(raw.get("audit", {}).get("as_of", "latest")),
+        "input_format": section("input").get("format", default.input_format),
+        "topic": section("input").get("topic", default.topic),
+        "bootstrap_servers": section("kafka").get("bootstrap_servers", default.bootstrap_servers),
+        "isolation_level": section("kafka").get("isolation_level", default.isolation_level),
+        "kafka_options": {str(k): str(v) for k, v in section("kafka").get("options", {}).items()},
+        "fast_path": bool(section("decode").get("fast_path", default.fast_path)),
+        "spark": {str(k): str(v) for k, v in section("spark").items()},
+        "retention_minutes": int(section("audit").get("retention_minutes", default.retention_minutes)),
+        "check_interval_ms": int(section("audit").get("check_interval_ms", default.check_interval_ms)),
+        "as_of": str(section("audit").get("as_of", default.as_of)),
     }
     for name, value in overrides.items():
         if value is None:

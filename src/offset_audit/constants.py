@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 OFFSETS_TOPIC = "__consumer_offsets"
-OFFSETS_TOPIC_PARTITIONS_DEFAULT = 50
 
 # Record types: the int16 at the start of every key (reference 2.1).
 LEGACY_OFFSET_COMMIT = 0
@@ -31,24 +30,13 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
 STREAMS_GROUP_TOPOLOGY = 23
 
 OFFSET_COMMIT_TYPES = (LEGACY_OFFSET_COMMIT, OFFSET_COMMIT)
-MODERN_GROUP_TYPES = tuple(range(3, 24))
 
-# Which family of group a modern record belongs to; used by later stages to pick the group type.
-CONSUMER_GROUP_TYPES = (3, 4, 5, 6, 7, 8, 16)
+# Which family of group a modern record belongs to (the rest of types 3-16 are KIP-848 consumer groups).
 SHARE_GROUP_TYPES = (9, 10, 11, 12, 13, 14, 15)
 STREAMS_GROUP_TYPES = (17, 19, 20, 21, 22, 23)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-CONSUMER_PROTOCOL_HIGHEST_VERSION = 3
 
 # Broker defaults (reference 4.1).
 OFFSETS_RETENTION_MINUTES_DEFAULT = 10080
 OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT = 600000
-
-# Error codes of OffsetDelete (reference 5).
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-GROUP_SUBSCRIBED_TO_TOPIC = 86
-
-# Sentinel that Kafka writes for "no value" in timestamps, epochs and timeouts.
-NO_TIMESTAMP = -1

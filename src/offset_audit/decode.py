@@ -58,7 +58,6 @@ CLASS_TABLE = {
     records.OTHER: "other_records",
     records.QUARANTINE: "quarantine",
 }
-_DECODED = (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN)
 
 
 @cache
@@ -207,7 +206,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
                 row.get("layout_era"),
                 row["is_tombstone"],
             )
-            if cls not in _DECODED:
+            if cls not in records.DECODED_CLASSES:
                 summary = (cls, row.get("key_type"), None, None, row["is_tombstone"])
             counts[summary] += 1
             classified.append({"class": cls, "key": summary, "payload": payload})

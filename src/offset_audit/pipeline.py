@@ -5,7 +5,6 @@ The CLI and the spark-submit entry scripts in jobs/ both call `run_decode`; neit
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,11 +24,6 @@ from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import load_raw_records, raw_source
 from offset_audit.tables import table_schema
 
-DECODE_TABLES = decode.TABLES
-
-
-CountKey = tuple[str, int | None, int | None, str | None, bool | None]
-
 
 def fill_counts(report: DecodeReport, counts: Counter) -> None:
     """Record counts keyed (class, record type, value version, layout era, tombstone) into the report."""
@@ -40,7 +34,7 @@ def fill_counts(report: DecodeReport, counts: Counter) -> None:
             report.records_skipped += n
             continue
         report.by_class[cls] = report.by_class.get(cls, 0) + n
-        if cls in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN):
+        if cls in records.DECODED_CLASSES:
             slot = by_type.setdefault((key_type, version, era), [0, 0])
             slot[0] += n
             if tombstone:
@@ -86,13 +80,7 @@ def run_decode(
     delta-rs; "dataframe" builds one DataFrame per table and writes it with `write_delta` (the route of
     delta-spark sessions). Both produce the same tables.
     """
-    report = DecodeReport(
-        run_id=uuid.uuid4().hex,
-        command="decode",
-        started_at=datetime.now(UTC),
-        input=", ".join(inputs) if inputs else settings.bootstrap_servers,
-        input_format=settings.input_format,
-    )
+    report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
     route = route or ("dataframe" if has_delta(spark) else "direct")
     if route == "direct":
         source = raw_source(spark, inputs, settings)

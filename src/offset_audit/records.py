@@ -28,6 +28,8 @@ MODERN = "modern"
 OTHER = "other"
 QUARANTINE = "quarantine"
 RECORD_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN, OTHER, QUARANTINE)
+# Classes whose records were decoded into a typed table (the others are kept raw).
+DECODED_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN)
 
 
 def _none_if(value: Any, sentinel: Any) -> Any:

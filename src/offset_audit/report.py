@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from offset_audit import records
 
@@ -32,16 +33,24 @@ class DecodeReport:
     decoded_by_type: list[TypeCount] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
     finished_at: datetime | None = None
-    warnings: list[str] = field(default_factory=list)
     snapshot_id: str | None = None
     as_of: datetime | None = None
     retention_minutes: int | None = None
 
+    @classmethod
+    def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:
+        """A new run's report; a live-Kafka run names its bootstrap servers as the input."""
+        return cls(
+            run_id=uuid.uuid4().hex,
+            command=command,
+            started_at=datetime.now(UTC),
+            input=", ".join(inputs) if inputs else bootstrap_servers,
+            input_format=input_format,
+        )
+
     @property
     def records_decoded(self) -> int:
-        return sum(
-            n for c, n in self.by_class.items() if c in (records.OFFSET_COMMIT, records.GROUP_METADATA, records.MODERN)
-        )
+        return sum(n for c, n in self.by_class.items() if c in records.DECODED_CLASSES)
 
     @property
     def other_records(self) -> int:

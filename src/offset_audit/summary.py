@@ -31,8 +31,6 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     for name, rows in report.table_rows.items():
         lines.append(f"    {name:<22} {_n(rows):>14} rows")
     lines.append(f"    {'runs':<22} {'+1':>14} row (run {report.run_id[:12]})")
-    for warning in report.warnings:
-        lines.append(f"  warning: {warning}")
     return "\n".join(lines)
 
 

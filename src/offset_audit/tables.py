@@ -113,6 +113,4 @@ def table_schema(name: str) -> TableSchema:
 def as_epoch_millis(data_type: DataType) -> DataType:
     """The decode stage carries timestamps as epoch milliseconds (Kafka's own unit, -1 included) and the
     Spark stage turns them into TIMESTAMP; this maps a table type to the decode-stage type."""
-    from pyspark.sql.types import LongType
-
     return LongType() if isinstance(data_type, TimestampType) else data_type

@@ -18,6 +18,11 @@ def _millis_between(later: Column, earlier: Column) -> Column:
     return (F.unix_micros(later) - F.unix_micros(earlier)) / 1000
 
 
+def _scenario(as_of: datetime, retention_minutes: int) -> list[Column]:
+    """The as_of and retention every verdict row carries."""
+    return [F.lit(as_of).cast("timestamp").alias("as_of"), F.lit(retention_minutes).alias("retention_minutes")]
+
+
 def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
     """Each live offset with its group and the rule that decides its expiry (retention-independent)."""
     # Groups are few next to offsets: broadcast them rather than shuffle every offset.
@@ -81,8 +86,7 @@ def partition_verdicts(
     # Lag of a partition the group does not consume (no members, or a topic it left) only grows.
     stale = (F.coalesce(F.col("member_count"), F.lit(0)) == 0) | (F.col("subscribed") == F.lit(False))
     return frame.select(
-        F.lit(as_of).cast("timestamp").alias("as_of"),
-        F.lit(retention_minutes).alias("retention_minutes"),
+        *_scenario(as_of, retention_minutes),
         "group_id",
         "topic",
         "partition",
@@ -138,8 +142,7 @@ def group_verdicts(
         .otherwise(F.col("_last_expiry"))
     )
     return frame.select(
-        F.lit(as_of).cast("timestamp").alias("as_of"),
-        F.lit(retention_minutes).alias("retention_minutes"),
+        *_scenario(as_of, retention_minutes),
         "group_id",
         "group_type",
         "protocol_type",

@@ -8,7 +8,7 @@ not a new parser (see ../shared/style.md, "Layouts as data").
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -102,7 +102,6 @@ class StructLayout:
     valid: Versions
     flexible: Versions
     fields: tuple[FieldSpec, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:

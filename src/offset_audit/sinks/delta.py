@@ -17,6 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
@@ -41,6 +42,16 @@ def _is_local(path: str) -> bool:
 
 def _local(path: str) -> Path:
     return Path(path[len("file://") :] if path.startswith("file://") else path)
+
+
+def local_folder(path: str) -> Path:
+    """The absolute local folder for a delta-rs write; object stores need delta-spark."""
+    if not _is_local(path):
+        raise UserError(
+            f"'{path}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to local "
+            "or mounted folders; for object stores run in a session started with delta-spark"
+        )
+    return _local(path).resolve()
 
 
 def write_delta(
@@ -145,12 +156,7 @@ def commit_files(
 def _write_with_delta_rs(
     df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
 ) -> WriteResult:
-    if not _is_local(path):
-        raise UserError(
-            f"'{path}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to local "
-            "or mounted folders; for object stores run in a session started with delta-spark"
-        )
-    table_dir = _local(path).resolve()
+    table_dir = local_folder(path)
     table_dir.mkdir(parents=True, exist_ok=True)
     run_dir = new_run_dir(table_dir)
     writer = df.write.mode("error")
@@ -163,17 +169,11 @@ def _write_with_delta_rs(
         partition_values = {}
         for part in file.parent.relative_to(run_dir).parts:
             name, _, value = part.partition("=")
-            partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else _unescape(value)
+            partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
         files.append(DataFile(file, pq.read_metadata(file).num_rows, partition_values))
     schema = to_arrow_schema(df.schema, timezone="UTC")
     rows = commit_files(table_dir, files, schema, mode, partition_by, replace_where)
     return WriteResult(table_dir.name, str(table_dir), rows, len(files), "delta-rs")
-
-
-def _unescape(value: str) -> str:
-    from urllib.parse import unquote
-
-    return unquote(value)
 
 
 def _remove_spark_markers(run_dir: Path) -> None:

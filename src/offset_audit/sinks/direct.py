@@ -21,20 +21,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.decode import TABLES, arrow_schema, decode_batch, for_decode
-from offset_audit.errors import UserError
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.sinks.delta import DataFile, WriteResult, _is_local, _local, commit_files, new_run_dir
+from offset_audit.sinks.delta import DataFile, WriteResult, commit_files, local_folder, new_run_dir
 from offset_audit.sources.snapshot import Piece, read_piece
+from offset_audit.tables import parse_type
 
 ROW_GROUP_ROWS = 131_072
 
-TASK_REPORT = (
-    "kind string, table_name string, path string, rows bigint, "
-    "record_class string, key_type smallint, value_version smallint, layout_era string, is_tombstone boolean"
+# What each task reports back: its files and its record counts (one small row each).
+TASK_REPORT = parse_type(
+    "struct<kind:string,table_name:string,path:string,rows:bigint,"
+    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
 )
+_REPORT_ARROW = to_arrow_schema(TASK_REPORT)
 
 
 class _TableFile:
@@ -120,12 +123,7 @@ def decode_to_files(
     type, version, era, tombstone) and the files per table, not yet committed: the caller checks the
     counts first, then calls `commit_decoded`.
     """
-    if not _is_local(output):
-        raise UserError(
-            f"'{output}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to "
-            "local or mounted folders; for object stores run in a session started with delta-spark"
-        )
-    out = _local(output).resolve()
+    out = local_folder(output)
     run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
     layouts = record_layouts()
 
@@ -158,7 +156,7 @@ def decode_to_files(
 
 def commit_decoded(output: str, files: dict[str, list[DataFile]]) -> dict[str, WriteResult]:
     """Replace each decode table's rows with its new files, one Delta commit per table."""
-    out = _local(output).resolve()
+    out = local_folder(output)
     results = {}
     for name in TABLES:
         table_dir = out / name
@@ -166,18 +164,3 @@ def commit_decoded(output: str, files: dict[str, list[DataFile]]) -> dict[str, W
         rows = commit_files(table_dir, files[name], arrow_schema(name))
         results[name] = WriteResult(name, str(table_dir), rows, len(files[name]), "delta-rs")
     return results
-
-
-_REPORT_ARROW = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("table_name", pa.string()),
-        ("path", pa.string()),
-        ("rows", pa.int64()),
-        ("record_class", pa.string()),
-        ("key_type", pa.int16()),
-        ("value_version", pa.int16()),
-        ("layout_era", pa.string()),
-        ("is_tombstone", pa.bool_()),
-    ]
-)

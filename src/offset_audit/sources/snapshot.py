@@ -176,12 +176,12 @@ def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[
     parquet = pq.ParquetFile(piece.path)
     names = parquet.schema_arrow.names
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]
+    for name in ("key", "value"):
+        kind = parquet.schema_arrow.field(name).type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            raise UserError(f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind}")
     for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=list(piece.row_groups), columns=columns):
         n = batch.num_rows
-        for name in ("key", "value"):
-            kind = batch.schema.field(name).type
-            if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-                raise UserError(f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind}")
         if "topic" in names:
             other_topic = pc.fill_null(pc.not_equal(batch.column("topic"), topic), False)
         else:
