@@ -1,0 +1,91 @@
+"""Kafka log segment files (`__consumer_offsets-N/*.log`) read into LOG_RECORD_SCHEMA rows, in pure Python.
+
+The file is read sequentially, batch by batch (`framing`); each batch is decoded by its magic
+(`record_batch` for magic 2, `legacy` for 0 and 1) and its rows gathered into Arrow batches (`rows`).
+Memory stays bounded by one Kafka batch plus `batch_rows` rows, whatever the segment's size.
+
+Bad bytes are data: a batch that fails its CRC, cannot be decompressed or does not parse becomes one
+row with `source_error` and no key or value, and reading goes on with the next batch; a batch cut short
+by the end of the file, or a header that cannot be a batch, becomes one such row and ends the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from offset_audit.segments.decoded import UntrustedBatch
+from offset_audit.segments.framing import Frame, FramingError, iter_frames
+from offset_audit.segments.legacy import decode_legacy_message
+from offset_audit.segments.record_batch import decode_default_batch
+from offset_audit.segments.rows import RowBuffer
+
+DEFAULT_BATCH_ROWS = 50_000
+_READ_BUFFER_BYTES = 1 << 20  # batches are read a header at a time: let the buffer absorb the small reads
+
+# A partition's log directory is "<topic>-<partition>", with ".<id>-delete", "-future" or "-stray" added
+# while the broker deletes, moves or quarantines it (LocalLog.parseTopicPartitionName).
+_OFFSETS_LOG_DIR = re.compile(r"__consumer_offsets-(\d+)(?:\.\S+-(?:delete|future|stray))?")
+_MAX_PARTITION = 2**31 - 1
+
+
+def partition_from_path(path: str) -> int | None:
+    """The __consumer_offsets partition a segment belongs to, from its folder's name; None when the folder
+    is not a `__consumer_offsets-N` log directory (a copy elsewhere needs the partition given)."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    match = _OFFSETS_LOG_DIR.fullmatch(folder)
+    if match is None:
+        return None
+    partition = int(match.group(1))
+    return partition if partition <= _MAX_PARTITION else None
+
+
+def read_segment(
+    path: str, partition: int | None = None, batch_rows: int = DEFAULT_BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of LOG_RECORD_SCHEMA, one row per record in file order, each at most `batch_rows` rows.
+
+    `partition` overrides the one the folder name gives. An empty file yields nothing.
+    """
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+    if partition is not None and not 0 <= partition <= _MAX_PARTITION:
+        raise ValueError(f"partition must be between 0 and {_MAX_PARTITION}, got {partition}")
+    source_file = str(path)
+    if partition is None:
+        partition = partition_from_path(source_file)
+    rows = RowBuffer(source_file, partition, batch_rows)
+    with open(source_file, "rb", buffering=_READ_BUFFER_BYTES) as segment_file:
+        size = os.fstat(segment_file.fileno()).st_size
+        for item in iter_frames(segment_file, size, source_file):
+            if isinstance(item, FramingError):
+                rows.add_error(item.position, item.base_offset, item.reason)
+                break
+            try:
+                if item.magic == 2:
+                    batch = decode_default_batch(item)
+                elif item.magic in (0, 1):
+                    batch = decode_legacy_message(item)
+                else:
+                    raise UntrustedBatch(
+                        f"unknown magic {item.magic} (Kafka writes 0, 1 and 2)",
+                        f"everything in this batch of {len(item.data)} bytes",
+                    )
+            except UntrustedBatch as bad:
+                rows.add_error(item.position, item.base_offset, _unreadable(item, source_file, bad))
+            else:
+                rows.add_batch(item.position, batch)
+            if len(rows) >= batch_rows:
+                yield from rows.full_batches()
+    yield from rows.last_batches()
+
+
+def _unreadable(frame: Frame, source_file: str, bad: UntrustedBatch) -> str:
+    kind = "record batch" if frame.magic >= 2 else f"magic {frame.magic} message"
+    return (
+        f"unreadable {kind} at byte {frame.position} of {source_file}: {bad.reason}; "
+        f"records not trusted: {bad.untrusted}"
+    )

@@ -1,0 +1,165 @@
+"""Decoded batches gathered into Arrow batches of LOG_RECORD_SCHEMA, exactly `batch_rows` rows each (the
+last of a file may be shorter).
+
+A segment of 100 MiB holds about a million records, often one per Kafka batch, so the cost per record
+and per batch is what matters here:
+
+- columns that change per record (offset, timestamp, key, value) are Python lists, extended a batch at
+  a time and turned into Arrow in C; a dict per row (`log_record_batch`) would cost more than decoding;
+- columns that are constant within a Kafka batch (producer, flags, position) are kept as one value per
+  batch and expanded by Arrow's run-end decoding;
+- columns that are nearly always null (control type, error, note) are kept sparse, by row number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offset_audit.segments.decoded import NO_TIMESTAMP, DecodedBatch
+from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
+
+# A millisecond timestamp whose microseconds would not fit in int64 (beyond the year 294,000).
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+_MIN_TIMESTAMP_MS = -(2**63) // 1000 + 1
+_UNREPRESENTABLE_TIMESTAMP = "record timestamp {} ms does not fit in microseconds; record_ts_us left null"
+
+
+class RowBuffer:
+    """The rows read so far from one file and not yet handed out."""
+
+    def __init__(self, source_file: str, partition: int | None, batch_rows: int) -> None:
+        self.source_file = source_file
+        self.partition = partition
+        self.batch_rows = batch_rows
+        self._clear()
+        # Rows already in Arrow form, fewer than batch_rows, waiting for more to fill a batch.
+        self._pending: pa.RecordBatch | None = None
+
+    def _clear(self) -> None:
+        # one entry per row
+        self.offsets: list[int | None] = []
+        self.timestamps_ms: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        # one entry per Kafka batch (or error row); run_ends[i] is the row count after batch i
+        self.run_ends: list[int] = []
+        self.producer_ids: list[int] = []
+        self.producer_epochs: list[int] = []
+        self.transactional: list[bool] = []
+        self.control: list[bool] = []
+        self.positions: list[int] = []
+        # row number -> value, for the rare rows that have one
+        self.control_types: dict[int, str] = {}
+        self.errors: dict[int, str] = {}
+        self.notes: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        pending = self._pending.num_rows if self._pending is not None else 0
+        return pending + len(self.offsets)
+
+    def add_batch(self, position: int, batch: DecodedBatch) -> None:
+        first_row = len(self.offsets)
+        count = len(batch.offsets)
+        if not count:
+            return
+        timestamps = batch.timestamps_ms
+        if count == 1:
+            representable = _MIN_TIMESTAMP_MS <= timestamps[0] <= _MAX_TIMESTAMP_MS
+        else:
+            representable = max(timestamps) <= _MAX_TIMESTAMP_MS and min(timestamps) >= _MIN_TIMESTAMP_MS
+        if not representable:
+            timestamps = self._drop_unrepresentable(first_row, timestamps)
+        self.offsets += batch.offsets
+        self.timestamps_ms += timestamps
+        self.keys += batch.keys
+        self.values += batch.values
+        self.run_ends.append(first_row + count)
+        self.producer_ids.append(batch.producer_id)
+        self.producer_epochs.append(batch.producer_epoch)
+        self.transactional.append(batch.is_transactional)
+        self.control.append(batch.control_types is not None)
+        self.positions.append(position)
+        if batch.control_types is not None:
+            self.control_types.update(enumerate(batch.control_types, first_row))
+
+    def add_error(self, position: int, offset: int | None, reason: str) -> None:
+        """One row standing for bytes that could not be read: no key, no value, no timestamp."""
+        self.errors[len(self.offsets)] = reason
+        self.add_batch(position, DecodedBatch([offset], [NO_TIMESTAMP], [None], [None]))
+
+    def full_batches(self) -> Iterator[pa.RecordBatch]:
+        """Every complete batch of `batch_rows` rows; the rest stays for later."""
+        if len(self) >= self.batch_rows:
+            yield from self._emit(final=False)
+
+    def last_batches(self) -> Iterator[pa.RecordBatch]:
+        """Everything left, at the end of the file."""
+        if len(self):
+            yield from self._emit(final=True)
+
+    def _emit(self, final: bool) -> Iterator[pa.RecordBatch]:
+        rows = self._to_arrow()
+        if self._pending is not None:
+            rows = pa.Table.from_batches([self._pending, rows]).combine_chunks().to_batches()[0]
+            self._pending = None
+        start = 0
+        while rows.num_rows - start >= self.batch_rows:
+            yield rows.slice(start, self.batch_rows)
+            start += self.batch_rows
+        if start < rows.num_rows:
+            if final:
+                yield rows.slice(start)
+            else:
+                self._pending = rows.slice(start)
+
+    def _to_arrow(self) -> pa.RecordBatch:
+        count = len(self.offsets)
+        run_ends = pa.array(self.run_ends, pa.int32())
+
+        def per_batch(values: list, arrow_type: pa.DataType) -> pa.Array:
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, arrow_type)))
+
+        def sparse(values_by_row: dict[int, str]) -> pa.Array:
+            if not values_by_row:
+                return pa.nulls(count, pa.string())
+            column: list[str | None] = [None] * count
+            for row, value in values_by_row.items():
+                column[row] = value
+            return pa.array(column, pa.string())
+
+        timestamps = pa.array(self.timestamps_ms, pa.int64())
+        record_ts_us = pc.if_else(
+            pc.equal(timestamps, NO_TIMESTAMP), pa.scalar(None, pa.int64()), pc.multiply(timestamps, 1000)
+        )
+        arrays = [
+            pa.repeat(pa.scalar(self.partition, pa.int32()), count),
+            pa.array(self.offsets, pa.int64()),
+            record_ts_us,
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            per_batch(self.producer_ids, pa.int64()),
+            per_batch(self.producer_epochs, pa.int16()),
+            per_batch(self.transactional, pa.bool_()),
+            per_batch(self.control, pa.bool_()),
+            sparse(self.control_types),
+            pa.repeat(pa.scalar(self.source_file, pa.string()), count),
+            per_batch(self.positions, pa.int64()),
+            sparse(self.errors),
+            sparse(self.notes),
+        ]
+        self._clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=LOG_RECORD_SCHEMA)
+
+    def _drop_unrepresentable(self, first_row: int, timestamps: list[int]) -> list[int]:
+        """Timestamps too large for microseconds become null with a note, instead of failing the whole file."""
+        kept = []
+        for row, timestamp in enumerate(timestamps, first_row):
+            if _MIN_TIMESTAMP_MS <= timestamp <= _MAX_TIMESTAMP_MS:
+                kept.append(timestamp)
+            else:
+                kept.append(NO_TIMESTAMP)
+                self.notes[row] = _UNREPRESENTABLE_TIMESTAMP.format(timestamp)
+        return kept
