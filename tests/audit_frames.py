@@ -9,11 +9,12 @@ WEEK = 10080  # minutes, the broker default
 
 GROUPS_SCHEMA = (
     "group_id string, group_type string, protocol_type string, group_state string, generation int, "
-    "current_state_timestamp timestamp, member_count int, subscribed_topics array<string>"
+    "current_state_timestamp timestamp, member_count int, subscribed_topics array<string>, open_transaction boolean"
 )
 OFFSETS_SCHEMA = (
     "group_id string, topic string, partition int, committed_offset bigint, leader_epoch int, metadata string, "
-    "commit_timestamp timestamp, expire_timestamp timestamp, source_partition int, source_offset bigint"
+    "commit_timestamp timestamp, expire_timestamp timestamp, source_partition int, source_offset bigint, "
+    "pending_transaction boolean"
 )
 
 
@@ -21,12 +22,23 @@ def at(day: int, hour: int = 0, ms: int = 0) -> datetime:
     return datetime(2026, 1, day, hour, tzinfo=UTC) + timedelta(milliseconds=ms)
 
 
-def group(group_id, group_type="classic", protocol_type="consumer", state="Stable", cst=None, members=1, topics=None):
-    return (group_id, group_type, protocol_type, state, 3, cst, members, topics)
+def group(
+    group_id,
+    group_type="classic",
+    protocol_type="consumer",
+    state="Stable",
+    cst=None,
+    members=1,
+    topics=None,
+    open_transaction=False,
+):
+    return (group_id, group_type, protocol_type, state, 3, cst, members, topics, open_transaction)
 
 
-def offset(group_id, topic="orders", partition=0, committed=100, commit=None, expire=None, source_offset=0):
-    return (group_id, topic, partition, committed, None, "", commit or at(1), expire, 0, source_offset)
+def offset(
+    group_id, topic="orders", partition=0, committed=100, commit=None, expire=None, source_offset=0, pending=False
+):
+    return (group_id, topic, partition, committed, None, "", commit or at(1), expire, 0, source_offset, pending)
 
 
 def frames(spark, groups, offsets):

@@ -78,3 +78,34 @@ def test_decode_prints_a_summary_that_adds_up(spark, tmp_path):
 def test_generate_command(tmp_path):
     result = run("generate", "--output", str(tmp_path), "--records", "300", "--seed", "4")
     assert result.exit_code == 0 and "wrote 300 records" in result.output
+
+
+def test_whatif_and_audit_flags_reach_the_jobs(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    from offset_audit.generator import generate_dump
+
+    generate_dump(str(tmp_path / "dump"), 600, seed=3)
+    result = run(
+        "whatif",
+        "--input",
+        str(tmp_path / "dump"),
+        "--output",
+        str(tmp_path / "w"),
+        "--retention-minutes",
+        "60,10080",
+        "--per-group",
+        "--keep-decoded",
+    )
+    assert result.exit_code == 0, result.output
+    assert {
+        r["retention_minutes"] for r in DeltaTable(f"{tmp_path}/w/whatif_groups").to_pyarrow_table().to_pylist()
+    } == {
+        60,
+        10080,
+    }
+    assert DeltaTable(f"{tmp_path}/w/decoded/offset_commits").count() > 0
+    result = run("audit", "--input", str(tmp_path / "dump"), "--output", str(tmp_path / "a"))
+    assert result.exit_code == 0, result.output
+    assert DeltaTable(f"{tmp_path}/a/decoded/offset_commits").count() == 0
+    assert DeltaTable(f"{tmp_path}/a/decoded/quarantine").count() == 0

@@ -110,11 +110,11 @@ def test_direct_route_from_a_dataframe_source_equals_the_pieces_route(spark, dum
     from offset_audit.sources import load_raw_records
 
     report, output = decoded
-    counts, files = decode_to_files(
+    result = decode_to_files(
         spark, load_raw_records(spark, [dump], load_settings()), str(tmp_path), "__consumer_offsets"
     )
-    assert sum(counts.values()) == report.records_read
-    results = commit_decoded(str(tmp_path), files)
+    assert sum(result.counts.values()) == report.records_read
+    results = commit_decoded(str(tmp_path), result.files)
     assert {name: r.rows for name, r in results.items()} == report.table_rows
     for name in DECODE_TABLES:
         direct = spark.read.parquet(*DeltaTable(f"{output}/{name}").file_uris())

@@ -172,6 +172,34 @@ def test_share_groups_are_never_removed_by_the_sweep(spark):
     assert rows["q"].group_expires_at is None and not rows["q"].would_delete
 
 
+def test_pending_transaction_blocks_an_offset_that_would_expire_by_time(spark):
+    """Reference 4.3: the sweep asks about pending transactional offsets only for offsets it would
+    otherwise expire; subscribed topics and groups without a condition are skipped before."""
+    rows, _, _ = verdict_rows(
+        spark,
+        [
+            group("e", state="Empty", cst=at(1), members=0, topics=[]),
+            group("s", topics=["orders"]),
+            group("c", protocol_type="connect", members=2, topics=None),
+        ],
+        [offset("e", pending=True), offset("s", pending=True), offset("c", pending=True)],
+    )
+    empty = rows[("e", "orders", 0)]
+    assert (empty.rule, empty.expires_at, empty.expired) == (rules.PENDING_TRANSACTION, None, False)
+    assert rows[("s", "orders", 0)].rule == rules.SUBSCRIBED_TOPIC
+    assert rows[("c", "orders", 0)].rule == rules.NON_CONSUMER_PROTOCOL
+
+
+def test_a_group_with_an_open_transaction_is_not_removed(spark):
+    rows = group_rows(
+        spark,
+        [group("t", state="Empty", cst=at(1), members=0, topics=[], open_transaction=True)],
+        [offset("t")],
+    )
+    assert rows["t"].expired_offset_count == 1 and rows["t"].open_transaction
+    assert rows["t"].group_expires_at is None and not rows["t"].would_delete
+
+
 def test_deletion_candidates_put_topics_active_groups_left_first(spark):
     _, partitions, _ = verdict_rows(
         spark,

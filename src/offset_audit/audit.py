@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,13 +19,16 @@ from pyspark.sql import functions as F
 from offset_audit import replay, verdicts
 from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
-from offset_audit.pipeline import run_decode, write_run
+from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
-from offset_audit.sinks.delta import write_delta
+from offset_audit.session import has_delta
+from offset_audit.sinks.delta import local_folder, write_delta
 from offset_audit.sources.tables import read_table
 from offset_audit.tables import table_schema
 
 DECODED = "decoded"
+# Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
+TRANSACTIONAL_FORMATS = ("segments", "dump-log")
 
 
 @dataclass
@@ -37,26 +42,68 @@ class CoordinatorState:
         self.groups.unpersist()
 
 
-def load_state(spark: SparkSession, decoded_dir: str) -> CoordinatorState:
-    """Replay the decode tables into what the coordinator would hold after loading the log."""
-    commits = read_table(spark, decoded_dir, "offset_commits")
+def load_state(
+    spark: SparkSession,
+    decoded_dir: str,
+    commits: DataFrame | None = None,
+    newest: datetime | None = None,
+    transactions: bool = False,
+) -> CoordinatorState:
+    """Replay the decode tables into what the coordinator would hold after loading the log.
+
+    `commits` replaces the offset_commits table (the audit passes each decode task's last commit per
+    key); `newest`, when the decode pass already knows it, saves a scan for the newest record;
+    `transactions` says the input can show pending transactional commits (log segments, dump-log).
+    """
+    commits = read_table(spark, decoded_dir, "offset_commits") if commits is None else commits
     metadata = read_table(spark, decoded_dir, "group_metadata")
     members = read_table(spark, decoded_dir, "group_members")
     modern = read_table(spark, decoded_dir, "modern_group_records")
+    pending = replay.pending_commits(commits) if transactions else None
     # Both are read several times (verdicts, group verdicts, summaries): computed once.
-    offsets = replay.live_offsets(commits).persist(StorageLevel.MEMORY_AND_DISK)
+    offsets = replay.live_offsets(commits, pending).persist(StorageLevel.MEMORY_AND_DISK)
     live_metadata = replay.live_group_metadata(metadata)
     groups = replay.coordinator_groups(
-        offsets, live_metadata, replay.live_members(members, live_metadata), replay.live_modern_records(modern)
+        offsets,
+        live_metadata,
+        replay.live_members(members, live_metadata),
+        replay.live_modern_records(modern),
+        pending,
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    newest = (
-        commits.select("record_timestamp")
-        .unionByName(metadata.select("record_timestamp"))
-        .unionByName(modern.select("record_timestamp"))
-        .agg(F.max("record_timestamp"))
-        .collect()[0][0]
-    )
+    if newest is None:
+        newest = (
+            commits.select("record_timestamp")
+            .unionByName(metadata.select("record_timestamp"))
+            .unionByName(modern.select("record_timestamp"))
+            .agg(F.max("record_timestamp"))
+            .collect()[0][0]
+        )
     return CoordinatorState(offsets, groups, newest)
+
+
+def decode_and_load(
+    spark: SparkSession, inputs: list[str], output: str, settings: Settings, report: DecodeReport, keep_decoded: bool
+) -> tuple[CoordinatorState, Path | None]:
+    """Decode the dump into DIR/decoded and replay it.
+
+    Unless `keep_decoded`, the commit history is not written (it is most of the dump and the audit
+    only needs the last commit of each key): each decode task leaves its last commits in a scratch
+    folder, returned for the caller to remove once the state has been used. delta-spark sessions
+    decode through DataFrames and always keep the history.
+    """
+    decoded_dir = str(Path(output) / DECODED)
+    scratch = None
+    if not keep_decoded and not has_delta(spark):
+        scratch = local_folder(output) / f"_replay-{uuid.uuid4().hex[:12]}"
+    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
+    report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
+    commits = None
+    if decoded.compacted_commits is not None:
+        schema = table_schema("offset_commits").struct()
+        files = decoded.compacted_commits
+        commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
+    transactions = report.input_format in TRANSACTIONAL_FORMATS
+    return load_state(spark, decoded_dir, commits, decoded.newest_record, transactions), scratch
 
 
 def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
@@ -131,14 +178,6 @@ class AuditResult:
     top_candidates: list[dict] = field(default_factory=list)
 
 
-def _copy_counts(target: DecodeReport, decoded: DecodeReport) -> None:
-    target.records_read = decoded.records_read
-    target.records_skipped = decoded.records_skipped
-    target.by_class = dict(decoded.by_class)
-    target.tombstones = decoded.tombstones
-    target.decoded_by_type = list(decoded.decoded_by_type)
-
-
 def run_audit(
     spark: SparkSession,
     inputs: list[str],
@@ -146,11 +185,28 @@ def run_audit(
     settings: Settings,
     snapshot_id: str | None = None,
     end_offsets: str | None = None,
+    keep_decoded: bool = False,
 ) -> AuditResult:
     report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
-    decoded_dir = str(Path(output) / DECODED)
-    _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
-    state = load_state(spark, decoded_dir)
+    state, scratch = decode_and_load(spark, inputs, output, settings, report, keep_decoded)
+    try:
+        return _judge(spark, state, inputs, output, settings, report, snapshot_id, end_offsets)
+    finally:
+        state.release()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _judge(
+    spark: SparkSession,
+    state: CoordinatorState,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    snapshot_id: str | None,
+    end_offsets: str | None,
+) -> AuditResult:
     as_of = resolve_as_of(settings.as_of, state.newest_record)
     snapshot = snapshot_id_for(inputs, as_of, snapshot_id)
     ends = read_end_offsets(spark, end_offsets) if end_offsets else None
@@ -172,7 +228,6 @@ def run_audit(
         groups.unpersist()
     finally:
         partitions.unpersist()
-        state.release()
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output)
@@ -215,11 +270,30 @@ def run_whatif(
     as_of_specs: list[str],
     snapshot_id: str | None = None,
     per_group: bool = False,
+    keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
     report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
-    decoded_dir = str(Path(output) / DECODED)
-    _copy_counts(report, run_decode(spark, inputs, decoded_dir, settings))
-    state = load_state(spark, decoded_dir)
+    state, scratch = decode_and_load(spark, inputs, output, settings, report, keep_decoded)
+    try:
+        return _compare(spark, state, inputs, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
+    finally:
+        state.release()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _compare(
+    spark: SparkSession,
+    state: CoordinatorState,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    retentions: list[int],
+    as_of_specs: list[str],
+    snapshot_id: str | None,
+    per_group: bool,
+) -> tuple[DecodeReport, list[dict]]:
     points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
     snapshot = snapshot_id_for(inputs, points[0], snapshot_id)
     judged = verdicts.judged_offsets(state.offsets, state.groups)
@@ -232,7 +306,6 @@ def run_whatif(
         rows = [r.asDict() for r in table.collect()]
     finally:
         groups.unpersist()
-        state.release()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output)

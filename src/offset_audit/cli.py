@@ -50,13 +50,21 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "inputs",
             multiple=True,
             metavar="PATH",
-            help="Kafka-source snapshot: Parquet/Delta file, folder or glob (repeatable).",
+            help="the dump: a Kafka-source snapshot (Parquet/Delta), log segment files or folders, or a text "
+            "dump; file, folder or glob (repeatable).",
         ),
         click.option(
             "--input-format",
             type=click.Choice(INPUT_FORMATS),
             default=None,
-            help="parquet (default), delta, or kafka for a live cluster.",
+            help="auto (default: from the inputs), parquet, delta, kafka (a live cluster), segments, dump-log "
+            "(kafka-dump-log.sh --offsets-decoder output) or console (kafka-console-consumer.sh formatter output).",
+        ),
+        click.option(
+            "--partition",
+            type=click.IntRange(min=0),
+            default=None,
+            help="the __consumer_offsets partition of inputs that do not tell it (flat segment files, console text).",
         ),
         click.option("--bootstrap-servers", default=None, help="with --input-format kafka"),
         click.option(
@@ -85,7 +93,9 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--output", required=True, metavar="DIR", help="folder for the Delta tables.")
 @click.option("--no-fast-path", is_flag=True, help="decode every record with the generic reader.")
 @_user_errors
-def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_file, output, no_fast_path) -> None:
+def decode(
+    inputs, input_format, partition, bootstrap_servers, kafka_options, topic, conf_file, output, no_fast_path
+) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit.pipeline import run_decode
     from offset_audit.session import get_spark
@@ -95,6 +105,7 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
         inputs,
         conf_file,
         input_format,
+        partition,
         bootstrap_servers,
         kafka_options,
         topic,
@@ -105,11 +116,12 @@ def decode(inputs, input_format, bootstrap_servers, kafka_options, topic, conf_f
     click.echo(decode_summary(report, output))
 
 
-def _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_options, topic, **overrides):
+def _input_settings(inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, **overrides):
     """Settings from the shared input options (plus command-specific overrides); an input is required."""
     settings = load_settings(
         conf_file,
         input_format=input_format,
+        partition=partition,
         bootstrap_servers=bootstrap_servers,
         kafka_options=_kafka_options(kafka_options),
         topic=topic,
@@ -118,6 +130,12 @@ def _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_op
     if settings.input_format != "kafka" and not inputs:
         raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
     return settings
+
+
+KEEP_DECODED_HELP = (
+    "also keep the full commit history in DIR/decoded/offset_commits (by default it stays empty: the audit "
+    "only needs each key's last commit, and writing every commit costs more than the audit)."
+)
 
 
 @main.command()
@@ -138,10 +156,12 @@ def _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_op
     metavar="PATH",
     help="Parquet or CSV of topic, partition, log_start_offset, log_end_offset.",
 )
+@click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
 @_user_errors
 def audit(
     inputs,
     input_format,
+    partition,
     bootstrap_servers,
     kafka_options,
     topic,
@@ -151,6 +171,7 @@ def audit(
     retention_minutes,
     snapshot_id,
     end_offsets,
+    keep_decoded,
 ) -> None:
     """Judge every committed offset and group as the broker's expiry sweep would."""
     from offset_audit.audit import run_audit
@@ -161,6 +182,7 @@ def audit(
         inputs,
         conf_file,
         input_format,
+        partition,
         bootstrap_servers,
         kafka_options,
         topic,
@@ -168,7 +190,15 @@ def audit(
         retention_minutes=retention_minutes,
     )
     spark = get_spark(settings.spark)
-    result = run_audit(spark, list(inputs), output, settings, snapshot_id=snapshot_id, end_offsets=end_offsets)
+    result = run_audit(
+        spark,
+        list(inputs),
+        output,
+        settings,
+        snapshot_id=snapshot_id,
+        end_offsets=end_offsets,
+        keep_decoded=keep_decoded,
+    )
     click.echo(audit_summary(result, output))
 
 
@@ -190,10 +220,13 @@ def _minutes_list(text: str) -> list[int]:
 @click.option("--retention-minutes", "retentions", required=True, help="comma-separated, e.g. 1440,10080,43200.")
 @click.option("--as-of", "as_of_points", multiple=True, help="latest (default), now or ISO timestamps (repeatable).")
 @click.option("--snapshot-id", default=None)
+@click.option("--per-group", is_flag=True, help="also write every group in every scenario (table whatif_groups).")
+@click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
 @_user_errors
 def whatif(
     inputs,
     input_format,
+    partition,
     bootstrap_servers,
     kafka_options,
     topic,
@@ -202,13 +235,15 @@ def whatif(
     retentions,
     as_of_points,
     snapshot_id,
+    per_group,
+    keep_decoded,
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit.audit import run_whatif
     from offset_audit.session import get_spark
     from offset_audit.summary import whatif_summary
 
-    settings = _input_settings(inputs, conf_file, input_format, bootstrap_servers, kafka_options, topic)
+    settings = _input_settings(inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic)
     spark = get_spark(settings.spark)
     report, rows = run_whatif(
         spark,
@@ -218,6 +253,8 @@ def whatif(
         _minutes_list(retentions),
         list(as_of_points) or [settings.as_of],
         snapshot_id,
+        per_group=per_group,
+        keep_decoded=keep_decoded,
     )
     click.echo(f"What-if for {report.input} (snapshot {report.snapshot_id}):")
     click.echo(whatif_summary(rows))

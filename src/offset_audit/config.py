@@ -13,12 +13,15 @@ from offset_audit import constants as K
 from offset_audit.errors import UserError
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
-INPUT_FORMATS = ("parquet", "delta", "kafka")
+# auto: worked out from the inputs (offset_audit.sources.detect_format); kafka is never guessed.
+INPUT_FORMATS = ("auto", "parquet", "delta", "kafka", "segments", "dump-log", "console")
 
 
 @dataclass(frozen=True)
 class Settings:
-    input_format: str = "parquet"
+    input_format: str = "auto"
+    # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
+    partition: int | None = None
     topic: str = K.OFFSETS_TOPIC
     bootstrap_servers: str = ""
     isolation_level: str = "read_committed"
@@ -58,6 +61,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
 
     values: dict[str, Any] = {
         "input_format": section("input").get("format", default.input_format),
+        "partition": section("input").get("partition", default.partition),
         "topic": section("input").get("topic", default.topic),
         "bootstrap_servers": section("kafka").get("bootstrap_servers", default.bootstrap_servers),
         "isolation_level": section("kafka").get("isolation_level", default.isolation_level),

@@ -42,7 +42,16 @@ from offset_audit.tables import TableSchema, as_epoch_millis, parse_type, table_
 
 # Columns every raw record brings to the decode stage (see offset_audit.sources and `for_decode`).
 RAW_COLUMNS = ("source_partition", "source_offset", "record_ts_us", "key", "value", "other_topic")
+# Columns only file dumps bring (offset_audit.sources.log_records, after offset_audit.transactions):
+# a reader's error for input it could not read, the transaction state, and what the format cannot tell.
+OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note")
+# Record classes that are counted but not decoded: records of another topic, transactional commits
+# whose transaction was aborted, and the transaction markers themselves.
 SKIPPED = "skipped"
+SKIPPED_ABORTED = "skipped_aborted"
+SKIPPED_MARKER = "skipped_marker"
+SKIP_REASONS = {SKIPPED: "other topic", SKIPPED_ABORTED: "aborted transaction", SKIPPED_MARKER: "transaction marker"}
+_TRANSACTION_SKIPS = {"aborted": SKIPPED_ABORTED, "marker": SKIPPED_MARKER}
 TABLES = (
     "offset_commits",
     "group_metadata",
@@ -120,6 +129,8 @@ class DecodedBatch:
     # route turns these into JSON payloads).
     classified: list[dict[str, Any]]
     counts: Counter = field(default_factory=Counter)
+    # source_note -> records: what a text dump could not tell (see offset_audit.sources.log_records).
+    notes: Counter = field(default_factory=Counter)
 
     def table(self, name: str) -> pa.Table:
         if name == "offset_commits":
@@ -132,6 +143,10 @@ class DecodedBatch:
 def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa.Table, Counter]:
     rows = pa.array(fast.rows)
     columns = {name: batch.column(name).take(rows) for name in ("source_partition", "source_offset", "record_ts_us")}
+    if "transaction" in batch.schema.names:
+        columns["transaction"] = batch.column("transaction").take(rows)
+    else:
+        columns["transaction"] = pa.nulls(len(fast.rows), pa.string())
     stage = pa.table({**columns, **fast.columns})
     counts: Counter = Counter()
     # Count by (key type, value version) with one bincount: key types are 0/1, versions -1 (tombstone) to 4.
@@ -156,7 +171,48 @@ def for_decode(raw: DataFrame, topic: str) -> DataFrame:
     """The raw records as the decode stage takes them. Whether a record belongs to another topic than
     `topic` is worked out here, in the JVM, so that topic names never travel to Python workers."""
     other = F.col("source_topic").isNotNull() & (F.col("source_topic") != F.lit(topic))
-    return raw.select(*RAW_COLUMNS[:-1], F.coalesce(other, F.lit(False)).alias("other_topic"))
+    optional = [c for c in OPTIONAL_RAW_COLUMNS if c in raw.columns]
+    return raw.select(*RAW_COLUMNS[:-1], F.coalesce(other, F.lit(False)).alias("other_topic"), *optional)
+
+
+def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> list[dict[str, Any]]:
+    """Rows that are not decoded: a reader's error rows (quarantined with its reason) and aborted
+    transactional records and transaction markers (counted as skipped). Clears them from `pending`."""
+    names = batch.schema.names
+    quarantined = []
+    if "source_error" in names:
+        errors = batch.column("source_error")
+        failed = errors.is_valid().to_numpy(zero_copy_only=False) & pending
+        for i in np.flatnonzero(failed).tolist():
+            quarantined.append(
+                {
+                    "record_type": None,
+                    "value_version": None,
+                    "reason": errors[i].as_py(),
+                    "key": batch.column("key")[i].as_py(),
+                    "value": batch.column("value")[i].as_py(),
+                    "source_partition": batch.column("source_partition")[i].as_py(),
+                    "source_offset": batch.column("source_offset")[i].as_py(),
+                    "record_ts_us": batch.column("record_ts_us")[i].as_py(),
+                }
+            )
+        counts[(records.QUARANTINE, None, None, None, False)] += len(quarantined)
+        pending &= ~failed
+    if "transaction" in names:
+        states = batch.column("transaction")
+        for state, skipped in _TRANSACTION_SKIPS.items():
+            matches = pc.fill_null(pc.equal(states, state), False).to_numpy(zero_copy_only=False) & pending
+            if matches.any():
+                counts[(skipped, None, None, None, False)] += int(matches.sum())
+                pending &= ~matches
+    return quarantined
+
+
+def _notes(batch: pa.RecordBatch) -> Counter:
+    if "source_note" not in batch.schema.names or batch.column("source_note").null_count == batch.num_rows:
+        return Counter()
+    counted = pc.value_counts(batch.column("source_note").drop_null())
+    return Counter({item["values"].as_py(): item["counts"].as_py() for item in counted})
 
 
 def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool = True) -> DecodedBatch:
@@ -169,6 +225,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
         other_topic = batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
         pending &= ~other_topic
         counts[(SKIPPED, None, None, None, False)] += int(other_topic.sum())
+    quarantined = _set_aside(batch, pending, counts)
     keys = batch.column("key")
     values = batch.column("value")
     parts = []
@@ -182,22 +239,34 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
             counts.update(fast_counts)
 
     rare: dict[str, list[dict[str, Any]]] = {name: [] for name in CLASS_TABLE.values()}
-    classified = []
+    rare["quarantine"] += quarantined
+    classified = [
+        {"class": records.QUARANTINE, "key": (records.QUARANTINE, None, None, None, False), "payload": q}
+        for q in quarantined
+    ]
     rest = pa.array(np.flatnonzero(pending))
     if len(rest):
+        transactions = (
+            batch.column("transaction").take(rest).to_pylist()
+            if "transaction" in batch.schema.names
+            else [None] * len(rest)
+        )
         coords = zip(
             batch.column("source_partition").take(rest).to_pylist(),
             batch.column("source_offset").take(rest).to_pylist(),
             batch.column("record_ts_us").take(rest).to_pylist(),
             keys.take(rest).to_pylist(),
             values.take(rest).to_pylist(),
+            transactions,
             strict=True,
         )
-        for partition, offset, stamp, key, value in coords:
+        for partition, offset, stamp, key, value, transaction in coords:
             row = records.decode_record(codec, key, value)
             cls = row["record_class"]
             payload = row[cls]
             payload.update(source_partition=partition, source_offset=offset, record_ts_us=stamp)
+            if cls == records.OFFSET_COMMIT:
+                payload["transaction"] = transaction
             rare[CLASS_TABLE[cls]].append(payload)
             summary = (
                 cls,
@@ -214,7 +283,9 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     if generic_commits:
         parts.append(rows_to_table("offset_commits", generic_commits))
     commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
-    return DecodedBatch(commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts)
+    return DecodedBatch(
+        commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts, _notes(batch)
+    )
 
 
 # The DataFrame transport ---------------------------------------------------------------------------
@@ -280,8 +351,8 @@ def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema, eras: dict[
                 "payload": records.to_json(payload),
             }
         )
-    skipped = decoded.counts.get((SKIPPED, None, None, None, False), 0)
-    rows += [{"record_class": SKIPPED}] * skipped
+    for skipped_class in SKIP_REASONS:
+        rows += [{"record_class": skipped_class}] * decoded.counts.get((skipped_class, None, None, None, False), 0)
     if rows:
         stage = schema.set(schema.get_field_index("record_timestamp"), pa.field("record_timestamp", pa.int64()))
         table = pa.Table.from_pylist(rows, schema=stage)

@@ -6,22 +6,24 @@ The CLI and the spark-submit entry scripts in jobs/ both call `run_decode`; neit
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from offset_audit import decode, records
 from offset_audit.config import Settings
-from offset_audit.decode import SKIPPED
+from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
 from offset_audit.sinks.delta import write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
-from offset_audit.sources import load_raw_records, raw_source
+from offset_audit.sources import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.tables import table_schema
 
 
@@ -30,8 +32,12 @@ def fill_counts(report: DecodeReport, counts: Counter) -> None:
     names = {t: layout.name for t, layout in record_layouts().items()}
     by_type: dict[tuple, list[int]] = {}
     for (cls, key_type, version, era, tombstone), n in counts.items():
-        if cls == SKIPPED:
+        if cls in SKIP_REASONS:
+            if not n:
+                continue
             report.records_skipped += n
+            reason = SKIP_REASONS[cls]
+            report.skipped_by_reason[reason] = report.skipped_by_reason.get(reason, 0) + n
             continue
         report.by_class[cls] = report.by_class.get(cls, 0) + n
         if cls in records.DECODED_CLASSES:
@@ -55,7 +61,8 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         row = report.as_row()
-        row["table_rows"] = list(row["table_rows"].items())
+        for name in ("table_rows", "skipped_by_reason", "format_notes"):
+            row[name] = list(row[name].items())
         table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
         # merge: a runs table written by an older version of this tool gains the new columns.
         write_deltalake(path, table, mode="append", schema_mode="merge")
@@ -71,41 +78,77 @@ def _check(report: DecodeReport) -> None:
         )
 
 
-def run_decode(
-    spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
-) -> DecodeReport:
-    """Decode the dump into the decode tables under `output`.
+@dataclass
+class Decoded:
+    """A decode pass as the audit needs it: the newest timestamp among the records the coordinator
+    state is rebuilt from (None when the route did not work it out), and, when asked for, the files
+    holding each task's last commit of every key instead of the offset_commits table."""
+
+    newest_record: datetime | None = None
+    compacted_commits: list[str] | None = None
+
+
+def decode_dump(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    route: str | None = None,
+    compact_commits_to: Path | None = None,
+) -> Decoded:
+    """Decode the dump into the decode tables under `output`, filling `report`'s counts.
 
     route "direct" (the default without Delta jars) decodes and writes in one pass and commits with
     delta-rs; "dataframe" builds one DataFrame per table and writes it with `write_delta` (the route of
-    delta-spark sessions). Both produce the same tables.
+    delta-spark sessions). Both produce the same tables. `compact_commits_to` (direct route only) keeps
+    the commit history out of offset_commits, which is then committed empty.
     """
-    report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
+    settings = resolved(settings, inputs)
+    report.input_format = settings.input_format
     route = route or ("dataframe" if has_delta(spark) else "direct")
     if route == "direct":
         source = raw_source(spark, inputs, settings)
-        report.records_read = sum(p.rows for p in source) if isinstance(source, list) else source.count()
-        counts, files = decode_to_files(spark, source, output, settings.topic, settings.fast_path)
-        fill_counts(report, counts)
+        # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
+        # their readers turn unreadable input into error rows, so nothing escapes the count.
+        known = source.rows if isinstance(source, FileUnits) else source.count()
+        result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to)
+        report.records_read = result.records_read if known is None else known
+        fill_counts(report, result.counts)
+        report.format_notes = dict(result.notes)
         _check(report)  # nothing is committed unless every record is accounted for
-        for name, result in commit_decoded(output, files).items():
-            report.table_rows[name] = result.rows
-    else:
-        raw = load_raw_records(spark, inputs, settings)
-        report.records_read = raw.count()
-        decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = Counter()
-            for row in decode.decode_counts(decoded).collect():
-                counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
-                    row.records
-                )
-            fill_counts(report, counts)
-            _check(report)
-            for name, build in decode.TABLE_BUILDERS.items():
-                report.table_rows[name] = write_delta(build(decoded), str(Path(output) / name)).rows
-        finally:
-            decoded.unpersist()
+        compacted = None
+        if compact_commits_to is not None:
+            compacted = [str(f.path) for f in result.files["offset_commits"]]
+            result.files["offset_commits"] = []
+        for name, written in commit_decoded(output, result.files).items():
+            report.table_rows[name] = written.rows
+        return Decoded(result.newest_record, compacted)
+    raw = load_raw_records(spark, inputs, settings)
+    report.records_read = raw.count()
+    decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = Counter()
+        for row in decode.decode_counts(decoded).collect():
+            counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.records
+        fill_counts(report, counts)
+        if "source_note" in raw.columns:
+            notes = raw.where(F.col("source_note").isNotNull()).groupBy("source_note").count().collect()
+            report.format_notes = {row.source_note: row["count"] for row in notes}
+        _check(report)
+        for name, build in decode.TABLE_BUILDERS.items():
+            report.table_rows[name] = write_delta(build(decoded), str(Path(output) / name)).rows
+    finally:
+        decoded.unpersist()
+    return Decoded()
+
+
+def run_decode(
+    spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
+) -> DecodeReport:
+    """The decode command: every decode table under `output`, and its row in `output/runs`."""
+    report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
+    decode_dump(spark, inputs, output, settings, report, route)
     report.finished_at = datetime.now(UTC)
     write_run(spark, report, output)
     return report

@@ -26,9 +26,33 @@ def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:
     return latest.where(~F.col("is_tombstone"))
 
 
-def live_offsets(offset_commits: DataFrame) -> DataFrame:
-    """Committed offsets the coordinator holds: one per (group, topic, partition)."""
-    return last_record_wins(offset_commits, ["group_id", "topic", "partition"])
+OFFSET_KEY = ["group_id", "topic", "partition"]
+
+
+def _is_pending(transaction: Column) -> Column:
+    return F.coalesce(transaction == "pending", F.lit(False))
+
+
+def pending_commits(offset_commits: DataFrame) -> DataFrame:
+    """(group, topic, partition) of transactional commits still waiting for their marker."""
+    return offset_commits.where(_is_pending(F.col("transaction"))).select(*OFFSET_KEY).distinct()
+
+
+def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None) -> DataFrame:
+    """Committed offsets the coordinator holds: one per (group, topic, partition), with
+    `pending_transaction` when a transactional commit of that partition awaits its marker.
+
+    A pending commit is not the committed offset yet (the broker keeps it aside until the COMMIT
+    marker, then applies it if its record is newer, which log order already gives). `pending` is
+    `pending_commits(offset_commits)`, or None when the input cannot show transactions.
+    """
+    committed = last_record_wins(offset_commits.where(~_is_pending(F.col("transaction"))), OFFSET_KEY)
+    if pending is None:
+        return committed.withColumn("pending_transaction", F.lit(False))
+    flagged = pending.withColumn("pending_transaction", F.lit(True))
+    return committed.join(F.broadcast(flagged), OFFSET_KEY, "left").withColumn(
+        "pending_transaction", F.coalesce("pending_transaction", F.lit(False))
+    )
 
 
 def live_group_metadata(group_metadata: DataFrame) -> DataFrame:
@@ -190,20 +214,28 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
 
 
 def coordinator_groups(
-    offsets: DataFrame, live_metadata: DataFrame, members: DataFrame, live_modern: DataFrame
+    offsets: DataFrame,
+    live_metadata: DataFrame,
+    members: DataFrame,
+    live_modern: DataFrame,
+    pending: DataFrame | None = None,
 ) -> DataFrame:
-    """Every group the coordinator would hold after loading the log, one row each.
+    """Every group the coordinator would hold after loading the log, one row each, with
+    `open_transaction` when one of its transactional commits awaits its marker.
 
     A modern group record wins over classic metadata for the same id (after an online upgrade the classic
-    record is tombstoned anyway). A group that only has offsets, or whose metadata has no protocol type,
-    is a classic "simple" group (standalone consumers): Empty, no protocol type, subscriptions unknown.
+    record is tombstoned anyway). A group that only has offsets (committed or pending), or whose
+    metadata has no protocol type, is a classic "simple" group (standalone consumers): Empty, no
+    protocol type, subscriptions unknown.
     """
     modern = modern_groups(live_modern)
     classic = classic_groups(live_metadata, members).join(modern.select("group_id"), "group_id", "left_anti")
     known = modern.unionByName(classic)
+    with_offsets = offsets.select("group_id")
+    if pending is not None:
+        with_offsets = with_offsets.unionByName(pending.select("group_id"))
     simple = (
-        offsets.select("group_id")
-        .distinct()
+        with_offsets.distinct()
         .join(known.select("group_id"), "group_id", "left_anti")
         .select(
             "group_id",
@@ -216,4 +248,10 @@ def coordinator_groups(
             F.lit(None).cast("array<string>").alias("subscribed_topics"),
         )
     )
-    return known.unionByName(simple)
+    groups = known.unionByName(simple)
+    if pending is None:
+        return groups.withColumn("open_transaction", F.lit(False))
+    open_groups = pending.select("group_id").distinct().withColumn("open_transaction", F.lit(True))
+    return groups.join(F.broadcast(open_groups), "group_id", "left").withColumn(
+        "open_transaction", F.coalesce("open_transaction", F.lit(False))
+    )

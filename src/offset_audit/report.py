@@ -28,6 +28,7 @@ class DecodeReport:
     input_format: str
     records_read: int = 0
     records_skipped: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
     by_class: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
     decoded_by_type: list[TypeCount] = field(default_factory=list)
@@ -36,6 +37,7 @@ class DecodeReport:
     snapshot_id: str | None = None
     as_of: datetime | None = None
     retention_minutes: int | None = None
+    format_notes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:
@@ -79,10 +81,12 @@ class DecodeReport:
             "retention_minutes": self.retention_minutes,
             "records_read": self.records_read,
             "records_skipped": self.records_skipped,
+            "skipped_by_reason": dict(self.skipped_by_reason),
             "records_decoded": self.records_decoded,
             "tombstones": self.tombstones,
             "other_records": self.other_records,
             "quarantined": self.quarantined,
             "decoded_by_type": [t.__dict__ for t in self.decoded_by_type],
             "table_rows": dict(self.table_rows),
+            "format_notes": dict(self.format_notes),
         }

@@ -43,13 +43,18 @@ condition while it has members (ClassicGroup.offsetExpirationCondition returns e
 
 UNKNOWN_SUBSCRIPTION = "UNKNOWN_SUBSCRIPTION"
 """Classic Stable "consumer" group whose subscriptions the broker cannot parse (or without a selected
-protocol): the coordinator does not know the subscribed topics, so it expires nothing (reference 3)."""
+protocol): the coordinator does not know the subscribed topics, so it expires nothing (reference 3).
+Text dumps that print no subscriptions (kafka-dump-log <=3.7, the console Scala formatter) land here
+too: what the dump cannot tell stays unknown, and the summary's format notes say so."""
 
 PENDING_TRANSACTION = "PENDING_TRANSACTION"
 """A transactional commit for the partition awaits its COMMIT/ABORT marker: the broker does not expire
-it (hasPendingTransactionalOffsets). Kafka-source snapshots read read_committed never show one."""
+the partition's offset (hasPendingTransactionalOffsets), and a group with an open transaction is not
+removed. Only log segments and kafka-dump-log output show transactions; Kafka-source snapshots read
+read_committed never show a pending one."""
 
 NEVER_EXPIRING = (SUBSCRIBED_TOPIC, NON_CONSUMER_PROTOCOL, UNKNOWN_SUBSCRIPTION, PENDING_TRANSACTION)
+TIME_RULES = (EXPLICIT_EXPIRE_TIMESTAMP, EMPTY_GROUP, SIMPLE_GROUP, UNSUBSCRIBED_TOPIC)
 RULES = (
     EXPLICIT_EXPIRE_TIMESTAMP,
     EMPTY_GROUP,
@@ -116,10 +121,9 @@ def expiry_rule(
         return F.when(has_explicit_expiry(expire_timestamp), F.lit(EXPLICIT_EXPIRE_TIMESTAMP)).otherwise(F.lit(rule))
 
     subscribed = is_subscribed_to_topic(group_type, protocol_type, subscribed_topics, topic)
-    return (
-        F.when(pending_transaction, F.lit(PENDING_TRANSACTION))
+    by_group = (
         # ClassicGroup.offsetExpirationCondition, reference 4.3
-        .when(is_simple(group_type, protocol_type), explicit_or(SIMPLE_GROUP))
+        F.when(is_simple(group_type, protocol_type), explicit_or(SIMPLE_GROUP))
         .when(is_empty_classic(group_type, protocol_type, group_state), explicit_or(EMPTY_GROUP))
         .when(is_classic(group_type) & ~uses_consumer_protocol(protocol_type), F.lit(NON_CONSUMER_PROTOCOL))
         .when(is_classic(group_type) & ~subscription_known(subscribed_topics), F.lit(UNKNOWN_SUBSCRIPTION))
@@ -129,6 +133,11 @@ def expiry_rule(
         .when(subscribed, F.lit(SUBSCRIBED_TOPIC))
         .otherwise(explicit_or(UNSUBSCRIBED_TOPIC))
     )
+    # The sweep only asks about a pending transaction for an offset that would otherwise expire by
+    # time: a group without a condition, or a subscribed topic, is skipped before (reference 4.3).
+    return F.when(
+        F.coalesce(pending_transaction, F.lit(False)) & by_group.isin(*TIME_RULES), F.lit(PENDING_TRANSACTION)
+    ).otherwise(by_group)
 
 
 def base_timestamp(rule: Column, commit_timestamp: Column, current_state_timestamp: Column) -> Column:
@@ -178,10 +187,10 @@ def delete_error(
     )
 
 
-def group_can_be_removed(group_type: Column, group_state: Column) -> Column:
-    """Group.isEmpty and shouldExpire: Empty groups (simple ones included); never share groups, which
-    the sweep retains since 4.1 (reference 4.4)."""
-    return (group_state == "Empty") & (group_type != "share")
+def group_can_be_removed(group_type: Column, group_state: Column, open_transaction: Column) -> Column:
+    """Group.isEmpty and shouldExpire, and no open transaction: Empty groups (simple ones included);
+    never share groups, which the sweep retains since 4.1 (reference 4.3, 4.4)."""
+    return (group_state == "Empty") & (group_type != "share") & ~F.coalesce(open_transaction, F.lit(False))
 
 
 def is_console_consumer_group(group_id: Column) -> Column:

@@ -11,12 +11,27 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
+def _skip_detail(report: DecodeReport) -> str:
+    if not report.skipped_by_reason:
+        return "(other topic)"
+    return "(" + ", ".join(f"{reason} {_n(n)}" for reason, n in sorted(report.skipped_by_reason.items())) + ")"
+
+
+def format_notes(report: DecodeReport) -> list[str]:
+    """What the input format could not tell, so nobody mistakes a reconstructed value for a read one."""
+    if not report.format_notes:
+        return []
+    lines = ["", "  what this input format could not tell:"]
+    lines += [f"    {_n(n):>12} records: {note}" for note, n in sorted(report.format_notes.items())]
+    return lines
+
+
 def decode_summary(report: DecodeReport, output: str) -> str:
     lines = [
         f"Decoded {report.input} ({report.input_format})",
         "",
         f"  records read            {_n(report.records_read):>12}",
-        f"  skipped (other topic)   {_n(report.records_skipped):>12}",
+        f"  skipped                 {_n(report.records_skipped):>12}   {_skip_detail(report)}",
         f"  decoded                 {_n(report.records_decoded):>12}   of which tombstones {_n(report.tombstones)}",
         f"  unknown types           {_n(report.other_records):>12}   (kept in other_records)",
         f"  quarantined             {_n(report.quarantined):>12}   (see quarantine)",
@@ -27,6 +42,7 @@ def decode_summary(report: DecodeReport, output: str) -> str:
         version = "tombstone" if t.value_version is None else f"v{t.value_version}"
         era = f" [{t.layout_era}]" if t.layout_era and t.value_version is not None else ""
         lines.append(f"    {t.record_type:>3} {t.record_name:<38} {version:<10}{era:<10} {_n(t.records):>12}")
+    lines += format_notes(report)
     lines += ["", f"  Delta tables under {output}:"]
     for name, rows in report.table_rows.items():
         lines.append(f"    {name:<22} {_n(rows):>14} rows")
@@ -41,7 +57,9 @@ def audit_summary(result, output: str) -> str:
         f"Audited {report.input} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
         f"(retention {report.retention_minutes} min, snapshot {result.snapshot_id})",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, "
-        f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}",
+        f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}, "
+        f"skipped {_n(report.records_skipped)} {_skip_detail(report)}",
+        *format_notes(report),
         "",
         "  groups by type, state and verdict:",
     ]
@@ -62,9 +80,22 @@ def audit_summary(result, output: str) -> str:
         parts = f"{c['partitions']} partition{'' if c['partitions'] == 1 else 's'}"
         lines.append(f"    [{c['priority']}] {c['reason']:<35} {c['group_id']} {c['topic']} ({parts}{lag})")
     lines += ["", f"  Delta tables under {output}:"]
+    decoded = {}
     for name, rows in report.table_rows.items():
-        lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {result.snapshot_id})")
-    lines.append(f"    {'decoded/':<22} {'':>14} the decode tables of this dump")
+        if name.startswith("decoded/"):
+            decoded[name.removeprefix("decoded/")] = rows
+        else:
+            lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {result.snapshot_id})")
+    if decoded:
+        history = (
+            f"offset_commits {_n(decoded['offset_commits'])}"
+            if decoded.get("offset_commits")
+            else "offset_commits empty (--keep-decoded keeps the history)"
+        )
+        lines.append(
+            f"    {'decoded/':<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
+            f"other_records {_n(decoded.get('other_records', 0))}, {history}"
+        )
     lines.append(f"  next: offset-audit delete-plan --audit {output}")
     return "\n".join(lines)
 

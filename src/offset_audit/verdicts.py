@@ -34,7 +34,7 @@ def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
         F.col("subscribed_topics"),
         F.col("topic"),
         F.col("expire_timestamp"),
-        F.lit(False),  # pending transactions: no Kafka-source snapshot shows them (read_committed)
+        F.col("pending_transaction"),
     )
     subscribed = F.when(
         rules.subscription_known(F.col("subscribed_topics")), F.array_contains("subscribed_topics", F.col("topic"))
@@ -133,7 +133,7 @@ def group_verdicts(
     )
     frame = groups.join(per_group, "group_id", "left")
     offsets = F.coalesce(F.col("offset_count"), F.lit(0))
-    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"))
+    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
     # An Empty group without offsets goes at the next sweep; with offsets, after its last one expires.
     group_expires_at = (
         F.when(~removable, F.lit(None).cast("timestamp"))
@@ -151,6 +151,7 @@ def group_verdicts(
         "current_state_timestamp",
         "member_count",
         "subscribed_topics",
+        "open_transaction",
         offsets.cast("bigint").alias("offset_count"),
         F.coalesce("expired_offset_count", F.lit(0)).cast("bigint").alias("expired_offset_count"),
         "next_expiry_at",
@@ -225,11 +226,11 @@ def whatif_groups(
         F.count(F.lit(1)).alias("offsets"),
         F.sum(F.col("expired").cast("int")).alias("expired_offsets"),
     )
-    all_groups = groups.select("group_id", "group_type", "group_state").crossJoin(F.broadcast(grid))
+    all_groups = groups.select("group_id", "group_type", "group_state", "open_transaction").crossJoin(F.broadcast(grid))
     per_group = all_groups.join(per_group, ["group_id", "retention_minutes", "as_of"], "left")
     offsets = F.coalesce("offsets", F.lit(0)).cast("bigint")
     expired = F.coalesce("expired_offsets", F.lit(0)).cast("bigint")
-    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"))
+    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
     return per_group.select(
         "retention_minutes",
         "as_of",

@@ -15,24 +15,32 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offset_audit.compaction import LatestPerKey
 from offset_audit.decode import TABLES, arrow_schema, decode_batch, for_decode
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, commit_files, local_folder, new_run_dir
-from offset_audit.sources.snapshot import Piece, read_piece
+from offset_audit.sources import FileUnits
 from offset_audit.tables import parse_type
 
 ROW_GROUP_ROWS = 131_072
+# The tables the coordinator state is rebuilt from: "latest" as-of is their newest record.
+STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 
-# What each task reports back: its files and its record counts (one small row each).
+# What each task reports back, one small row each: its files, its record counts, how many raw records
+# it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
+# microseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
 TASK_REPORT = parse_type(
     "struct<kind:string,table_name:string,path:string,rows:bigint,"
     "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
@@ -76,23 +84,52 @@ class _TableFile:
             self.writer.close()
 
 
+def _newest(table: pa.Table, newest: int | None) -> int | None:
+    stamp = pc.max(table.column("record_timestamp").cast(pa.int64())).as_py()
+    return stamp if newest is None or (stamp is not None and stamp > newest) else newest
+
+
 def _decode_and_write(
-    batches: Iterator[pa.RecordBatch], run_dirs: dict[str, str], layouts, use_fast_path: bool
+    batches: Iterator[pa.RecordBatch], run_dirs: dict[str, str], layouts, use_fast_path: bool, compact: bool
 ) -> list[dict]:
-    """One task: decode raw batches, write each table's rows to this task's file for it, report."""
+    """One task: decode raw batches, write each table's rows to this task's file for it, report.
+
+    With `compact`, the task writes only its last commit of each key (see `offset_audit.compaction`).
+    """
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
     codec = RecordCodec(layouts)
     files = {name: _TableFile(Path(run_dirs[name]) / f"{prefix}.parquet", arrow_schema(name)) for name in TABLES}
+    latest = LatestPerKey() if compact else None
     counts: Counter = Counter()
+    notes: Counter = Counter()
+    newest: int | None = None
+    read = 0
     for batch in batches:
+        read += batch.num_rows
         decoded = decode_batch(batch, codec, use_fast_path)
         counts.update(decoded.counts)
         for name in TABLES:
             table = decoded.table(name)
-            if table.num_rows:
+            if not table.num_rows:
+                continue
+            if name in STATE_TABLES:
+                newest = _newest(table, newest)
+            if latest is not None and name == "offset_commits":
+                # Commits still waiting for their transaction's marker are not the key's committed
+                # offset; they are rare and go through whole (see offset_audit.replay).
+                waiting = pc.fill_null(pc.equal(table.column("transaction"), "pending"), False)
+                latest.add(table.filter(pc.invert(waiting)))
+                if (pending := table.filter(waiting)).num_rows:
+                    files[name].add(pending)
+            else:
                 files[name].add(table)
-    report = []
+        notes.update(decoded.notes)
+    if latest is not None and (kept := latest.result()) is not None:
+        files["offset_commits"].add(kept)
+    report = [{"kind": "read", "rows": read}]
+    report += [{"kind": "newest", "rows": newest}] if newest is not None else []
+    report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
     for name, file in files.items():
         file.close()
         if file.rows:
@@ -112,53 +149,90 @@ def _decode_and_write(
     return report
 
 
+@dataclass
+class DecodedFiles:
+    """What one decode pass produced: record counts keyed (class, key type, version, era, tombstone),
+    the uncommitted files of each table, the newest record timestamp of the state tables, how many
+    records carry each source note, and how many raw records the tasks read."""
+
+    counts: Counter
+    files: dict[str, list[DataFile]]
+    newest_record: datetime | None
+    notes: Counter
+    records_read: int
+
+
 def decode_to_files(
-    spark: SparkSession, source: DataFrame | list[Piece], output: str, topic: str, use_fast_path: bool = True
-) -> tuple[Counter, dict[str, list[DataFile]]]:
+    spark: SparkSession,
+    source: DataFrame | FileUnits,
+    output: str,
+    topic: str,
+    use_fast_path: bool = True,
+    compact_commits_to: Path | None = None,
+) -> DecodedFiles:
     """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
 
     `source` is either a raw-record DataFrame (live Kafka, object stores: Spark reads, Arrow batches
-    travel to the Python workers) or pieces of local snapshot files, which the Python workers read
-    themselves with pyarrow (faster: no JVM-to-Python transfer). Returns the record counts (class, key
-    type, version, era, tombstone) and the files per table, not yet committed: the caller checks the
-    counts first, then calls `commit_decoded`.
+    travel to the Python workers) or units of local files (snapshot pieces, log dump files) that the
+    Python workers read themselves (faster: no JVM-to-Python transfer). The files are not yet
+    committed: the caller checks the counts first, then calls `commit_decoded`.
+
+    `compact_commits_to` (a scratch folder) makes every task write there only its last commit of each
+    key instead of every commit: what the audit's replay needs, not the commit history.
     """
     out = local_folder(output)
     run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
+    compact = compact_commits_to is not None
+    if compact:
+        run_dirs["offset_commits"] = str(compact_commits_to)
     layouts = record_layouts()
 
-    if isinstance(source, list):
+    if isinstance(source, FileUnits):
+        read = source.read
 
-        def piece_task(pieces: Iterator[Piece]) -> Iterator[dict]:
-            batches = (batch for piece in pieces for batch in read_piece(piece, topic))
-            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path)
+        def unit_task(units: Iterator) -> Iterator[dict]:
+            batches = (batch for unit in units for batch in read(unit))
+            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact)
 
-        slices = max(1, len(source))
-        reports = [Row(**r) for r in spark.sparkContext.parallelize(source, slices).mapPartitions(piece_task).collect()]
+        slices = max(1, len(source.units))
+        rdd = spark.sparkContext.parallelize(source.units, slices).mapPartitions(unit_task)
+        reports = [Row(**r) for r in rdd.collect()]
     else:
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_pylist(
-                _decode_and_write(batches, run_dirs, layouts, use_fast_path), schema=_REPORT_ARROW
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact), schema=_REPORT_ARROW
             )
 
         reports = for_decode(source, topic).mapInArrow(arrow_task, TASK_REPORT).collect()
 
     counts: Counter = Counter()
     files: dict[str, list[DataFile]] = {name: [] for name in TABLES}
+    newest = None
+    notes: Counter = Counter()
+    read = 0
     for row in reports:
         if row.kind == "file":
             files[row.table_name].append(DataFile(Path(row.path), row.rows, {}))
+        elif row.kind == "newest":
+            newest = row.rows if newest is None else max(newest, row.rows)
+        elif row.kind == "note":
+            notes[row.table_name] += row.rows
+        elif row.kind == "read":
+            read += row.rows
         else:
             counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.rows
-    return counts, files
+    stamp = None if newest is None else datetime.fromtimestamp(0, UTC) + timedelta(microseconds=newest)
+    return DecodedFiles(counts, files, stamp, notes, read)
 
 
-def commit_decoded(output: str, files: dict[str, list[DataFile]]) -> dict[str, WriteResult]:
+def commit_decoded(
+    output: str, files: dict[str, list[DataFile]], tables: tuple[str, ...] = TABLES
+) -> dict[str, WriteResult]:
     """Replace each decode table's rows with its new files, one Delta commit per table."""
     out = local_folder(output)
     results = {}
-    for name in TABLES:
+    for name in tables:
         table_dir = out / name
         table_dir.mkdir(parents=True, exist_ok=True)
         rows = commit_files(table_dir, files[name], arrow_schema(name))

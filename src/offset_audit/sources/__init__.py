@@ -3,29 +3,139 @@
     source_topic string, source_partition int, source_offset bigint, record_ts_us bigint,
     key binary, value binary
 
-in which a null value is a tombstone. Only this package (and `sinks/`) touches files or Kafka.
+in which a null value is a tombstone; log-file dumps add source_error, source_note and transaction
+(see offset_audit.decode.OPTIONAL_RAW_COLUMNS). Only this package (and `sinks/`) touches files or Kafka.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.config import Settings
+from offset_audit.errors import UserError
+from offset_audit.sources import log_files
 from offset_audit.sources.kafka import read_kafka
-from offset_audit.sources.snapshot import Piece, local_snapshot, read_snapshot, snapshot_pieces, to_raw_records
+from offset_audit.sources.snapshot import (
+    _expand,
+    _is_delta,
+    local_snapshot,
+    read_piece,
+    read_snapshot,
+    snapshot_pieces,
+    to_raw_records,
+)
+from offset_audit.transactions import Markers
+
+
+@dataclass(frozen=True)
+class FileUnits:
+    """Input that Python workers read themselves, one unit per task slot: pieces of local snapshot
+    files, or the files of a log dump. Skipping the JVM-to-Python transfer is what makes the one-pass
+    decoder fast (see `make bench`)."""
+
+    units: list[Any]
+    read: Callable[[Any], Iterator[pa.RecordBatch]]  # a unit -> raw-record batches for the decoder
+    rows: int | None  # records in the input when known before reading (Parquet footers)
+
+
+def _sniff(path: str) -> str:
+    """The format of one local file, from its first bytes."""
+    with open(path, "rb") as handle:
+        head = handle.read(log_files.SNIFF_BYTES)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    from offset_audit.textdumps import looks_like_console_dump, looks_like_dump_log
+
+    text = head.decode("utf-8", errors="replace")
+    if looks_like_dump_log(text):
+        return log_files.DUMP_LOG
+    if looks_like_console_dump(text):
+        return log_files.CONSOLE
+    if path.endswith(".log"):
+        return log_files.SEGMENTS
+    raise UserError(
+        f"cannot tell the format of '{path}'; pass --input-format (parquet, delta, segments, dump-log or console)"
+    )
+
+
+def _format_of(path: str) -> str:
+    if "://" in path and not path.startswith("file://"):
+        return "parquet"  # object stores: a Kafka-source snapshot read by Spark
+    path = path[len("file://") :] if path.startswith("file://") else path
+    if os.path.isdir(path):
+        if _is_delta(path):
+            return "delta"
+        kinds = set()
+        for _folder, dirs, names in os.walk(path):
+            # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
+            dirs[:] = [d for d in dirs if d.startswith("__") or not d.startswith((".", "_"))]
+            for name in names:
+                if name.endswith(".parquet"):
+                    kinds.add("parquet")
+                elif name.endswith(".log"):
+                    kinds.add(log_files.SEGMENTS)
+            if kinds:
+                break
+        if len(kinds) == 1:
+            return kinds.pop()
+        raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
+    return _sniff(path)
+
+
+def detect_format(inputs: list[str]) -> str:
+    """--input-format auto: the one format all inputs share."""
+    kinds = {_format_of(path) for path in _expand(inputs)}
+    if kinds == {"parquet", "delta"}:
+        return "parquet"  # the parquet reader takes Delta folders too
+    if len(kinds) != 1:
+        raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
+    return kinds.pop()
+
+
+def resolved(settings: Settings, inputs: list[str]) -> Settings:
+    """The settings with --input-format auto replaced by the detected format."""
+    if settings.input_format != "auto":
+        return settings
+    if not inputs:
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+    return dataclasses.replace(settings, input_format=detect_format(inputs))
+
+
+def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:
+    """The dump's files, and its transaction markers (the first, light pass)."""
+    paths = _expand(inputs)
+    remote = [p for p in paths if "://" in p and not p.startswith("file://")]
+    if remote:
+        raise UserError(f"{settings.input_format} inputs are read from local or mounted files, not '{remote[0]}'")
+    units = log_files.log_files(paths, settings.input_format, settings.partition)
+    return units, log_files.gather_markers(spark, units)
 
 
 def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame:
+    settings = resolved(settings, inputs)
     if settings.input_format == "kafka":
-        frame = read_kafka(spark, settings)
-    else:
-        frame = read_snapshot(spark, inputs, settings.input_format)
-    return to_raw_records(frame)
+        return to_raw_records(read_kafka(spark, settings))
+    if settings.input_format in log_files.LOG_FORMATS:
+        return log_files.raw_dataframe(spark, *_log_units(spark, inputs, settings))
+    return to_raw_records(read_snapshot(spark, inputs, settings.input_format))
 
 
-def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | list[Piece]:
-    """What the one-pass decoder reads: pieces of local snapshot files, which Python workers read
-    directly, or else the raw-record DataFrame."""
+def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
+    """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
+    dumps), or else the raw-record DataFrame."""
+    settings = resolved(settings, inputs)
+    if settings.input_format in log_files.LOG_FORMATS:
+        units, markers = _log_units(spark, inputs, settings)
+        return FileUnits(units, partial(log_files.read_raw, markers=markers), None)
     if settings.input_format != "kafka" and local_snapshot(inputs):
-        return snapshot_pieces(inputs, settings.input_format)
+        pieces = snapshot_pieces(inputs, settings.input_format)
+        return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))
     return load_raw_records(spark, inputs, settings)

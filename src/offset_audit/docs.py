@@ -1,0 +1,51 @@
+"""The README's output-table sections, generated from schemas/tables/ so they cannot drift.
+
+    python -m offset_audit.docs README.md     # rewrites each "### `table`" section's text and columns
+
+A test fails when the README and the schemas disagree; this rewrites the README to match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from offset_audit.layouts.spec import schemas_dir
+from offset_audit.tables import coordinate_columns, table_schema
+
+
+def table_names() -> list[str]:
+    return sorted(p.stem for p in (schemas_dir() / "tables").glob("*.json") if p.stem != "coordinates")
+
+
+def table_section(name: str) -> str:
+    """The body of the README section of one table: what it holds, then one row per column."""
+    raw = json.loads((schemas_dir() / "tables" / f"{name}.json").read_text())
+    schema = table_schema(name)
+    lines = [schema.about, "", "| column | type | meaning |", "|---|---|---|"]
+    columns = schema.columns
+    if raw.get("withCoordinates", True):
+        coords = coordinate_columns()
+        names = ", ".join(f"`{c.name}`" for c in coords)
+        lines.append(f"| {names} | {', '.join(c.type for c in coords)} | where the record is in the dump |")
+        columns = schema.without_coordinates()
+    lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in columns]
+    return "\n".join(lines)
+
+
+def sync(readme: str) -> str:
+    """The README with every table section's body regenerated (headings and other text untouched)."""
+    for name in table_names():
+        pattern = re.compile(rf"(### `{re.escape(name)}`\n\n)(.*?)(\n\n(?=#)|\n*\Z)", re.S)
+        body = table_section(name)
+        readme, count = pattern.subn(lambda m, body=body: m.group(1) + body + m.group(3), readme, count=1)
+        if not count:
+            raise ValueError(f"the README has no section ### `{name}`")
+    return readme
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path.write_text(sync(path.read_text()))

@@ -1,0 +1,213 @@
+"""Dumps operators already have: log segment files, kafka-dump-log text, console-consumer text.
+
+Each input file is one unit of work, read by a Python worker with the reader of its format (all three
+yield Arrow batches of `offset_audit.sources.log_records.LOG_RECORD_SCHEMA`). Transactions need a
+look across files (a marker may sit in a later segment than its commits), so reading takes two
+passes: a light one gathering the COMMIT/ABORT markers, resolved on the driver
+(`offset_audit.transactions`), then the real one, in which every task labels its own records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offset_audit import transactions
+from offset_audit.errors import InputNotFound, UserError
+from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
+
+SEGMENTS = "segments"
+DUMP_LOG = "dump-log"
+CONSOLE = "console"
+LOG_FORMATS = (SEGMENTS, DUMP_LOG, CONSOLE)
+# Formats that carry transaction markers (batch headers); the console formatter shows none.
+WITH_MARKERS = (SEGMENTS, DUMP_LOG)
+SNIFF_BYTES = 65_536
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """One input file and how to read it: the unit of work of a log-file dump."""
+
+    path: str
+    input_format: str
+    partition: int | None  # --partition; otherwise the reader takes it from the path or the text
+    size: int
+
+
+def _walk(path: str, keep) -> list[str]:
+    found = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        found += [os.path.join(folder, n) for n in sorted(names) if keep(n)]
+    return found
+
+
+def _segment_sort_key(path: str) -> tuple:
+    from offset_audit.segments.reader import partition_from_path
+
+    partition = partition_from_path(path)
+    return (partition is None, partition or 0, os.path.dirname(path), os.path.basename(path))
+
+
+def log_files(paths: list[str], input_format: str, partition: int | None = None) -> list[LogFile]:
+    """The files of the dump, in log order within each partition (segment names are base offsets)."""
+    files: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            if input_format == SEGMENTS:
+                files += _walk(path, lambda n: n.endswith(".log"))
+            else:
+                files += _walk(path, lambda n: not n.startswith((".", "_")))
+        else:
+            files.append(path)
+    if not files:
+        raise InputNotFound(f"no {input_format} files under {', '.join(paths)}")
+    if input_format == SEGMENTS:
+        from offset_audit.segments.reader import partition_from_path
+
+        files.sort(key=_segment_sort_key)
+        unknown = [f for f in files if partition is None and partition_from_path(f) is None]
+        if unknown:
+            raise UserError(
+                f"cannot tell which __consumer_offsets partition '{unknown[0]}' belongs to: keep segments in "
+                "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
+            )
+    return [LogFile(f, input_format, partition, os.path.getsize(f)) for f in files]
+
+
+def read_log_file(unit: LogFile, batch_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
+    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format."""
+    if unit.input_format == SEGMENTS:
+        from offset_audit.segments.reader import read_segment
+
+        yield from read_segment(unit.path, unit.partition, batch_rows)
+    elif unit.input_format == DUMP_LOG:
+        from offset_audit.textdumps import read_dump_log
+
+        yield from read_dump_log(unit.path, unit.partition, batch_rows)
+    else:
+        from offset_audit.textdumps import read_console_dump
+
+        yield from read_console_dump(unit.path, unit.partition, batch_rows)
+
+
+def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Markers:
+    """First pass: the COMMIT/ABORT markers of every file (a few per transaction), to the driver."""
+    if not units or units[0].input_format not in WITH_MARKERS:
+        return transactions.Markers()
+
+    def task(items: Iterator[LogFile]) -> Iterator[tuple]:
+        for unit in items:
+            for batch in read_log_file(unit):
+                yield from transactions.marker_rows(batch)
+
+    rows = spark.sparkContext.parallelize(units, max(1, len(units))).mapPartitions(task).collect()
+    return transactions.Markers.from_rows(rows)
+
+
+# What the decode stage takes from a labelled log-file batch (see offset_audit.decode.RAW_COLUMNS).
+_RAW = ("source_partition", "source_offset", "record_ts_us", "key", "value")
+
+
+def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers) -> pa.RecordBatch:
+    """A LOG_RECORD_SCHEMA batch as raw records for `offset_audit.decode.decode_batch`, labelled with
+    its transaction state; every record belongs to __consumer_offsets (the files say so)."""
+    columns = [batch.column(name) for name in _RAW]
+    names = list(_RAW)
+    columns.append(pa.array([False] * batch.num_rows, pa.bool_()))
+    names.append("other_topic")
+    for name in ("source_error", "source_note"):
+        columns.append(batch.column(name))
+        names.append(name)
+    columns.append(transactions.label(batch, markers))
+    names.append("transaction")
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
+    """Error rows name where in the input they are: the quarantine table has no file column."""
+    errors = batch.column("source_error")
+    if errors.null_count == batch.num_rows:
+        return batch
+    positions = batch.column("source_position").to_pylist()
+    where = "byte" if unit.input_format == SEGMENTS else "line"
+    located = [
+        None if error is None else f"{error} [{unit.path}, {where} {position}]"
+        for error, position in zip(errors.to_pylist(), positions, strict=True)
+    ]
+    index = batch.schema.get_field_index("source_error")
+    return batch.set_column(index, "source_error", pa.array(located, pa.string()))
+
+
+def read_raw(unit: LogFile, markers: transactions.Markers) -> Iterator[pa.RecordBatch]:
+    """Second pass over one unit: raw-record batches ready for the decoder."""
+    for batch in read_log_file(unit):
+        if batch.schema != LOG_RECORD_SCHEMA:
+            batch = batch.cast(LOG_RECORD_SCHEMA)
+        yield to_raw_batch(_located_errors(batch, unit), markers)
+
+
+# The DataFrame route (sessions with delta-spark) reads the same units through a Spark Python data
+# source, so that Spark schedules one partition per file and the raw records arrive as Arrow batches.
+
+RAW_LOG_DDL = (
+    "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary, "
+    "source_error string, source_note string, transaction string"
+)
+
+
+def _data_source():
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class _UnitPartition(InputPartition):
+        def __init__(self, unit: LogFile) -> None:
+            super().__init__(unit.path)
+            self.unit = unit
+
+    class _Reader(DataSourceReader):
+        def __init__(self, units: list[LogFile], markers: transactions.Markers) -> None:
+            self.units, self.markers = units, markers
+
+        def partitions(self):
+            return [_UnitPartition(unit) for unit in self.units]
+
+        def read(self, partition):
+            for batch in read_raw(partition.unit, self.markers):
+                yield batch.drop_columns(["other_topic"])
+
+    class LogFilesSource(DataSource):
+        """Options: "units" and "markers", as JSON (see `raw_dataframe`)."""
+
+        @classmethod
+        def name(cls) -> str:
+            return "offset_audit_log_files"
+
+        def schema(self) -> str:
+            return RAW_LOG_DDL
+
+        def reader(self, schema):
+            units = [LogFile(**u) for u in json.loads(self.options["units"])]
+            return _Reader(units, transactions.Markers.from_json(self.options["markers"]))
+
+    return LogFilesSource
+
+
+def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
+    """The log dump as a raw-record DataFrame (with the optional columns of log dumps)."""
+    source = _data_source()
+    spark.dataSource.register(source)
+    frame = (
+        spark.read.format(source.name())
+        .option("units", json.dumps([dataclasses.asdict(u) for u in units]))
+        .option("markers", markers.to_json())
+        .load()
+    )
+    return frame.withColumn("source_topic", F.lit(None).cast("string"))
