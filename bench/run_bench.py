@@ -47,6 +47,60 @@ def raw_scan(spark, path: Path) -> float:
     return time.perf_counter() - started
 
 
+def segments_for(records: int, seed: int) -> Path:
+    """The same dump as a broker data directory: one record per batch, as the coordinator writes."""
+    from offset_audit.generator import snapshot_to_segments
+
+    path = DATA / f"segments-{records}-{seed}"
+    marker = path / ".complete"
+    if not marker.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
+        snapshot_to_segments(str(dump_for(records, seed)), str(path))
+        marker.write_text("ok")
+        print(f"wrote segments of {records:,} records in {time.perf_counter() - started:.1f}s -> {path}")
+    return path
+
+
+def plain_read(spark, files: list[str]) -> float:
+    """Reading the segment bytes in the same Python workers, one task per file, and nothing else."""
+
+    def size(path: str) -> int:
+        total = 0
+        with open(path, "rb") as handle:
+            while chunk := handle.read(8 << 20):
+                total += len(chunk)
+        return total
+
+    started = time.perf_counter()
+    spark.sparkContext.parallelize(files, len(files)).map(size).sum()
+    return time.perf_counter() - started
+
+
+def bench_segments(spark, records: int, seed: int) -> dict:
+    path = segments_for(records, seed)
+    files = sorted(str(f) for f in path.rglob("*.log"))
+    megabytes = sum(Path(f).stat().st_size for f in files) / 2**20
+    plain_read(spark, files)  # warm
+    read_s = min(plain_read(spark, files) for _ in range(3))
+    output = DATA / f"out-segments-{records}"
+    shutil.rmtree(output, ignore_errors=True)
+    decode_s = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        report = run_decode(spark, [str(path)], str(output), load_settings())
+        decode_s = min(decode_s, time.perf_counter() - started)
+    return {
+        "segment_files": len(files),
+        "segment_mb": round(megabytes, 1),
+        "segments_plain_read_s": round(read_s, 2),
+        "segments_decode_s": round(decode_s, 2),
+        "segments_decode_vs_read": round(decode_s / read_s, 2),
+        "segments_records_per_s": round(report.records_read / decode_s),
+        "segments_mb_per_s": round(megabytes / decode_s, 1),
+    }
+
+
 def plain_python_decode(path: Path) -> tuple[float, int]:
     """The baseline a script would be: one process, struct.unpack record by record (offset commits
     fully, other records only classified)."""
@@ -154,6 +208,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="", help="comma-separated record counts for the growth table")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-python-baseline", action="store_true")
+    parser.add_argument("--no-segments", action="store_true", help="skip the log-segment throughput")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     spark = get_spark()
@@ -175,6 +230,16 @@ def main() -> None:
             f"{r['records']:>12,} {r['raw_scan_s']:>11} {r['decode_to_delta_s']:>9} {r['decode_vs_scan']:>12}"
             f" {r['audit_s']:>8} {r['audit_vs_scan']:>11} {r.get('plain_python_s', '-'):>9}"
             f" {r.get('plain_python_vs_decode', '-'):>14} {r['driver_python_peak_mb']:>13}/{r['driver_jvm_peak_mb']}"
+        )
+    if not args.no_segments:
+        segments = bench_segments(spark, args.records, args.seed)
+        results.append(segments)
+        print()
+        print(
+            f"log segments of the {args.records:,}-record dump: {segments['segment_files']} files, "
+            f"{segments['segment_mb']} MiB; plain read {segments['segments_plain_read_s']} s, decode to Delta "
+            f"{segments['segments_decode_s']} s ({segments['segments_decode_vs_read']}x), "
+            f"{segments['segments_records_per_s']:,} records/s, {segments['segments_mb_per_s']} MiB/s"
         )
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
 

@@ -717,3 +717,22 @@ def test_one_kafka_batch_larger_than_batch_rows_is_split(tmp_path):
 def test_batch_rows_below_one_is_refused(tmp_path):
     with pytest.raises(ValueError, match="batch_rows"):
         list(read_segment(str(write_segment(tmp_path, PLAIN_BATCH)), batch_rows=0))
+
+
+def test_only_control_reads_just_the_markers(tmp_path):
+    """The first pass of transaction resolution skips data batches by their header's control bit."""
+    from offset_audit.segments.writer import marker_batch, record_batch
+
+    folder = tmp_path / "__consumer_offsets-4"
+    folder.mkdir()
+    path = folder / "00000000000000000000.log"
+    path.write_bytes(
+        record_batch(0, [(b"\x00\x01k", b"v", 1_000)], producer_id=5, attributes=0x10)
+        + marker_batch(1, 5, True, 2_000)
+        + record_batch(2, [(b"\x00\x01k", None, 3_000)])
+    )
+    rows = [r for b in read_segment(str(path), only_control=True) for r in b.to_pylist()]
+    assert [(r["source_offset"], r["is_control"], r["control_type"], r["producer_id"]) for r in rows] == [
+        (1, True, "COMMIT", 5)
+    ]
+    assert len([r for b in read_segment(str(path)) for r in b.to_pylist()]) == 3

@@ -294,7 +294,7 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
 
 
 @main.command()
-@click.option("--output", required=True, metavar="PATH", help="folder for the Parquet files.")
+@click.option("--output", required=True, metavar="PATH", help="folder for the dump.")
 @click.option("--records", default=100_000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=1, show_default=True, type=int)
 @click.option(
@@ -311,15 +311,46 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
     type=click.IntRange(min=1),
     help="__consumer_offsets partition count (offsets.topic.num.partitions).",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["parquet", "segments"]),
+    default="parquet",
+    show_default=True,
+    help="a Kafka-source snapshot, or a broker data directory of __consumer_offsets-N/*.log segments.",
+)
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+    help="with --format segments: the batches' codec.",
+)
+@click.option(
+    "--batch-records",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="with --format segments: records per batch (the coordinator writes most records one per batch).",
+)
 @_user_errors
-def generate(output, records, seed, corrupt, partitions) -> None:
-    """Write a realistic, deterministic Kafka-source dump of __consumer_offsets."""
-    from offset_audit.generator import generate_dump
+def generate(output, records, seed, corrupt, partitions, output_format, compression, batch_records) -> None:
+    """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments)."""
+    import tempfile
 
-    result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions)
+    from offset_audit.generator import generate_dump, snapshot_to_segments
+
+    if output_format == "parquet":
+        result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions)
+        where = f"({result['files']} Parquet files)"
+    else:
+        with tempfile.TemporaryDirectory() as snapshot:
+            result = generate_dump(snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions)
+            written = snapshot_to_segments(snapshot, output, batch_records, compression)
+        where = f"({written['segments']} segment files, {compression} compression)"
     click.echo(
         f"wrote {result['records']:,} records of {result['groups']:,} groups in {result['partitions']} "
-        f"__consumer_offsets partitions to {output} ({result['files']} Parquet files)"
+        f"__consumer_offsets partitions to {output} {where}"
     )
 
 

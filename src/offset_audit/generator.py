@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offset_audit import constants as K
@@ -667,3 +668,43 @@ def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, pa
     if s < len(structural):
         flush(structural[s:])
     return {"records": written, "groups": len(world.groups), "files": file_index, "partitions": partitions}
+
+
+def snapshot_to_segments(
+    snapshot: str,
+    output: str,
+    batch_records: int = 1,
+    compression: str = "none",
+    segment_bytes: int | None = None,
+) -> dict[str, int]:
+    """Rewrite a Kafka-source snapshot as a broker's data directory: `__consumer_offsets-N/*.log`.
+
+    The coordinator appends most records one batch each, so `batch_records` defaults to 1; larger
+    batches (and compression) show how the reader copes with other producers' shapes."""
+    from offset_audit.segments.writer import SEGMENT_BYTES, write_partition
+
+    files = sorted(Path(snapshot).glob("part-*.parquet"))
+    partitions = sorted(
+        {p for f in files for p in pq.read_table(f, columns=["partition"]).column("partition").unique().to_pylist()}
+    )
+
+    def records_of(partition: int) -> Iterator[tuple[int, bytes | None, bytes | None, int]]:
+        for file in files:
+            table = pq.read_table(file, columns=["key", "value", "partition", "offset", "timestamp"])
+            table = table.filter(pc.equal(table.column("partition"), partition))
+            stamps = table.column("timestamp").cast(pa.int64()).to_numpy() // 1000
+            yield from zip(
+                table.column("offset").to_pylist(),
+                table.column("key").to_pylist(),
+                table.column("value").to_pylist(),
+                stamps.tolist(),
+                strict=True,
+            )
+
+    segments = 0
+    for partition in partitions:
+        folder = Path(output) / f"{K.OFFSETS_TOPIC}-{partition}"
+        segments += len(
+            write_partition(folder, records_of(partition), batch_records, compression, segment_bytes or SEGMENT_BYTES)
+        )
+    return {"partitions": len(partitions), "segments": segments}

@@ -30,6 +30,10 @@ _READ_BUFFER_BYTES = 1 << 20  # batches are read a header at a time: let the buf
 # while the broker deletes, moves or quarantines it (LocalLog.parseTopicPartitionName).
 _OFFSETS_LOG_DIR = re.compile(r"__consumer_offsets-(\d+)(?:\.\S+-(?:delete|future|stray))?")
 _MAX_PARTITION = 2**31 - 1
+# DefaultRecordBatch: baseOffset(8) length(4) partitionLeaderEpoch(4) magic(1) crc(4), then the int16
+# attributes, whose low byte holds the control flag (bit 5).
+_ATTRIBUTES_LOW_BYTE = 22
+_CONTROL_BIT = 0x20
 
 
 def partition_from_path(path: str) -> int | None:
@@ -44,11 +48,13 @@ def partition_from_path(path: str) -> int | None:
 
 
 def read_segment(
-    path: str, partition: int | None = None, batch_rows: int = DEFAULT_BATCH_ROWS
+    path: str, partition: int | None = None, batch_rows: int = DEFAULT_BATCH_ROWS, only_control: bool = False
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of LOG_RECORD_SCHEMA, one row per record in file order, each at most `batch_rows` rows.
 
-    `partition` overrides the one the folder name gives. An empty file yields nothing.
+    `partition` overrides the one the folder name gives. An empty file yields nothing. `only_control`
+    reads nothing but control batches (transaction markers), judged by the attributes in the batch
+    header: the light first pass that resolves transactions never decompresses or parses data batches.
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
@@ -64,6 +70,8 @@ def read_segment(
             if isinstance(item, FramingError):
                 rows.add_error(item.position, item.base_offset, item.reason)
                 break
+            if only_control and (item.magic != 2 or not item.data[_ATTRIBUTES_LOW_BYTE] & _CONTROL_BIT):
+                continue
             try:
                 if item.magic == 2:
                     batch = decode_default_batch(item)

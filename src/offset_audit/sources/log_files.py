@@ -83,12 +83,13 @@ def log_files(paths: list[str], input_format: str, partition: int | None = None)
     return [LogFile(f, input_format, partition, os.path.getsize(f)) for f in files]
 
 
-def read_log_file(unit: LogFile, batch_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
-    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format."""
+def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = False) -> Iterator[pa.RecordBatch]:
+    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format. `only_control`
+    lets a reader that can skip data batches cheaply (segments) do so; the others read everything."""
     if unit.input_format == SEGMENTS:
         from offset_audit.segments.reader import read_segment
 
-        yield from read_segment(unit.path, unit.partition, batch_rows)
+        yield from read_segment(unit.path, unit.partition, batch_rows, only_control=only_control)
     elif unit.input_format == DUMP_LOG:
         from offset_audit.textdumps import read_dump_log
 
@@ -106,7 +107,7 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
 
     def task(items: Iterator[LogFile]) -> Iterator[tuple]:
         for unit in items:
-            for batch in read_log_file(unit):
+            for batch in read_log_file(unit, only_control=True):
                 yield from transactions.marker_rows(batch)
 
     rows = spark.sparkContext.parallelize(units, max(1, len(units))).mapPartitions(task).collect()
