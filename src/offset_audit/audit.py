@@ -8,6 +8,8 @@ import hashlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -81,15 +83,16 @@ def load_state(
     return CoordinatorState(offsets, groups, newest)
 
 
-def decode_and_load(
+@contextmanager
+def coordinator_state(
     spark: SparkSession, inputs: list[str], output: str, settings: Settings, report: DecodeReport, keep_decoded: bool
-) -> tuple[CoordinatorState, Path | None]:
-    """Decode the dump into DIR/decoded and replay it.
+) -> Iterator[CoordinatorState]:
+    """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block.
 
     Unless `keep_decoded`, the commit history is not written (it is most of the dump and the audit
     only needs the last commit of each key): each decode task leaves its last commits in a scratch
-    folder, returned for the caller to remove once the state has been used. delta-spark sessions
-    decode through DataFrames and always keep the history.
+    folder, removed when the block ends. delta-spark sessions decode through DataFrames and always
+    keep the history.
     """
     decoded_dir = str(Path(output) / DECODED)
     scratch = None
@@ -103,7 +106,13 @@ def decode_and_load(
         files = decoded.compacted_commits
         commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
     transactions = report.input_format in TRANSACTIONAL_FORMATS
-    return load_state(spark, decoded_dir, commits, decoded.newest_record, transactions), scratch
+    state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions)
+    try:
+        yield state
+    finally:
+        state.release()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
@@ -188,13 +197,8 @@ def run_audit(
     keep_decoded: bool = False,
 ) -> AuditResult:
     report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
-    state, scratch = decode_and_load(spark, inputs, output, settings, report, keep_decoded)
-    try:
+    with coordinator_state(spark, inputs, output, settings, report, keep_decoded) as state:
         return _judge(spark, state, inputs, output, settings, report, snapshot_id, end_offsets)
-    finally:
-        state.release()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _judge(
@@ -273,13 +277,8 @@ def run_whatif(
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
     report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
-    state, scratch = decode_and_load(spark, inputs, output, settings, report, keep_decoded)
-    try:
+    with coordinator_state(spark, inputs, output, settings, report, keep_decoded) as state:
         return _compare(spark, state, inputs, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
-    finally:
-        state.release()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _compare(

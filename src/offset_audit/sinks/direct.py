@@ -194,7 +194,9 @@ def decode_to_files(
             batches = (batch for unit in units for batch in read(unit))
             yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact)
 
-        slices = max(1, len(source.units))
+        # A few tasks per core, each reading several units: enough slack for uneven units, and with
+        # `compact`, fewer tasks means fewer copies of each key for the replay to sort through.
+        slices = max(1, min(len(source.units), 2 * spark.sparkContext.defaultParallelism))
         rdd = spark.sparkContext.parallelize(source.units, slices).mapPartitions(unit_task)
         reports = [Row(**r) for r in rdd.collect()]
     else:
