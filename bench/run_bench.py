@@ -101,6 +101,37 @@ def bench_segments(spark, records: int, seed: int) -> dict:
     }
 
 
+def bench_share(spark, records: int, seed: int) -> dict:
+    """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster)."""
+    from offset_audit.generator import generate_share_state
+    from offset_audit.share.run import run_share
+
+    path = DATA / f"share-state-{records}-{seed}"
+    marker = path / ".complete"
+    if not marker.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
+        generate_share_state(str(path), records, seed=seed, world_records=300_000)
+        marker.write_text("ok")
+        print(f"generated {records:,} share-state records in {time.perf_counter() - started:.1f}s -> {path}")
+    raw_scan(spark, path)
+    scan = min(raw_scan(spark, path) for _ in range(3))
+    output = DATA / f"share-out-{records}"
+    best = float("inf")
+    for _ in range(3):  # the first run warms the Python workers
+        shutil.rmtree(output, ignore_errors=True)
+        started = time.perf_counter()
+        result = run_share(spark, [str(path)], str(output), load_settings())
+        best = min(best, time.perf_counter() - started)
+    return {
+        "share_state_records": records,
+        "share_partitions": len(result.partitions),
+        "share_raw_scan_s": round(scan, 2),
+        "share_s": round(best, 2),
+        "share_vs_scan": round(best / scan, 2),
+    }
+
+
 def plain_python_decode(path: Path) -> tuple[float, int]:
     """The baseline a script would be: one process, struct.unpack record by record (offset commits
     fully, other records only classified)."""
@@ -209,6 +240,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-python-baseline", action="store_true")
     parser.add_argument("--no-segments", action="store_true", help="skip the log-segment throughput")
+    parser.add_argument("--share-records", type=int, default=1_000_000, help="__share_group_state records (0: skip)")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     spark = get_spark()
@@ -240,6 +272,14 @@ def main() -> None:
             f"{segments['segment_mb']} MiB; plain read {segments['segments_plain_read_s']} s, decode to Delta "
             f"{segments['segments_decode_s']} s ({segments['segments_decode_vs_read']}x), "
             f"{segments['segments_records_per_s']:,} records/s, {segments['segments_mb_per_s']} MiB/s"
+        )
+    if args.share_records:
+        share = bench_share(spark, args.share_records, args.seed)
+        results.append(share)
+        print(
+            f"share: {share['share_state_records']:,} __share_group_state records, {share['share_partitions']:,} "
+            f"share-partitions; raw scan {share['share_raw_scan_s']} s, share {share['share_s']} s "
+            f"({share['share_vs_scan']}x)"
         )
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
 

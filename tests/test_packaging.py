@@ -17,9 +17,11 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
     archive = module.build(tmp_path / "offset_audit.zip")
     probe = (
         "import offset_audit, sys; assert offset_audit.__file__.startswith(sys.argv[1]), offset_audit.__file__;"
-        "from offset_audit.layouts.spec import record_layouts; from offset_audit.tables import table_schema;"
+        "from offset_audit.layouts.spec import record_layouts, share_state_layouts;"
+        "from offset_audit.tables import table_schema;"
         "from offset_audit.config import load_settings;"
-        "print(len(record_layouts()), len(table_schema('offset_commits').columns), load_settings().topic)"
+        "print(len(record_layouts()), len(share_state_layouts()), len(table_schema('offset_commits').columns),"
+        "load_settings().topic)"
     )
     result = subprocess.run(
         [sys.executable, "-S", "-c", probe, str(archive)],
@@ -29,4 +31,4 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["23", "15", "__consumer_offsets"]
+    assert result.stdout.split() == ["23", "2", "16", "__consumer_offsets"]

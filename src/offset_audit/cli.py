@@ -260,6 +260,71 @@ def whatif(
     click.echo(whatif_summary(rows))
 
 
+@main.command()
+@input_options
+@click.option("--output", required=True, metavar="DIR", help="folder for the share tables.")
+@click.option(
+    "--groups-input",
+    "groups_inputs",
+    multiple=True,
+    metavar="PATH",
+    help="a __consumer_offsets dump (any input format) with the share groups' records (types 9-15), repeatable.",
+)
+@click.option(
+    "--delivery-count-limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="group.share.delivery.count.limit (default: --broker-config's, else 5).",
+)
+@click.option(
+    "--end-offsets", default=None, metavar="PATH", help="Parquet or CSV of topic, partition, ..., log_end_offset."
+)
+@click.option(
+    "--broker-config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="a broker's server.properties: its group.share.* limits are checked and used.",
+)
+@click.option("--bootstrap-server", default='"$BOOTSTRAP_SERVER"', show_default=True, help="written into commands.")
+@_user_errors
+def share(
+    inputs,
+    input_format,
+    partition,
+    bootstrap_servers,
+    kafka_options,
+    topic,
+    conf_file,
+    output,
+    groups_inputs,
+    delivery_count_limit,
+    end_offsets,
+    broker_config,
+    bootstrap_server,
+) -> None:
+    """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
+    from offset_audit.session import get_spark
+    from offset_audit.share.run import run_share
+    from offset_audit.summary import share_summary
+
+    settings = _input_settings(
+        inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic or "__share_group_state"
+    )
+    spark = get_spark(settings.spark)
+    result = run_share(
+        spark,
+        list(inputs),
+        output,
+        settings,
+        delivery_count_limit=delivery_count_limit,
+        groups_inputs=list(groups_inputs),
+        end_offsets=end_offsets,
+        broker_config=broker_config,
+        bootstrap=bootstrap_server,
+    )
+    click.echo(share_summary(result, output))
+
+
 @main.command("delete-plan")
 @click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
 @click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
@@ -314,10 +379,18 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["parquet", "segments"]),
+    type=click.Choice(["parquet", "segments", "share-state"]),
     default="parquet",
     show_default=True,
-    help="a Kafka-source snapshot, or a broker data directory of __consumer_offsets-N/*.log segments.",
+    help="a Kafka-source snapshot of __consumer_offsets, a broker data directory of __consumer_offsets-N/*.log "
+    "segments, or a Kafka-source snapshot of __share_group_state for the share groups of the same cluster.",
+)
+@click.option(
+    "--cluster-records",
+    default=None,
+    type=click.IntRange(min=1),
+    help="with --format share-state: the --records of the __consumer_offsets dump whose share groups to use "
+    "(default: --records).",
 )
 @click.option(
     "--compression",
@@ -334,12 +407,24 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
     help="with --format segments: records per batch (the coordinator writes most records one per batch).",
 )
 @_user_errors
-def generate(output, records, seed, corrupt, partitions, output_format, compression, batch_records) -> None:
-    """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments)."""
+def generate(
+    output, records, seed, corrupt, partitions, output_format, cluster_records, compression, batch_records
+) -> None:
+    """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments), or of
+    __share_group_state for the same cluster's share groups."""
     import tempfile
 
-    from offset_audit.generator import generate_dump, snapshot_to_segments
+    from offset_audit.generator import generate_dump, generate_share_state, snapshot_to_segments
 
+    if output_format == "share-state":
+        result = generate_share_state(
+            output, records, seed=seed, world_records=cluster_records or records, partitions=partitions, corrupt=corrupt
+        )
+        click.echo(
+            f"wrote {result['records']:,} __share_group_state records of {result['share_partitions']:,} "
+            f"share-partitions in {result['partitions']} partitions to {output}"
+        )
+        return
     if output_format == "parquet":
         result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions)
         where = f"({result['files']} Parquet files)"

@@ -27,9 +27,11 @@ GROUP_METADATA = "group_metadata"
 MODERN = "modern"
 OTHER = "other"
 QUARANTINE = "quarantine"
+# __share_group_state records (offset_audit.share.records), counted by the share command.
+SHARE_STATE = "share_state"
 RECORD_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN, OTHER, QUARANTINE)
 # Classes whose records were decoded into a typed table (the others are kept raw).
-DECODED_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN)
+DECODED_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN, SHARE_STATE)
 
 
 def _none_if(value: Any, sentinel: Any) -> Any:

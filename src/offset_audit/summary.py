@@ -138,3 +138,45 @@ def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) 
         command = f"kafka-consumer-groups.sh --bootstrap-server {bootstrap} --delete-offsets"
         lines.append(f"{command} --group {shlex.quote(group)} {topic_args}")
     return lines
+
+
+def share_summary(result, output: str) -> str:
+    """What `share` prints: where the share-partitions stand, what is stuck, what can go."""
+    report = result.report
+    parts = result.partitions
+    groups = {p["group_id"] for p in parts}
+    lines = [
+        f"Share state of {report.input} ({report.input_format}): {_n(len(parts))} share-partitions "
+        f"of {_n(len(groups))} share groups",
+        f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}, "
+        f"quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
+    ]
+    if parts:
+        limit = parts[0]["delivery_count_limit"]
+        lines.append(
+            f"  in flight: available {_n(sum(p['available_records'] or 0 for p in parts))}, acknowledged "
+            f"{_n(sum(p['acknowledged_records'] or 0 for p in parts))}, archived "
+            f"{_n(sum(p['archived_records'] or 0 for p in parts))}; at the delivery limit ({limit}) "
+            f"{_n(sum(p['records_at_delivery_limit'] or 0 for p in parts))}"
+        )
+        lagged = [p for p in parts if p.get("share_lag")]
+        if lagged:
+            lines.append(f"  share lag (log end - start offset): {_n(sum(p['share_lag'] for p in lagged))} records")
+    problems = result.table_rows.get("share_problems", 0)
+    lines.append(f"  replay problems: {_n(problems)}" + (" (see share_problems)" if problems else ""))
+    for p in result.problems[:5]:
+        where = f"{p['log_partition']}@{p['log_offset']}" if p["log_offset"] is not None else "?"
+        lines.append(f"    {p['group_id']} {p['topic'] or p['topic_id']}-{p['partition']} at {where}: {p['reason']}")
+    left = [g for g in result.groups if g.get("left_behind")]
+    lines += ["", f"  share groups: {_n(len(result.groups))}, left behind (no members, state kept): {_n(len(left))}"]
+    for g in left[:10]:
+        lines.append(f"    {g['delete_command']}")
+    by_severity: dict[str, int] = {}
+    for f in result.findings:
+        by_severity[f["severity"]] = by_severity.get(f["severity"], 0) + 1
+    lines.append("  findings: " + (", ".join(f"{s} {_n(n)}" for s, n in sorted(by_severity.items())) or "none"))
+    for f in [f for f in result.findings if f["severity"] != "info"][:8]:
+        lines.append(f"    [{f['severity']}] {f['kind']}: {f['message']}")
+    lines += ["", f"  Delta tables under {output}:"]
+    lines += [f"    {name:<22} {_n(rows):>14} rows" for name, rows in result.table_rows.items()]
+    return "\n".join(lines)

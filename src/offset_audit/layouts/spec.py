@@ -149,8 +149,18 @@ def _parse_record(raw: dict[str, Any]) -> RecordLayout:
 
 @cache
 def record_layouts(directory: str | None = None) -> dict[int, RecordLayout]:
-    """All coordinator record layouts by record type."""
-    base = Path(directory) if directory else schemas_dir() / "records"
+    """All coordinator record layouts of __consumer_offsets by record type."""
+    return _layouts_in(Path(directory) if directory else schemas_dir() / "records")
+
+
+@cache
+def share_state_layouts() -> dict[int, RecordLayout]:
+    """The record layouts of __share_group_state (ShareSnapshot 0, ShareUpdate 1): the same framing as
+    __consumer_offsets (reference 2.9), but type ids of their own, so they live in a folder of their own."""
+    return _layouts_in(schemas_dir() / "share_state")
+
+
+def _layouts_in(base: Path | Traversable) -> dict[int, RecordLayout]:
     layouts = {}
     for path in sorted((p for p in base.iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         layout = _parse_record(json.loads(path.read_text()))

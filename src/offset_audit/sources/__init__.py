@@ -34,6 +34,8 @@ from offset_audit.sources.snapshot import (
 )
 from offset_audit.transactions import Markers
 
+KIP932_JSON = "kip932-json"
+
 
 @dataclass(frozen=True)
 class FileUnits:
@@ -55,6 +57,9 @@ def _sniff(path: str) -> str:
     from offset_audit.textdumps import looks_like_console_dump, looks_like_dump_log
 
     text = head.decode("utf-8", errors="replace")
+    first = text.lstrip().split("\n", 1)[0]
+    if first.startswith("{") and ('"SHARE_CHECKPOINT"' in first or '"SHARE_DELTA"' in first):
+        return KIP932_JSON
     if looks_like_dump_log(text):
         return log_files.DUMP_LOG
     if looks_like_console_dump(text):
@@ -100,13 +105,16 @@ def detect_format(inputs: list[str]) -> str:
     return kinds.pop()
 
 
-def resolved(settings: Settings, inputs: list[str]) -> Settings:
-    """The settings with --input-format auto replaced by the detected format."""
-    if settings.input_format != "auto":
-        return settings
-    if not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
-    return dataclasses.replace(settings, input_format=detect_format(inputs))
+def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
+    """The settings with --input-format auto replaced by the detected format; kip932-json (share-state
+    control records) only where `share` reads it."""
+    if settings.input_format == "auto":
+        if not inputs:
+            raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+        settings = dataclasses.replace(settings, input_format=detect_format(inputs))
+    if settings.input_format == KIP932_JSON and not share:
+        raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")
+    return settings
 
 
 def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:
@@ -119,8 +127,8 @@ def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tu
     return units, log_files.gather_markers(spark, units)
 
 
-def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame:
-    settings = resolved(settings, inputs)
+def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings, share: bool = False) -> DataFrame:
+    settings = resolved(settings, inputs, share)
     if settings.input_format == "kafka":
         return to_raw_records(read_kafka(spark, settings))
     if settings.input_format in log_files.LOG_FORMATS:

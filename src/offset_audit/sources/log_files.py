@@ -64,6 +64,8 @@ def log_files(paths: list[str], input_format: str, partition: int | None = None)
         if os.path.isdir(path):
             if input_format == SEGMENTS:
                 files += _walk(path, lambda n: n.endswith(".log"))
+            elif input_format == "kip932-json":
+                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")))
             else:
                 files += _walk(path, lambda n: not n.startswith((".", "_")))
         else:

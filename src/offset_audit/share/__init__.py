@@ -1,0 +1,1 @@
+"""KIP-932 share groups: share-partition state, assignment and limits (see `offset-audit share`)."""

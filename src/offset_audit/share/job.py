@@ -1,0 +1,343 @@
+"""Share-partition state, end to end: dump -> records -> per share-partition replay -> Delta tables.
+
+Two inputs carry the state:
+- a dump of `__share_group_state` (Kafka-source snapshot, Delta, live Kafka): ShareSnapshot and
+  ShareUpdate records, decoded in Arrow batches (`offset_audit.share.records`) and replayed per
+  share-partition as Kafka 4.1's share coordinator does (`offset_audit.share.state`);
+- the KIP-932 draft's checkpoint/delta control records as JSON lines (`--input-format kip932-json`),
+  replayed as the draft's share-partition leader would (`offset_audit.share.chain`).
+
+Records of one share-partition always sit in one log partition, so the replay is a grouped map:
+Spark groups the records by share-partition and a Python function replays each group in log order.
+Each group yields its partition row, its batches and its problems as rows of one wide schema
+(`row_kind` tells them apart), split into the three tables afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructField, StructType
+
+from offset_audit.layouts.codec import RecordCodec
+from offset_audit.layouts.spec import share_state_layouts
+from offset_audit.share import chain, state
+from offset_audit.share.records import SHARE_STATE, decode_share_state_record
+from offset_audit.tables import parse_type, table_schema
+
+SHARE_STATE_TOPIC = "__share_group_state"
+KIP932_JSON = "kip932-json"
+DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)
+SKIPPED = "skipped"
+
+# What the decode stage gives the replay: one row per __share_group_state record.
+_DECODED = parse_type(
+    "struct<source_partition:int,source_offset:bigint,record_ts_us:bigint,record_class:string,"
+    "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
+    "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,"
+    "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
+    "record_type:smallint,value_version:smallint,reason:string,key:binary,value:binary>"
+)
+
+
+@cache
+def _replay_schema() -> StructType:
+    """The wide schema of the grouped replay: share_partitions, share_state_batches and share_problems
+    columns side by side, plus row_kind."""
+    seen: dict[str, StructField] = {"row_kind": StructField("row_kind", parse_type("string"))}
+    for table in ("share_partitions", "share_state_batches", "share_problems"):
+        for column in table_schema(table).columns:
+            kind = parse_type("bigint") if column.type == "timestamp" else parse_type(column.type)
+            seen.setdefault(column.name, StructField(column.name, kind))
+    return StructType(list(seen.values()))
+
+
+# Decoding __share_group_state -------------------------------------------------------------------------
+
+
+def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFrame:
+    """Raw records (offset_audit.sources) -> one decoded row per record; records of another topic are
+    kept as `skipped` rows so that the counts reconcile."""
+    layouts = share_state_layouts()
+    arrow = to_arrow_schema(_DECODED, timezone="UTC")
+    if "source_topic" not in raw.columns:
+        raw = raw.withColumn("source_topic", F.lit(None).cast("string"))
+    other = F.coalesce(F.col("source_topic").isNotNull() & (F.col("source_topic") != F.lit(topic)), F.lit(False))
+    frame = raw.select("source_partition", "source_offset", "record_ts_us", "key", "value", other.alias("other"))
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        codec = RecordCodec(layouts)
+        for batch in batches:
+            rows = []
+            for item in batch.to_pylist():
+                coords = {k: item[k] for k in ("source_partition", "source_offset", "record_ts_us")}
+                if item["other"]:
+                    rows.append({**coords, "record_class": SKIPPED})
+                    continue
+                rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"])})
+            yield pa.RecordBatch.from_pylist(rows, schema=arrow)
+
+    return frame.mapInArrow(decode, _DECODED)
+
+
+def _share_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A decoded row as `offset_audit.share.state` takes it: partition/offset are where it was read."""
+    return {
+        "kind": row["kind"],
+        "snapshot_epoch": row["snapshot_epoch"],
+        "state_epoch": row["state_epoch"],
+        "leader_epoch": row["leader_epoch"],
+        "start_offset": row["start_offset"],
+        "create_timestamp": row["create_timestamp"],
+        "write_timestamp": row["write_timestamp"],
+        "state_batches": list(row["state_batches"]) if row["state_batches"] is not None else [],
+        "partition": row["source_partition"],
+        "offset": row["source_offset"],
+    }
+
+
+def _state_name(value: int) -> str:
+    return state.DELIVERY_STATE_NAMES.get(value, f"UNKNOWN({value})")
+
+
+def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFrame:
+    """Per share-partition, Kafka 4.1's replay of its ShareSnapshot/ShareUpdate records."""
+    schema = _replay_schema()
+    arrow = to_arrow_schema(schema, timezone="UTC")
+
+    def replay(table: pa.Table) -> pa.Table:
+        rows = sorted(table.to_pylist(), key=lambda r: r["source_offset"])
+        first = rows[0]
+        key = {"group_id": first["group_id"], "topic_id": first["topic_id"], "partition": int(first["partition"])}
+        result = state.replay_checked([_share_record(r) for r in rows])
+        out = [
+            {**key, "row_kind": "problem", "log_partition": p.partition, "log_offset": p.offset, "reason": p.reason}
+            for p in result.problems
+        ]
+        current = result.state
+        if current is not None:
+            snapshots = [r for r in rows if r["kind"] == "snapshot"]
+            last_snapshot = snapshots[-1] if snapshots else None
+            out.append(
+                {
+                    **key,
+                    "row_kind": "partition",
+                    "start_offset": current.start_offset,
+                    "end_offset": current.end_offset,
+                    "snapshot_epoch": current.snapshot_epoch,
+                    "state_epoch": current.state_epoch,
+                    "leader_epoch": current.leader_epoch,
+                    "available_records": current.available_records,
+                    "acknowledged_records": current.acknowledged_records,
+                    "archived_records": current.archived_records,
+                    "max_delivery_count": current.max_delivery_count,
+                    "records_at_delivery_limit": current.records_at_or_over(delivery_count_limit),
+                    "delivery_count_limit": delivery_count_limit,
+                    "create_timestamp": current.create_timestamp or None,
+                    "write_timestamp": current.write_timestamp or None,
+                    "checkpoint_offset": None if last_snapshot is None else last_snapshot["source_offset"],
+                    "checkpoint_log_partition": None if last_snapshot is None else last_snapshot["source_partition"],
+                    "records_replayed": len(rows),
+                    "problems": len(result.problems),
+                }
+            )
+            out += [
+                {
+                    **key,
+                    "row_kind": "batch",
+                    "first_offset": b.first_offset,
+                    "last_offset": b.last_offset,
+                    "state": _state_name(b.state),
+                    "delivery_count": b.delivery_count,
+                }
+                for b in current.effective_batches
+            ]
+        return pa.Table.from_pylist(out, schema=arrow)
+
+    records = decoded.where(F.col("record_class") == SHARE_STATE)
+    return records.groupBy("group_id", "topic_id", "partition").applyInArrow(replay, schema)
+
+
+# The KIP-932 draft's control records as JSON lines ----------------------------------------------------
+
+_KIP932_LINES = parse_type(
+    "struct<source_file:string,line:bigint,group_id:string,topic:string,partition:int,offset:bigint,"
+    "text:string,error:string>"
+)
+
+
+def read_kip932_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """One row per non-blank line, its share-partition read out so Spark can group by it; a line that is
+    not a JSON object with GroupId, topic and partition keeps its text and an error instead."""
+
+    def lines(paths: Iterator[str]) -> Iterator[tuple]:
+        for path in paths:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for number, text in enumerate(handle, start=1):
+                    if not text.strip():
+                        continue
+                    try:
+                        item = json.loads(text)
+                    except json.JSONDecodeError as err:
+                        yield (path, number, None, None, None, None, text.rstrip("\n"), f"not JSON: {err}")
+                        continue
+                    if not isinstance(item, dict):
+                        yield (path, number, None, None, None, None, text.rstrip("\n"), "not a JSON object")
+                        continue
+                    group, topic, partition = item.get("GroupId"), item.get("topic"), item.get("partition")
+                    if not (isinstance(group, str) and isinstance(topic, str) and type(partition) is int):
+                        reason = "needs a string GroupId and topic and an integer partition"
+                        yield (path, number, None, None, None, None, text.rstrip("\n"), reason)
+                        continue
+                    offset = item.get("offset") if type(item.get("offset")) is int else None
+                    yield (path, number, group, topic, partition, offset, text.rstrip("\n"), None)
+
+    rdd = spark.sparkContext.parallelize(files, max(1, len(files))).mapPartitions(lines)
+    return spark.createDataFrame(rdd, _KIP932_LINES)
+
+
+def replay_kip932(lines: DataFrame) -> DataFrame:
+    """Per share-partition, the draft's checkpoint + deltas chain (offset_audit.share.chain)."""
+    schema = _replay_schema()
+    arrow = to_arrow_schema(schema, timezone="UTC")
+
+    def replay(table: pa.Table) -> pa.Table:
+        records = [json.loads(t) for t in table.column("text").to_pylist()]
+        result = chain.replay_chain(records)
+        key = {"group_id": result.group_id, "topic": result.topic, "partition": result.partition}
+        out = [
+            {**key, "row_kind": "problem", "log_partition": p.partition, "log_offset": p.offset, "reason": p.reason}
+            for p in result.problems
+        ]
+        if result.share_checkpoint_offset is not None:
+            batches = result.batches
+            out.append(
+                {
+                    **key,
+                    "row_kind": "partition",
+                    "start_offset": result.start_offset,
+                    "end_offset": result.end_offset,
+                    "snapshot_epoch": result.checkpoint_epoch,
+                    "available_records": state.records_in_state(batches, state.AVAILABLE),
+                    "acknowledged_records": state.records_in_state(batches, state.ACKNOWLEDGED),
+                    "archived_records": state.records_in_state(batches, state.ARCHIVED),
+                    "max_delivery_count": state.max_delivery_count(batches),
+                    "checkpoint_offset": result.share_checkpoint_offset,
+                    "checkpoint_log_partition": result.partition,
+                    "records_replayed": len(records),
+                    "problems": len(result.problems),
+                }
+            )
+            out += [
+                {
+                    **key,
+                    "row_kind": "batch",
+                    "first_offset": b.first_offset,
+                    "last_offset": b.last_offset,
+                    "state": _state_name(b.state),
+                    "delivery_count": b.delivery_count,
+                }
+                for b in batches
+            ]
+        return pa.Table.from_pylist(out, schema=arrow)
+
+    good = lines.where(F.col("error").isNull())
+    return good.groupBy("group_id", "topic", "partition").applyInArrow(replay, schema)
+
+
+def kip932_delivery_limit(replayed: DataFrame, limit: int) -> DataFrame:
+    """records_at_delivery_limit needs the batches; the chain's partition row gets it from them."""
+    at_limit = (
+        replayed.where((F.col("row_kind") == "batch") & (F.col("delivery_count") >= limit))
+        .groupBy("group_id", "topic", "partition")
+        .agg(F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("_at_limit"))
+    )
+    partitions = replayed.where(F.col("row_kind") == "partition").drop("records_at_delivery_limit")
+    return (
+        partitions.join(at_limit, ["group_id", "topic", "partition"], "left")
+        .withColumn("records_at_delivery_limit", F.coalesce("_at_limit", F.lit(0)).cast("bigint"))
+        .withColumn("delivery_count_limit", F.lit(limit))
+        .drop("_at_limit")
+    )
+
+
+# Shaping the tables ------------------------------------------------------------------------------------
+
+
+def _table(frame: DataFrame, name: str) -> DataFrame:
+    columns = []
+    for column in table_schema(name).columns:
+        value = F.col(column.name)
+        if column.type == "timestamp":
+            value = F.timestamp_millis(value)
+        columns.append(value.cast(parse_type(column.type)).alias(column.name))
+    return frame.select(*columns)
+
+
+def share_tables(replayed: DataFrame, partitions: DataFrame | None = None) -> dict[str, DataFrame]:
+    """The wide replay rows split into share_partitions, share_state_batches and share_problems."""
+    rows = partitions if partitions is not None else replayed.where(F.col("row_kind") == "partition")
+    return {
+        "share_partitions": _table(rows, "share_partitions"),
+        "share_state_batches": _table(replayed.where(F.col("row_kind") == "batch"), "share_state_batches"),
+        "share_problems": _table(replayed.where(F.col("row_kind") == "problem"), "share_problems"),
+    }
+
+
+def with_topic_names(tables: dict[str, DataFrame], names: DataFrame | None) -> dict[str, DataFrame]:
+    """Fill `topic` from topic ids where the share groups' records named them (topic_id, topic_name)."""
+    if names is None:
+        return tables
+    lookup = F.broadcast(names.select("topic_id", F.col("topic_name").alias("_name")).distinct())
+    out = {}
+    for name, frame in tables.items():
+        joined = frame.join(lookup, "topic_id", "left").withColumn("topic", F.coalesce("topic", "_name"))
+        out[name] = joined.select(*table_schema(name).column_names())
+    return out
+
+
+def with_share_lag(partitions: DataFrame, end_offsets: DataFrame | None) -> DataFrame:
+    """share_lag = log end offset - SPSO, where --end-offsets knows the topic partition."""
+    if end_offsets is None:
+        return partitions
+    ends = end_offsets.select("topic", "partition", F.col("log_end_offset").alias("_end"))
+    lagged = partitions.drop("share_lag").join(ends, ["topic", "partition"], "left")
+    lag = F.when(F.col("_end").isNotNull(), F.greatest(F.col("_end") - F.col("start_offset"), F.lit(0)))
+    return lagged.withColumn("share_lag", lag.cast("bigint")).select(*table_schema("share_partitions").column_names())
+
+
+def cleanup_cutoffs(partitions: DataFrame, log: F.Column) -> DataFrame:
+    """ESO per log partition: the lowest checkpoint offset of the share-partitions stored there."""
+    return (
+        partitions.where(F.col("checkpoint_offset").isNotNull())
+        .groupBy(log.alias("log"), F.col("checkpoint_log_partition").alias("partition"))
+        .agg(
+            F.min("checkpoint_offset").alias("earliest_share_offset"),
+            F.count(F.lit(1)).alias("share_partitions"),
+        )
+        .select(*table_schema("share_cleanup").column_names())
+    )
+
+
+@dataclass
+class ShareCounts:
+    """How many input records were read, replayed, skipped and quarantined: they must add up."""
+
+    read: int = 0
+    replayed: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    by_kind: Counter = field(default_factory=Counter)
+
+    @property
+    def reconciles(self) -> bool:
+        return self.read == self.replayed + self.skipped + self.quarantined

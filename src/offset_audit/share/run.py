@@ -1,0 +1,213 @@
+"""`offset-audit share`: orchestration only (the logic is in job.py, state.py, chain.py, groups.py,
+assignor.py and limits.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offset_audit.audit import read_end_offsets
+from offset_audit.config import Settings
+from offset_audit.constants import OFFSETS_TOPIC
+from offset_audit.errors import UserError
+from offset_audit.pipeline import decode_dump, write_run
+from offset_audit.report import DecodeReport
+from offset_audit.share import job
+from offset_audit.share.records import QUARANTINE, SHARE_STATE
+from offset_audit.share.state import DELIVERY_STATE_NAMES
+from offset_audit.sinks.delta import write_delta
+from offset_audit.sources import load_raw_records, log_files, resolved
+from offset_audit.sources.snapshot import _expand
+from offset_audit.sources.tables import read_table
+from offset_audit.tables import table_schema
+
+SHARE_TABLES = ("share_partitions", "share_state_batches", "share_problems", "share_cleanup")
+STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
+
+
+@dataclasses.dataclass
+class ShareResult:
+    report: DecodeReport
+    table_rows: dict[str, int]
+    partitions: list[dict]
+    groups: list[dict]
+    findings: list[dict]
+    problems: list[dict]
+
+
+def _write(frame: DataFrame, output: str, name: str) -> int:
+    return write_delta(frame.select(*table_schema(name).column_names()), str(Path(output) / name)).rows
+
+
+def _quarantine_rows(frame: DataFrame) -> DataFrame:
+    return frame.select(*table_schema("quarantine").column_names())
+
+
+def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+    """__share_group_state records -> (replayed rows, quarantine rows, log column for the cut-offs)."""
+    raw = load_raw_records(spark, inputs, dataclasses.replace(settings, topic=job.SHARE_STATE_TOPIC), share=True)
+    decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
+    counts = {r.record_class: r["count"] for r in decoded.groupBy("record_class").count().collect()}
+    report.records_read = sum(counts.values())
+    report.by_class = {SHARE_STATE: counts.get(SHARE_STATE, 0), QUARANTINE: counts.get(QUARANTINE, 0)}
+    if counts.get(job.SKIPPED):
+        report.records_skipped = counts[job.SKIPPED]
+        report.skipped_by_reason = {"other topic": counts[job.SKIPPED]}
+    quarantine = decoded.where(F.col("record_class") == QUARANTINE).select(
+        "source_partition",
+        "source_offset",
+        F.timestamp_micros("record_ts_us").alias("record_timestamp"),
+        "record_type",
+        "value_version",
+        "reason",
+        "key",
+        "value",
+    )
+    replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
+    return decoded, replayed, quarantine, None, F.lit(job.SHARE_STATE_TOPIC)
+
+
+def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeReport, limit: int):
+    files = log_files.log_files(_expand(inputs), job.KIP932_JSON)
+    lines = job.read_kip932_lines(spark, [u.path for u in files]).persist(StorageLevel.MEMORY_AND_DISK)
+    errors = lines.where(F.col("error").isNotNull())
+    report.records_read = lines.count()
+    bad = errors.count()
+    report.by_class = {SHARE_STATE: report.records_read - bad, QUARANTINE: bad}
+    quarantine = errors.select(
+        F.lit(None).cast("int").alias("source_partition"),
+        F.col("line").alias("source_offset"),
+        F.lit(None).cast("timestamp").alias("record_timestamp"),
+        F.lit(None).cast("smallint").alias("record_type"),
+        F.lit(None).cast("smallint").alias("value_version"),
+        F.concat(F.col("error"), F.lit(" ["), F.col("source_file"), F.lit(", line "), F.col("line"), F.lit("]")).alias(
+            "reason"
+        ),
+        F.lit(None).cast("binary").alias("key"),
+        F.encode("text", "utf-8").alias("value"),
+    )
+    replayed = job.replay_kip932(lines).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = job.kip932_delivery_limit(replayed, limit)
+    return lines, replayed, quarantine, partitions, F.col("topic")
+
+
+def _observations(partition_rows: list[dict], batches: DataFrame, delivery_count_limit: int) -> dict[str, list]:
+    """Each share group's partitions as the limits check reads them: in-flight records from the
+    recovered state, and the batches at the delivery limit (the only ones that check looks at)."""
+    from offset_audit.share.limits import SharePartitionObservation, StateBatch
+
+    at_limit: dict[tuple, list] = {}
+    for b in batches.where(F.col("delivery_count") >= delivery_count_limit).collect():
+        state = STATE_BY_NAME.get(b.state)
+        if state is None:  # an unknown state number: reported in share_problems already
+            continue
+        key = (b.group_id, b.topic or b.topic_id, b.partition)
+        at_limit.setdefault(key, []).append(StateBatch(b.first_offset, b.last_offset, state, b.delivery_count))
+    observations: dict[str, list] = {}
+    for r in partition_rows:
+        topic = r["topic"] or r["topic_id"]
+        in_flight = (r["end_offset"] or 0) - (r["start_offset"] or 0)
+        observations.setdefault(r["group_id"], []).append(
+            SharePartitionObservation(
+                topic,
+                r["partition"],
+                in_flight_records=max(in_flight, 0),
+                state_batches=tuple(at_limit.get((r["group_id"], topic, r["partition"]), ())),
+            )
+        )
+    return observations
+
+
+def effective_delivery_limit(effective) -> int:
+    """group.share.delivery.count.limit from the broker's config (its default when not set)."""
+    return int(effective["group.share.delivery.count.limit"])
+
+
+def run_share(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    delivery_count_limit: int | None = None,
+    groups_inputs: list[str] | None = None,
+    end_offsets: str | None = None,
+    broker_config: str | None = None,
+    bootstrap: str = '"$BOOTSTRAP_SERVER"',
+) -> ShareResult:
+    """Replay every share-partition's state, audit the share groups, write the share tables."""
+    from offset_audit.share import groups as share_groups
+    from offset_audit.share import limits
+
+    settings = resolved(settings, inputs, share=True)
+    report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
+    limits_config = limits.load_broker_config(broker_config) if broker_config else {}
+    setting_findings = limits.check_settings(limits_config)
+    try:
+        effective = limits.effective_limits(limits_config)
+    except limits.InvalidBrokerConfig:
+        # The bad settings are reported as findings; the group checks use the valid ones and defaults.
+        effective = limits.limits_despite_errors(limits_config)
+    if delivery_count_limit is None:
+        delivery_count_limit = effective_delivery_limit(effective)
+    if settings.input_format == job.KIP932_JSON:
+        source, replayed, quarantine, partitions, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
+    else:
+        if settings.input_format in log_files.LOG_FORMATS:
+            raise UserError(
+                f"share reads __share_group_state from a Kafka-source snapshot, Delta or live Kafka, or the "
+                f"KIP-932 draft's records with --input-format {job.KIP932_JSON}; not {settings.input_format}"
+            )
+        source, replayed, quarantine, partitions, log = _state_from_dump(
+            spark, inputs, settings, report, delivery_count_limit
+        )
+    try:
+        names = None
+        group_rows: list[dict] = []
+        if groups_inputs:
+            group_report = DecodeReport.start("share", groups_inputs, settings.input_format, "")
+            # --input-format and --topic describe the share-state input; the groups dump is detected.
+            group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+            decode_dump(spark, groups_inputs, str(Path(output) / "decoded"), group_settings, group_report)
+            modern = read_table(spark, str(Path(output) / "decoded"), "modern_group_records")
+            share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
+            group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
+            topics = [
+                (t["topic_id"], t["topic_name"]) for r in group_rows for t in (r.get("topics") or []) if t["topic_name"]
+            ]
+            if topics:
+                names = spark.createDataFrame(sorted(set(topics)), "topic_id string, topic_name string")
+        tables = job.with_topic_names(job.share_tables(replayed, partitions), names)
+        ends = read_end_offsets(spark, end_offsets) if end_offsets else None
+        tables["share_partitions"] = job.with_share_lag(tables["share_partitions"], ends).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        tables["share_cleanup"] = job.cleanup_cutoffs(tables["share_partitions"], log)
+        rows = {name: _write(frame, output, name) for name, frame in tables.items()}
+        rows["quarantine"] = _write(_quarantine_rows(quarantine), output, "quarantine")
+
+        partition_rows = [r.asDict() for r in tables["share_partitions"].collect()]
+        groups = share_groups.replay_share_groups(group_rows)
+        has_state = {r["group_id"] for r in partition_rows}
+        group_table = share_groups.share_group_rows(groups, has_state, bootstrap)
+        observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
+        findings = share_groups.broker_setting_findings(setting_findings)
+        findings += share_groups.assignment_findings(groups)
+        findings += share_groups.limit_findings(groups, observations, effective)
+        spark_groups = spark.createDataFrame(group_table, table_schema("share_groups").struct())
+        spark_findings = spark.createDataFrame(findings, table_schema("share_findings").struct())
+        rows["share_groups"] = _write(spark_groups, output, "share_groups")
+        rows["share_findings"] = _write(spark_findings, output, "share_findings")
+        problems = [r.asDict() for r in tables["share_problems"].limit(20).collect()]
+        tables["share_partitions"].unpersist()
+    finally:
+        replayed.unpersist()
+        source.unpersist()
+    report.table_rows = rows
+    report.finished_at = datetime.now(UTC)
+    write_run(spark, report, output)
+    return ShareResult(report, rows, partition_rows, group_table, findings, problems)
