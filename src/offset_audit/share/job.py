@@ -76,6 +76,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
+        keys: dict = {}  # decoded keys: a share-partition's key repeats in every one of its records
         for batch in batches:
             rows = []
             for item in batch.to_pylist():
@@ -83,7 +84,9 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
                 if item["other"]:
                     rows.append({**coords, "record_class": SKIPPED})
                     continue
-                rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"])})
+                rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"], keys)})
+            if len(keys) > 100_000:
+                keys.clear()
             yield pa.RecordBatch.from_pylist(rows, schema=arrow)
 
     return frame.mapInArrow(decode, _DECODED)

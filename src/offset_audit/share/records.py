@@ -36,15 +36,25 @@ def _none_if_negative(value: int | None) -> int | None:
     return None if value is None or value < 0 else value
 
 
-def decode_share_state_record(codec: RecordCodec, key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """{"record_class": "share_state", ...row} or {"record_class": "quarantine", ...reason}."""
+def decode_share_state_record(
+    codec: RecordCodec, key: bytes | None, value: bytes | None, keys: dict | None = None
+) -> dict[str, Any]:
+    """{"record_class": "share_state", ...row} or {"record_class": "quarantine", ...reason}.
+
+    `keys` caches decoded keys: a dump repeats each share-partition's key for every update.
+    """
     record_type: int | None = None
     value_version: int | None = None
     try:
         record_type = record_type_of(key)
         if value is not None and len(value) >= 2:
             value_version = int.from_bytes(value[:2], "big", signed=True)
-        record_type, fields = codec.decode_key(key)
+        cached = None if keys is None else keys.get(key)
+        if cached is None:
+            cached = codec.decode_key(key)
+            if keys is not None:
+                keys[key] = cached
+        record_type, fields = cached
         decoded = None if value is None else codec.decode_value(record_type, value)
     except UnknownRecordType:
         reason = f"record type {record_type} is not a __share_group_state record (0 ShareSnapshot, 1 ShareUpdate)"
@@ -56,7 +66,7 @@ def decode_share_state_record(codec: RecordCodec, key: bytes | None, value: byte
         "record_type": record_type,
         "kind": "tombstone" if decoded is None else KINDS[record_type],
         "group_id": fields["GroupId"],
-        "topic_id": str(fields["TopicId"]),
+        "topic_id": fields["TopicId"],
         "partition": fields["Partition"],
         "is_tombstone": decoded is None,
     }
