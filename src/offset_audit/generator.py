@@ -676,8 +676,10 @@ def snapshot_to_segments(
     batch_records: int = 1,
     compression: str = "none",
     segment_bytes: int | None = None,
+    topic: str = K.OFFSETS_TOPIC,
 ) -> dict[str, int]:
-    """Rewrite a Kafka-source snapshot as a broker's data directory: `__consumer_offsets-N/*.log`.
+    """Rewrite a Kafka-source snapshot as a broker's data directory: `<topic>-N/*.log` (the snapshot's
+    records of one internal topic: __consumer_offsets, or __share_group_state).
 
     The coordinator appends most records one batch each, so `batch_records` defaults to 1; larger
     batches (and compression) show how the reader copes with other producers' shapes."""
@@ -703,7 +705,7 @@ def snapshot_to_segments(
 
     segments = 0
     for partition in partitions:
-        folder = Path(output) / f"{K.OFFSETS_TOPIC}-{partition}"
+        folder = Path(output) / f"{topic}-{partition}"
         segments += len(
             write_partition(folder, records_of(partition), batch_records, compression, segment_bytes or SEGMENT_BYTES)
         )

@@ -28,7 +28,7 @@ _READ_BUFFER_BYTES = 1 << 20  # batches are read a header at a time: let the buf
 
 # A partition's log directory is "<topic>-<partition>", with ".<id>-delete", "-future" or "-stray" added
 # while the broker deletes, moves or quarantines it (LocalLog.parseTopicPartitionName).
-_OFFSETS_LOG_DIR = re.compile(r"__consumer_offsets-(\d+)(?:\.\S+-(?:delete|future|stray))?")
+_OFFSETS_LOG_DIR = re.compile(r"(__consumer_offsets|__share_group_state)-(\d+)(?:\.\S+-(?:delete|future|stray))?")
 _MAX_PARTITION = 2**31 - 1
 # DefaultRecordBatch: baseOffset(8) length(4) partitionLeaderEpoch(4) magic(1) crc(4), then the int16
 # attributes, whose low byte holds the control flag (bit 5).
@@ -37,14 +37,21 @@ _CONTROL_BIT = 0x20
 
 
 def partition_from_path(path: str) -> int | None:
-    """The __consumer_offsets partition a segment belongs to, from its folder's name; None when the folder
-    is not a `__consumer_offsets-N` log directory (a copy elsewhere needs the partition given)."""
+    """The partition a segment belongs to, from its folder's name; None when the folder is not a
+    `__consumer_offsets-N` (or `__share_group_state-N`) log directory (a copy elsewhere needs it given)."""
     folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
     match = _OFFSETS_LOG_DIR.fullmatch(folder)
     if match is None:
         return None
-    partition = int(match.group(1))
+    partition = int(match.group(2))
     return partition if partition <= _MAX_PARTITION else None
+
+
+def topic_from_path(path: str) -> str | None:
+    """The internal topic a segment belongs to (__consumer_offsets or __share_group_state), from its
+    folder's name; None when the folder does not say."""
+    match = _OFFSETS_LOG_DIR.fullmatch(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    return match.group(1) if match else None
 
 
 def read_segment(

@@ -31,7 +31,7 @@ from pyspark.sql.types import StructField, StructType
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.share import chain, state
-from offset_audit.share.records import SHARE_STATE, decode_share_state_record
+from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.tables import parse_type, table_schema
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -72,7 +72,19 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
     if "source_topic" not in raw.columns:
         raw = raw.withColumn("source_topic", F.lit(None).cast("string"))
     other = F.coalesce(F.col("source_topic").isNotNull() & (F.col("source_topic") != F.lit(topic)), F.lit(False))
-    frame = raw.select("source_partition", "source_offset", "record_ts_us", "key", "value", other.alias("other"))
+    # Log segments bring a reader's error rows and transaction labels (the share coordinator writes no
+    # transactions, but a marker must never be read as a state record).
+    error = F.col("source_error") if "source_error" in raw.columns else F.lit(None).cast("string")
+    marker = F.col("transaction").isin("marker", "aborted") if "transaction" in raw.columns else F.lit(False)
+    frame = raw.select(
+        "source_partition",
+        "source_offset",
+        "record_ts_us",
+        "key",
+        "value",
+        (other | F.coalesce(marker, F.lit(False))).alias("other"),
+        error.alias("source_error"),
+    )
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
@@ -83,6 +95,10 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
                 coords = {k: item[k] for k in ("source_partition", "source_offset", "record_ts_us")}
                 if item["other"]:
                     rows.append({**coords, "record_class": SKIPPED})
+                    continue
+                if item["source_error"] is not None:
+                    unread = {"reason": item["source_error"], "key": item["key"], "value": item["value"]}
+                    rows.append({**coords, "record_class": QUARANTINE, **unread})
                     continue
                 rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"], keys)})
             if len(keys) > 100_000:

@@ -157,10 +157,11 @@ def run_share(
     if settings.input_format == job.KIP932_JSON:
         source, replayed, quarantine, partitions, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
     else:
-        if settings.input_format in log_files.LOG_FORMATS:
+        if settings.input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
             raise UserError(
-                f"share reads __share_group_state from a Kafka-source snapshot, Delta or live Kafka, or the "
-                f"KIP-932 draft's records with --input-format {job.KIP932_JSON}; not {settings.input_format}"
+                f"share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
+                f"segments, or the KIP-932 draft's records with --input-format {job.KIP932_JSON}; the "
+                f"{settings.input_format} text shows __consumer_offsets records only (give it as --groups-input)"
             )
         source, replayed, quarantine, partitions, log = _state_from_dump(
             spark, inputs, settings, report, delivery_count_limit

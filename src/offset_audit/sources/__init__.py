@@ -142,7 +142,7 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     settings = resolved(settings, inputs)
     if settings.input_format in log_files.LOG_FORMATS:
         units, markers = _log_units(spark, inputs, settings)
-        return FileUnits(units, partial(log_files.read_raw, markers=markers), None)
+        return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None)
     if settings.input_format != "kafka" and local_snapshot(inputs):
         pieces = snapshot_pieces(inputs, settings.input_format)
         return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))

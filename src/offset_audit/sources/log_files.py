@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from offset_audit import transactions
 from offset_audit.errors import InputNotFound, UserError
@@ -40,6 +39,7 @@ class LogFile:
     input_format: str
     partition: int | None  # --partition; otherwise the reader takes it from the path or the text
     size: int
+    topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
 
 
 def _walk(path: str, keep) -> list[str]:
@@ -82,7 +82,14 @@ def log_files(paths: list[str], input_format: str, partition: int | None = None)
                 f"cannot tell which __consumer_offsets partition '{unknown[0]}' belongs to: keep segments in "
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
-    return [LogFile(f, input_format, partition, os.path.getsize(f)) for f in files]
+    topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
+    return [LogFile(f, input_format, partition, os.path.getsize(f), topic_of(f)) for f in files]
+
+
+def _segment_topic(path: str) -> str | None:
+    from offset_audit.segments.reader import topic_from_path
+
+    return topic_from_path(path)
 
 
 def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = False) -> Iterator[pa.RecordBatch]:
@@ -120,12 +127,13 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
 _RAW = ("source_partition", "source_offset", "record_ts_us", "key", "value")
 
 
-def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers) -> pa.RecordBatch:
+def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_topic: bool = False) -> pa.RecordBatch:
     """A LOG_RECORD_SCHEMA batch as raw records for `offset_audit.decode.decode_batch`, labelled with
-    its transaction state; every record belongs to __consumer_offsets (the files say so)."""
+    its transaction state; `other_topic` when the file's folder names another topic than the one read
+    (a data directory holding both __consumer_offsets and __share_group_state)."""
     columns = [batch.column(name) for name in _RAW]
     names = list(_RAW)
-    columns.append(pa.array([False] * batch.num_rows, pa.bool_()))
+    columns.append(pa.array([other_topic] * batch.num_rows, pa.bool_()))
     names.append("other_topic")
     for name in ("source_error", "source_note"):
         columns.append(batch.column(name))
@@ -150,12 +158,14 @@ def _located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
     return batch.set_column(index, "source_error", pa.array(located, pa.string()))
 
 
-def read_raw(unit: LogFile, markers: transactions.Markers) -> Iterator[pa.RecordBatch]:
-    """Second pass over one unit: raw-record batches ready for the decoder."""
+def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = None) -> Iterator[pa.RecordBatch]:
+    """Second pass over one unit: raw-record batches ready for the decoder (records of a file whose
+    folder names another topic than `topic` are marked, to be counted as skipped)."""
+    other = unit.topic is not None and topic is not None and unit.topic != topic
     for batch in read_log_file(unit):
         if batch.schema != LOG_RECORD_SCHEMA:
             batch = batch.cast(LOG_RECORD_SCHEMA)
-        yield to_raw_batch(_located_errors(batch, unit), markers)
+        yield to_raw_batch(_located_errors(batch, unit), markers, other)
 
 
 # The DataFrame route (sessions with delta-spark) reads the same units through a Spark Python data
@@ -163,7 +173,7 @@ def read_raw(unit: LogFile, markers: transactions.Markers) -> Iterator[pa.Record
 
 RAW_LOG_DDL = (
     "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary, "
-    "source_error string, source_note string, transaction string"
+    "source_error string, source_note string, transaction string, source_topic string"
 )
 
 
@@ -183,8 +193,10 @@ def _data_source():
             return [_UnitPartition(unit) for unit in self.units]
 
         def read(self, partition):
-            for batch in read_raw(partition.unit, self.markers):
-                yield batch.drop_columns(["other_topic"])
+            unit = partition.unit
+            for batch in read_raw(unit, self.markers):
+                topics = pa.array([unit.topic] * batch.num_rows, pa.string())
+                yield batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
 
     class LogFilesSource(DataSource):
         """Options: "units" and "markers", as JSON (see `raw_dataframe`)."""
@@ -213,4 +225,4 @@ def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactio
         .option("markers", markers.to_json())
         .load()
     )
-    return frame.withColumn("source_topic", F.lit(None).cast("string"))
+    return frame
