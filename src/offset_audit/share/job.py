@@ -16,9 +16,7 @@ Each group yields its partition row, its batches and its problems as rows of one
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -35,7 +33,6 @@ from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_sta
 from offset_audit.tables import parse_type, table_schema
 
 SHARE_STATE_TOPIC = "__share_group_state"
-KIP932_JSON = "kip932-json"
 DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)
 SKIPPED = "skipped"
 
@@ -345,18 +342,3 @@ def cleanup_cutoffs(partitions: DataFrame, log: F.Column) -> DataFrame:
         )
         .select(*table_schema("share_cleanup").column_names())
     )
-
-
-@dataclass
-class ShareCounts:
-    """How many input records were read, replayed, skipped and quarantined: they must add up."""
-
-    read: int = 0
-    replayed: int = 0
-    skipped: int = 0
-    quarantined: int = 0
-    by_kind: Counter = field(default_factory=Counter)
-
-    @property
-    def reconciles(self) -> bool:
-        return self.read == self.replayed + self.skipped + self.quarantined

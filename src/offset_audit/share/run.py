@@ -21,12 +21,11 @@ from offset_audit.share import job
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
 from offset_audit.sinks.delta import write_delta
-from offset_audit.sources import load_raw_records, log_files, resolved
+from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, resolved
 from offset_audit.sources.snapshot import _expand
 from offset_audit.sources.tables import read_table
 from offset_audit.tables import table_schema
 
-SHARE_TABLES = ("share_partitions", "share_state_batches", "share_problems", "share_cleanup")
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
 
 
@@ -73,7 +72,7 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
 
 
 def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeReport, limit: int):
-    files = log_files.log_files(_expand(inputs), job.KIP932_JSON)
+    files = log_files.log_files(_expand(inputs), KIP932_JSON)
     lines = job.read_kip932_lines(spark, [u.path for u in files]).persist(StorageLevel.MEMORY_AND_DISK)
     errors = lines.where(F.col("error").isNotNull())
     report.records_read = lines.count()
@@ -154,13 +153,13 @@ def run_share(
         effective = limits.limits_despite_errors(limits_config)
     if delivery_count_limit is None:
         delivery_count_limit = effective_delivery_limit(effective)
-    if settings.input_format == job.KIP932_JSON:
+    if settings.input_format == KIP932_JSON:
         source, replayed, quarantine, partitions, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
     else:
         if settings.input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
             raise UserError(
                 f"share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
-                f"segments, or the KIP-932 draft's records with --input-format {job.KIP932_JSON}; the "
+                f"segments, or the KIP-932 draft's records with --input-format {KIP932_JSON}; the "
                 f"{settings.input_format} text shows __consumer_offsets records only (give it as --groups-input)"
             )
         source, replayed, quarantine, partitions, log = _state_from_dump(
