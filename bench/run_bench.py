@@ -25,16 +25,21 @@ from offset_audit.session import get_spark
 DATA = Path("bench-data")
 
 
-def dump_for(records: int, seed: int) -> Path:
-    path = DATA / f"dump-{records}-{seed}"
+def cached(name: str, make) -> Path:
+    """bench-data/<name>, made once by make(path): later runs measure the same bytes."""
+    path = DATA / name
     marker = path / ".complete"
     if not marker.exists():
         shutil.rmtree(path, ignore_errors=True)
         started = time.perf_counter()
-        generate_dump(str(path), records, seed=seed, corrupt=20)
+        make(path)
         marker.write_text("ok")
-        print(f"generated {records:,} records in {time.perf_counter() - started:.1f}s -> {path}")
+        print(f"made {path} in {time.perf_counter() - started:.1f}s")
     return path
+
+
+def dump_for(records: int, seed: int) -> Path:
+    return cached(f"dump-{records}-{seed}", lambda path: generate_dump(str(path), records, seed=seed, corrupt=20))
 
 
 def raw_scan(spark, path: Path) -> float:
@@ -51,15 +56,8 @@ def segments_for(records: int, seed: int) -> Path:
     """The same dump as a broker data directory: one record per batch, as the coordinator writes."""
     from offset_audit.generator import snapshot_to_segments
 
-    path = DATA / f"segments-{records}-{seed}"
-    marker = path / ".complete"
-    if not marker.exists():
-        shutil.rmtree(path, ignore_errors=True)
-        started = time.perf_counter()
-        snapshot_to_segments(str(dump_for(records, seed)), str(path))
-        marker.write_text("ok")
-        print(f"wrote segments of {records:,} records in {time.perf_counter() - started:.1f}s -> {path}")
-    return path
+    snapshot = dump_for(records, seed)
+    return cached(f"segments-{records}-{seed}", lambda path: snapshot_to_segments(str(snapshot), str(path)))
 
 
 def plain_read(spark, files: list[str]) -> float:
@@ -106,14 +104,10 @@ def bench_share(spark, records: int, seed: int) -> dict:
     from offset_audit.generator import generate_share_state
     from offset_audit.share.run import run_share
 
-    path = DATA / f"share-state-{records}-{seed}"
-    marker = path / ".complete"
-    if not marker.exists():
-        shutil.rmtree(path, ignore_errors=True)
-        started = time.perf_counter()
-        generate_share_state(str(path), records, seed=seed, world_records=300_000)
-        marker.write_text("ok")
-        print(f"generated {records:,} share-state records in {time.perf_counter() - started:.1f}s -> {path}")
+    path = cached(
+        f"share-state-{records}-{seed}",
+        lambda path: generate_share_state(str(path), records, seed=seed, world_records=300_000),
+    )
     raw_scan(spark, path)
     scan = min(raw_scan(spark, path) for _ in range(3))
     output = DATA / f"share-out-{records}"

@@ -20,6 +20,16 @@ from offset_audit.pipeline import run_decode
 AS_OF = "2026-01-10T00:00:00Z"
 
 
+def assert_same_decode_tables(left, right):
+    """Every decode table holds the same rows under both folders (order aside)."""
+    from offset_audit.decode import TABLES
+
+    for name in TABLES:
+        a = sorted(map(repr, DeltaTable(f"{left}/{name}").to_pyarrow_table().to_pylist()))
+        b = sorted(map(repr, DeltaTable(f"{right}/{name}").to_pyarrow_table().to_pylist()))
+        assert a == b, name
+
+
 def records(*items):
     return list(items)
 
@@ -121,7 +131,6 @@ def test_input_format_auto_refuses_mixed_inputs(spark, segments, tmp_path):
 def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(spark, tmp_path, compression, batch_records):
     """The generated dump (every record type, corrupt records included) written as segment files of
     another shape must decode to the very same tables as the Kafka-source snapshot it came from."""
-    from offset_audit.decode import TABLES
     from offset_audit.generator import generate_dump, snapshot_to_segments
 
     generate_dump(str(tmp_path / "snapshot"), 1500, seed=5, corrupt=6)
@@ -134,10 +143,7 @@ def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(spark, tm
         parquet.records_decoded,
         parquet.quarantined,
     )
-    for name in TABLES:
-        a = sorted(map(repr, DeltaTable(f"{tmp_path}/a/{name}").to_pyarrow_table().to_pylist()))
-        b = sorted(map(repr, DeltaTable(f"{tmp_path}/b/{name}").to_pyarrow_table().to_pylist()))
-        assert a == b, name
+    assert_same_decode_tables(tmp_path / "a", tmp_path / "b")
 
 
 TEXT_DUMPS = Path(__file__).parent / "textdumps"
@@ -177,8 +183,6 @@ def test_audit_summary_says_what_a_text_dump_could_not_tell(spark, tmp_path):
 def test_delta_spark_route_reads_log_dumps_through_the_python_data_source(spark, segments, tmp_path):
     """Sessions with delta-spark decode through DataFrames: the log dump arrives through a Spark
     Python data source (one partition per file) and must give the same tables."""
-    from offset_audit.decode import TABLES
-
     direct = run_decode(spark, [segments], str(tmp_path / "direct"), load_settings())
     frame = run_decode(spark, [segments], str(tmp_path / "frame"), load_settings(), route="dataframe")
     assert (frame.records_read, frame.skipped_by_reason, frame.quarantined) == (
@@ -186,7 +190,4 @@ def test_delta_spark_route_reads_log_dumps_through_the_python_data_source(spark,
         direct.skipped_by_reason,
         direct.quarantined,
     )
-    for name in TABLES:
-        a = sorted(map(repr, DeltaTable(f"{tmp_path}/direct/{name}").to_pyarrow_table().to_pylist()))
-        b = sorted(map(repr, DeltaTable(f"{tmp_path}/frame/{name}").to_pyarrow_table().to_pylist()))
-        assert a == b, name
+    assert_same_decode_tables(tmp_path / "direct", tmp_path / "frame")
