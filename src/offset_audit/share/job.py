@@ -125,6 +125,29 @@ def _state_name(value: int) -> str:
     return state.DELIVERY_STATE_NAMES.get(value, f"UNKNOWN({value})")
 
 
+def _problem_rows(key: dict[str, Any], problems) -> list[dict[str, Any]]:
+    """share_problems rows of one share-partition (ReplayProblem or ChainProblem: partition, offset, reason)."""
+    return [
+        {**key, "row_kind": "problem", "log_partition": p.partition, "log_offset": p.offset, "reason": p.reason}
+        for p in problems
+    ]
+
+
+def _batch_rows(key: dict[str, Any], batches) -> list[dict[str, Any]]:
+    """share_state_batches rows of one share-partition."""
+    return [
+        {
+            **key,
+            "row_kind": "batch",
+            "first_offset": b.first_offset,
+            "last_offset": b.last_offset,
+            "state": _state_name(b.state),
+            "delivery_count": b.delivery_count,
+        }
+        for b in batches
+    ]
+
+
 def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFrame:
     """Per share-partition, Kafka 4.1's replay of its ShareSnapshot/ShareUpdate records."""
     schema = _replay_schema()
@@ -135,10 +158,7 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
         first = rows[0]
         key = {"group_id": first["group_id"], "topic_id": first["topic_id"], "partition": int(first["partition"])}
         result = state.replay_checked([_share_record(r) for r in rows])
-        out = [
-            {**key, "row_kind": "problem", "log_partition": p.partition, "log_offset": p.offset, "reason": p.reason}
-            for p in result.problems
-        ]
+        out = _problem_rows(key, result.problems)
         current = result.state
         if current is not None:
             snapshots = [r for r in rows if r["kind"] == "snapshot"]
@@ -166,17 +186,7 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
                     "problems": len(result.problems),
                 }
             )
-            out += [
-                {
-                    **key,
-                    "row_kind": "batch",
-                    "first_offset": b.first_offset,
-                    "last_offset": b.last_offset,
-                    "state": _state_name(b.state),
-                    "delivery_count": b.delivery_count,
-                }
-                for b in current.effective_batches
-            ]
+            out += _batch_rows(key, current.effective_batches)
         return pa.Table.from_pylist(out, schema=arrow)
 
     records = decoded.where(F.col("record_class") == SHARE_STATE)
@@ -221,7 +231,7 @@ def read_kip932_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     return spark.createDataFrame(rdd, _KIP932_LINES)
 
 
-def replay_kip932(lines: DataFrame) -> DataFrame:
+def replay_kip932(lines: DataFrame, delivery_count_limit: int) -> DataFrame:
     """Per share-partition, the draft's checkpoint + deltas chain (offset_audit.share.chain)."""
     schema = _replay_schema()
     arrow = to_arrow_schema(schema, timezone="UTC")
@@ -230,10 +240,7 @@ def replay_kip932(lines: DataFrame) -> DataFrame:
         records = [json.loads(t) for t in table.column("text").to_pylist()]
         result = chain.replay_chain(records)
         key = {"group_id": result.group_id, "topic": result.topic, "partition": result.partition}
-        out = [
-            {**key, "row_kind": "problem", "log_partition": p.partition, "log_offset": p.offset, "reason": p.reason}
-            for p in result.problems
-        ]
+        out = _problem_rows(key, result.problems)
         if result.share_checkpoint_offset is not None:
             batches = result.batches
             out.append(
@@ -247,43 +254,19 @@ def replay_kip932(lines: DataFrame) -> DataFrame:
                     "acknowledged_records": state.records_in_state(batches, state.ACKNOWLEDGED),
                     "archived_records": state.records_in_state(batches, state.ARCHIVED),
                     "max_delivery_count": state.max_delivery_count(batches),
+                    "records_at_delivery_limit": state.records_at_or_over(batches, delivery_count_limit),
+                    "delivery_count_limit": delivery_count_limit,
                     "checkpoint_offset": result.share_checkpoint_offset,
                     "checkpoint_log_partition": result.partition,
                     "records_replayed": len(records),
                     "problems": len(result.problems),
                 }
             )
-            out += [
-                {
-                    **key,
-                    "row_kind": "batch",
-                    "first_offset": b.first_offset,
-                    "last_offset": b.last_offset,
-                    "state": _state_name(b.state),
-                    "delivery_count": b.delivery_count,
-                }
-                for b in batches
-            ]
+            out += _batch_rows(key, batches)
         return pa.Table.from_pylist(out, schema=arrow)
 
     good = lines.where(F.col("error").isNull())
     return good.groupBy("group_id", "topic", "partition").applyInArrow(replay, schema)
-
-
-def kip932_delivery_limit(replayed: DataFrame, limit: int) -> DataFrame:
-    """records_at_delivery_limit needs the batches; the chain's partition row gets it from them."""
-    at_limit = (
-        replayed.where((F.col("row_kind") == "batch") & (F.col("delivery_count") >= limit))
-        .groupBy("group_id", "topic", "partition")
-        .agg(F.sum(F.col("last_offset") - F.col("first_offset") + 1).alias("_at_limit"))
-    )
-    partitions = replayed.where(F.col("row_kind") == "partition").drop("records_at_delivery_limit")
-    return (
-        partitions.join(at_limit, ["group_id", "topic", "partition"], "left")
-        .withColumn("records_at_delivery_limit", F.coalesce("_at_limit", F.lit(0)).cast("bigint"))
-        .withColumn("delivery_count_limit", F.lit(limit))
-        .drop("_at_limit")
-    )
 
 
 # Shaping the tables ------------------------------------------------------------------------------------
@@ -299,11 +282,10 @@ def _table(frame: DataFrame, name: str) -> DataFrame:
     return frame.select(*columns)
 
 
-def share_tables(replayed: DataFrame, partitions: DataFrame | None = None) -> dict[str, DataFrame]:
+def share_tables(replayed: DataFrame) -> dict[str, DataFrame]:
     """The wide replay rows split into share_partitions, share_state_batches and share_problems."""
-    rows = partitions if partitions is not None else replayed.where(F.col("row_kind") == "partition")
     return {
-        "share_partitions": _table(rows, "share_partitions"),
+        "share_partitions": _table(replayed.where(F.col("row_kind") == "partition"), "share_partitions"),
         "share_state_batches": _table(replayed.where(F.col("row_kind") == "batch"), "share_state_batches"),
         "share_problems": _table(replayed.where(F.col("row_kind") == "problem"), "share_problems"),
     }

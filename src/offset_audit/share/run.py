@@ -68,7 +68,7 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
         "value",
     )
     replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
-    return decoded, replayed, quarantine, None, F.lit(job.SHARE_STATE_TOPIC)
+    return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
 
 
 def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeReport, limit: int):
@@ -90,9 +90,8 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeRep
         F.lit(None).cast("binary").alias("key"),
         F.encode("text", "utf-8").alias("value"),
     )
-    replayed = job.replay_kip932(lines).persist(StorageLevel.MEMORY_AND_DISK)
-    partitions = job.kip932_delivery_limit(replayed, limit)
-    return lines, replayed, quarantine, partitions, F.col("topic")
+    replayed = job.replay_kip932(lines, limit).persist(StorageLevel.MEMORY_AND_DISK)
+    return lines, replayed, quarantine, F.col("topic")
 
 
 def _observations(partition_rows: list[dict], batches: DataFrame, delivery_count_limit: int) -> dict[str, list]:
@@ -154,7 +153,7 @@ def run_share(
     if delivery_count_limit is None:
         delivery_count_limit = effective_delivery_limit(effective)
     if settings.input_format == KIP932_JSON:
-        source, replayed, quarantine, partitions, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
+        source, replayed, quarantine, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
     else:
         if settings.input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
             raise UserError(
@@ -162,9 +161,7 @@ def run_share(
                 f"segments, or the KIP-932 draft's records with --input-format {KIP932_JSON}; the "
                 f"{settings.input_format} text shows __consumer_offsets records only (give it as --groups-input)"
             )
-        source, replayed, quarantine, partitions, log = _state_from_dump(
-            spark, inputs, settings, report, delivery_count_limit
-        )
+        source, replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
     try:
         names = None
         group_rows: list[dict] = []
@@ -181,7 +178,7 @@ def run_share(
             ]
             if topics:
                 names = spark.createDataFrame(sorted(set(topics)), "topic_id string, topic_name string")
-        tables = job.with_topic_names(job.share_tables(replayed, partitions), names)
+        tables = job.with_topic_names(job.share_tables(replayed), names)
         ends = read_end_offsets(spark, end_offsets) if end_offsets else None
         tables["share_partitions"] = job.with_share_lag(tables["share_partitions"], ends).persist(
             StorageLevel.MEMORY_AND_DISK
