@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from offset_audit import audit, rules
 from offset_audit import constants as K
-from offset_audit import rules
 from offset_audit.audit import delete_plan, run_audit, run_whatif
 from offset_audit.config import load_settings
 from offset_audit.generator import SNAPSHOT_SCHEMA
@@ -258,11 +258,22 @@ def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, 
     assert per_snapshot["s1"] == per_snapshot["s2"] > 0
 
 
-def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, split_dump, tmp_path):
-    """Each decode task keeps only its last commit per key; the verdicts must not change for it."""
+def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, split_dump, tmp_path, monkeypatch):
+    """Each decode task decodes only its last record of each key; the verdicts must not change for it.
+    The full-history run also replays the state spread over partitions, as a large state would be."""
     settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    layouts = []
+    load_state = audit.load_state
+
+    def spy(*args):
+        layouts.append(args[-1])  # single_partition
+        return load_state(*args)
+
+    monkeypatch.setattr(audit, "load_state", spy)
     compact = run_audit(spark, [split_dump], str(tmp_path / "compact"), settings, snapshot_id="s")
+    monkeypatch.setattr(audit, "SMALL_STATE_ROWS", 0)
     full = run_audit(spark, [split_dump], str(tmp_path / "full"), settings, snapshot_id="s", keep_decoded=True)
+    assert layouts == [True, False]
     for table in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
         a = spark.read.parquet(*DeltaTable(f"{tmp_path}/compact/{table}").file_uris())
         b = spark.read.parquet(*DeltaTable(f"{tmp_path}/full/{table}").file_uris())
@@ -270,7 +281,10 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     assert compact.report.table_rows["decoded/offset_commits"] == 0
     commit_records = sum(1 for key, _, _ in SCENARIO if key[:2] in (b"\0\0", b"\0\1"))
     assert full.report.table_rows["decoded/offset_commits"] == commit_records
-    assert compact.report.records_decoded == full.report.records_decoded
+    superseded = compact.report.skipped_by_reason["superseded"]
+    assert superseded > 0 and "superseded" not in full.report.skipped_by_reason
+    assert compact.report.records_decoded + superseded == full.report.records_decoded
+    assert compact.report.reconciles and compact.report.records_read == full.report.records_read == len(SCENARIO)
     assert not list((tmp_path / "compact").glob("_replay-*")), "the scratch folder is removed"
 
 

@@ -1,10 +1,14 @@
-"""Each decode task's pre-reduction to its last commit per key (offset_audit.compaction)."""
+"""Each decode task's pre-reduction to its last record per key (offset_audit.compaction)."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+from datetime import UTC, datetime, timedelta
 
-from offset_audit.compaction import LatestPerKey, last_per_key
+import pyarrow as pa
+import pyarrow.parquet as pq
+from vector_files import hex_bytes
+
+from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key
 
 
 def commits(rows: list[tuple]) -> pa.Table:
@@ -62,3 +66,64 @@ def test_accumulating_batch_by_batch_equals_one_reduction_and_stays_small():
 def test_nothing_added_gives_nothing():
     assert LatestPerKey().result() is None
     assert last_per_key(commits([])).num_rows == 0
+
+
+# OffsetCommitKey of ("g", "t", 0) at key version 0 and 1 (reference 2.2), and a GroupMetadataKey of "g".
+KEY_V0 = hex_bytes(["0000", "0001 67", "0001 74", "00000000"])
+KEY_V1 = hex_bytes(["0001", "0001 67", "0001 74", "00000000"])
+KEY_P1 = hex_bytes(["0001", "0001 67", "0001 74", "00000001"])
+GROUP_KEY = hex_bytes(["0002", "0001 67"])
+
+
+def value_v3(offset: int) -> bytes:
+    """OffsetCommitValue v3: offset, leader epoch 5, empty metadata, commit timestamp 1700000000000."""
+    return hex_bytes(["0003", offset.to_bytes(8, "big").hex(), "00000005", "0000", "0000018bcfe56800"])
+
+
+def test_a_version_0_offset_key_is_the_same_key_as_version_1_and_nothing_else_changes():
+    keys = pa.array([KEY_V0, KEY_V1, None, GROUP_KEY, b"\x00"], pa.binary())
+    assert compaction_keys(keys).to_pylist() == [KEY_V1, KEY_V1, None, GROUP_KEY, b"\x00"]
+    untouched = pa.array([KEY_V1, GROUP_KEY], pa.binary())
+    assert compaction_keys(untouched) is untouched
+
+
+def test_only_keyed_records_of_the_topic_that_no_reader_or_marker_holds_back_are_compactable():
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "key": pa.array([KEY_V1, None, KEY_V1, KEY_V1, KEY_V1, KEY_V1, KEY_V1, KEY_V1], pa.binary()),
+            "other_topic": [False, False, True, False, False, False, False, False],
+            "source_error": [None, None, None, "bad CRC", None, None, None, None],
+            "transaction": [None, None, None, None, "committed", "pending", "aborted", "marker"],
+        }
+    )
+    assert compactable(batch).tolist() == [True, False, False, False, True, False, False, False]
+
+
+def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_rest(spark, tmp_path):
+    """Superseded records are never decoded (the second one is not even valid), yet the newest record
+    timestamp still counts them: here the oldest record in the log has the newest timestamp."""
+    from offset_audit.decode import SKIPPED_SUPERSEDED
+    from offset_audit.sinks.direct import decode_to_files
+
+    base = 1_700_000_000_000_000
+    rows = [
+        (0, 0, base + 5_000_000, KEY_V0, value_v3(7)),
+        (0, 1, base + 1_000_000, KEY_V1, value_v3(42)),
+        (0, 2, base, KEY_P1, bytes.fromhex("0003 ffff")),  # truncated: would be quarantined
+        (0, 3, base, KEY_P1, value_v3(2**53 + 1)),
+        (0, 4, base, GROUP_KEY, None),
+    ]
+    frame = spark.createDataFrame(
+        [(*r, "__consumer_offsets") for r in rows],
+        "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary, "
+        "source_topic string",
+    )
+    scratch = tmp_path / "scratch"
+    result = decode_to_files(spark, frame.coalesce(1), str(tmp_path / "out"), "__consumer_offsets", True, scratch)
+    skipped = {k: n for k, n in result.counts.items() if k[0] == SKIPPED_SUPERSEDED}
+    assert sum(skipped.values()) == 2
+    assert sum(n for k, n in result.counts.items() if k[0] == "quarantine") == 0
+    assert sum(result.counts.values()) == len(rows)
+    commits = pa.concat_tables(pq.read_table(f.path) for f in result.files["offset_commits"])
+    assert sorted(commits.column("committed_offset").to_pylist()) == [42, 2**53 + 1]
+    assert result.newest_record == datetime.fromtimestamp(0, UTC) + timedelta(microseconds=base + 5_000_000)

@@ -133,8 +133,9 @@ def _input_settings(inputs, conf_file, input_format, partition, bootstrap_server
 
 
 KEEP_DECODED_HELP = (
-    "also keep the full commit history in DIR/decoded/offset_commits (by default it stays empty: the audit "
-    "only needs each key's last commit, and writing every commit costs more than the audit)."
+    "decode (and quarantine) every record and keep the full commit history in DIR/decoded/offset_commits "
+    "(by default only the last record of each key is decoded, the others count as superseded, and "
+    "offset_commits stays empty)."
 )
 
 

@@ -1,11 +1,12 @@
-"""Arrow-side pre-reduction of offset commits, done inside each decode task for the audit.
+"""Arrow-side pre-reduction of the raw records, done inside each decode task for the audit.
 
-The replay keeps one commit per (group, topic, partition), but a dump commits the same keys over and
-over (the 5M-record bench dump holds 35,808 keys). Sorting millions of wide rows in Spark to find the
-last of each key was most of the audit's time, so every task first keeps only its own last commit of
-each key (tombstones included: a tombstone must still hide an earlier task's commit) and the Spark
-replay (`offset_audit.replay.last_record_wins`) picks among a few rows per key. "Last" is the same order
-the replay uses: source partition, then source offset, with a missing coordinate the oldest.
+The replay keeps the last record of each key, but a dump commits the same keys over and over (the
+5M-record bench dump holds 35,808 keys). Decoding every record only to throw nearly all of them away
+was most of the audit's time, so every task first keeps only its own last record of each key, by the
+key's bytes, before decoding anything: the log as Kafka's log cleaner would leave it. Tombstones are
+kept (a tombstone must still hide an earlier task's record), and the Spark replay
+(`offset_audit.replay.last_record_wins`) picks among a few decoded rows per key. "Last" is the order the
+replay uses: source partition, then source offset, with a missing coordinate the oldest.
 """
 
 from __future__ import annotations
@@ -14,43 +15,67 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.transactions import COMMITTED
+
 COMMIT_KEY = ("group_id", "topic", "partition")
+RAW_KEY = "_compaction_key"
+_V0_OFFSET_KEY = b"\x00\x00"
+_V1_OFFSET_KEY = b"\x00\x01"
+
+
+def compaction_keys(keys: pa.Array) -> pa.Array:
+    """The bytes under which raw records replace each other: the key itself, except that an offset
+    commit key of version 0 counts as version 1 (same layout, and the same key to the coordinator)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    v0 = pc.fill_null(pc.equal(pc.binary_slice(keys, 0, 2), pa.scalar(_V0_OFFSET_KEY, pa.binary())), False)
+    if not pc.any(v0).as_py():
+        return keys
+    rewritten = [_V1_OFFSET_KEY + key[2:] for key in keys.filter(v0).to_pylist()]
+    return pc.replace_with_mask(keys, v0, pa.array(rewritten, keys.type))
 
 
 def last_per_key(table: pa.Table, key: tuple[str, ...] = COMMIT_KEY) -> pa.Table:
-    """The last row of each key in log order, kept in log order."""
+    """The last row of each key in log order, kept in log order.
+
+    Only the position columns are sorted (when the rows are not in log order already) and only the
+    surviving rows are copied: the rows carry raw values, and nearly all of them are dropped.
+    """
     if table.num_rows == 0:
         return table
-    ordered = table if _in_log_order(table) else _sorted_by_position(table)
-    rows = ordered.select(list(key)).append_column("_row", pa.array(np.arange(ordered.num_rows, dtype=np.int64)))
-    last = rows.group_by(list(key), use_threads=False).aggregate([("_row", "max")]).column("_row_max")
-    return ordered.take(pa.array(np.sort(last.to_numpy())))
+    order = _log_order(table)
+    rank = np.arange(table.num_rows, dtype=np.int64)
+    if order is not None:
+        rank[order] = rank.copy()
+    rows = table.select(list(key)).append_column("_rank", pa.array(rank))
+    grouped = rows.group_by(list(key), use_threads=False).aggregate([("_rank", "max")])
+    last = np.sort(grouped.column("_rank_max").to_numpy())
+    return table.take(pa.array(last if order is None else order[last]))
 
 
-def _in_log_order(table: pa.Table) -> bool:
-    """Dumps are nearly always written partition by partition in offset order: then no sort is needed."""
+def _log_order(table: pa.Table) -> np.ndarray | None:
+    """The row indexes in log order, or None when the rows are in log order already (dumps nearly
+    always are written partition by partition in offset order)."""
     partitions, offsets = table.column("source_partition"), table.column("source_offset")
-    if partitions.null_count or offsets.null_count:
-        return False
-    p = partitions.to_numpy().astype(np.int64)
-    o = offsets.to_numpy()
-    dp, do = np.diff(p), np.diff(o)
-    return bool(np.all((dp > 0) | ((dp == 0) & (do >= 0))))
-
-
-def _sorted_by_position(table: pa.Table) -> pa.Table:
+    if not (partitions.null_count or offsets.null_count):
+        dp = np.diff(partitions.to_numpy().astype(np.int64))
+        do = np.diff(offsets.to_numpy())
+        if np.all((dp > 0) | ((dp == 0) & (do >= 0))):
+            return None
     # Spark's descending sort puts nulls last, i.e. a record without coordinates never wins there;
     # here the same record sorts first.
+    positions = table.select(["source_partition", "source_offset"])
     order = pc.sort_indices(
-        table,
+        positions,
         sort_keys=[("source_partition", "ascending", "at_start"), ("source_offset", "ascending", "at_start")],
     )
-    return table.take(order)
+    return order.to_numpy()
 
 
 class LatestPerKey:
-    """Accumulates one task's commits batch by batch, reducing whenever the pending rows outgrow what
-    is already reduced: memory stays near the number of distinct keys, not the number of records."""
+    """Accumulates one task's records batch by batch, reducing whenever the pending rows outgrow what
+    is already reduced: memory stays near the number of distinct keys, not the number of records.
+    `added` counts every row given, so `added - result().num_rows` were superseded."""
 
     def __init__(self, key: tuple[str, ...] = COMMIT_KEY, min_pending: int = 500_000) -> None:
         self.key = key
@@ -58,12 +83,14 @@ class LatestPerKey:
         self.parts: list[pa.Table] = []
         self.pending = 0
         self.reduced = 0
+        self.added = 0
 
     def add(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
         self.parts.append(table)
         self.pending += table.num_rows
+        self.added += table.num_rows
         # Reducing costs a sort of everything held; waiting until the pending rows at least match the
         # reduced ones keeps the total work linear even when nearly every key is distinct.
         if self.pending >= max(self.min_pending, self.reduced):
@@ -78,3 +105,19 @@ class LatestPerKey:
             return None
         self._reduce()
         return self.parts[0]
+
+
+def compactable(batch: pa.RecordBatch) -> np.ndarray:
+    """Rows that may be replaced by a later record of the same key before decoding: keyed records of the
+    topic, not a reader's error row, and not a transactional record still waiting for (or cancelled
+    by) its marker, which the decoder sets aside or counts on its own."""
+    names = batch.schema.names
+    ok = batch.column("key").is_valid().to_numpy(zero_copy_only=False).copy()
+    if "other_topic" in names:
+        ok &= ~batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
+    if "source_error" in names:
+        ok &= batch.column("source_error").is_null().to_numpy(zero_copy_only=False)
+    if "transaction" in names:
+        state = batch.column("transaction")
+        ok &= pc.fill_null(pc.equal(state, COMMITTED), True).to_numpy(zero_copy_only=False)
+    return ok

@@ -50,7 +50,14 @@ OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note")
 SKIPPED = "skipped"
 SKIPPED_ABORTED = "skipped_aborted"
 SKIPPED_MARKER = "skipped_marker"
-SKIP_REASONS = {SKIPPED: "other topic", SKIPPED_ABORTED: "aborted transaction", SKIPPED_MARKER: "transaction marker"}
+# The audit decodes only the last record of each key; the records it replaced are counted as this.
+SKIPPED_SUPERSEDED = "skipped_superseded"
+SKIP_REASONS = {
+    SKIPPED: "other topic",
+    SKIPPED_ABORTED: "aborted transaction",
+    SKIPPED_MARKER: "transaction marker",
+    SKIPPED_SUPERSEDED: "superseded",
+}
 _TRANSACTION_SKIPS = {"aborted": SKIPPED_ABORTED, "marker": SKIPPED_MARKER}
 TABLES = (
     "offset_commits",
@@ -208,7 +215,8 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
     return quarantined
 
 
-def _notes(batch: pa.RecordBatch) -> Counter:
+def source_notes(batch: pa.RecordBatch) -> Counter:
+    """How many records of the batch carry each source note (what a text dump could not tell)."""
     if "source_note" not in batch.schema.names or batch.column("source_note").null_count == batch.num_rows:
         return Counter()
     counted = pc.value_counts(batch.column("source_note").drop_null())
@@ -284,7 +292,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
         parts.append(rows_to_table("offset_commits", generic_commits))
     commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
     return DecodedBatch(
-        commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts, _notes(batch)
+        commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts, source_notes(batch)
     )
 
 

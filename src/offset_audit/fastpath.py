@@ -54,6 +54,12 @@ class BinaryColumn:
         return np.where(self.is_null, -1, self.ends - self.starts)
 
 
+def key_types(keys: pa.Array) -> np.ndarray:
+    """The record type (the key's int16 version) of every key; -1 for null or shorter keys."""
+    column = BinaryColumn.of(keys)
+    return np.where(column.lengths >= 2, _read(column.data, column.starts, 2), -1)
+
+
 def _read(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Big-endian signed integers of `width` bytes at each position (positions clamped in bounds)."""
     return _be(_window(data, pos, width), 0, width)

@@ -82,10 +82,11 @@ def _check(report: DecodeReport) -> None:
 class Decoded:
     """A decode pass as the audit needs it: the newest timestamp among the records the coordinator
     state is rebuilt from (None when the route did not work it out), and, when asked for, the files
-    holding each task's last commit of every key instead of the offset_commits table."""
+    holding each task's commits (its last record of every key) instead of the offset_commits table."""
 
     newest_record: datetime | None = None
     compacted_commits: list[str] | None = None
+    compacted_rows: int = 0
 
 
 def decode_dump(
@@ -101,8 +102,9 @@ def decode_dump(
 
     route "direct" (the default without Delta jars) decodes and writes in one pass and commits with
     delta-rs; "dataframe" builds one DataFrame per table and writes it with `write_delta` (the route of
-    delta-spark sessions). Both produce the same tables. `compact_commits_to` (direct route only) keeps
-    the commit history out of offset_commits, which is then committed empty.
+    delta-spark sessions). Both produce the same tables. `compact_commits_to` (direct route only) makes
+    every task decode only its last record of each key and write its commits to that folder instead of
+    offset_commits, which is then committed empty.
     """
     settings = resolved(settings, inputs)
     report.input_format = settings.input_format
@@ -117,13 +119,14 @@ def decode_dump(
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
         _check(report)  # nothing is committed unless every record is accounted for
-        compacted = None
+        decoded = Decoded(result.newest_record)
         if compact_commits_to is not None:
-            compacted = [str(f.path) for f in result.files["offset_commits"]]
+            decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
+            decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
         for name, written in commit_decoded(output, result.files).items():
             report.table_rows[name] = written.rows
-        return Decoded(result.newest_record, compacted)
+        return decoded
     raw = load_raw_records(spark, inputs, settings)
     report.records_read = raw.count()
     decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -26,8 +27,9 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from offset_audit.compaction import LatestPerKey
-from offset_audit.decode import TABLES, arrow_schema, decode_batch, for_decode
+from offset_audit.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
+from offset_audit.decode import SKIPPED_SUPERSEDED, TABLES, arrow_schema, decode_batch, for_decode, source_notes
+from offset_audit.fastpath import key_types
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, commit_files, local_folder, new_run_dir
@@ -84,9 +86,21 @@ class _TableFile:
             self.writer.close()
 
 
-def _newest(table: pa.Table, newest: int | None) -> int | None:
-    stamp = pc.max(table.column("record_timestamp").cast(pa.int64())).as_py()
+def _newer(stamp: int | None, newest: int | None) -> int | None:
     return stamp if newest is None or (stamp is not None and stamp > newest) else newest
+
+
+def _newest(table: pa.Table, newest: int | None) -> int | None:
+    return _newer(pc.max(table.column("record_timestamp").cast(pa.int64())).as_py(), newest)
+
+
+def _newest_state_record(batch: pa.RecordBatch, state_types: np.ndarray, newest: int | None) -> int | None:
+    """The newest timestamp among raw records whose key type is one the state is rebuilt from (a
+    known record type): superseded records are never decoded, so they are judged by their key."""
+    state = np.isin(key_types(batch.column("key")), state_types)
+    if not state.any():
+        return newest
+    return _newer(pc.max(batch.column("record_ts_us").filter(pa.array(state))).as_py(), newest)
 
 
 def _decode_and_write(
@@ -94,39 +108,48 @@ def _decode_and_write(
 ) -> list[dict]:
     """One task: decode raw batches, write each table's rows to this task's file for it, report.
 
-    With `compact`, the task writes only its last commit of each key (see `offset_audit.compaction`).
+    With `compact`, the task first keeps only its last raw record of each key and decodes those at the
+    end; the others are counted as skipped, superseded (see `offset_audit.compaction`).
     """
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
     codec = RecordCodec(layouts)
     files = {name: _TableFile(Path(run_dirs[name]) / f"{prefix}.parquet", arrow_schema(name)) for name in TABLES}
-    latest = LatestPerKey() if compact else None
+    latest = LatestPerKey((RAW_KEY,)) if compact else None
+    state_types = np.array(sorted(layouts), np.int64)
     counts: Counter = Counter()
     notes: Counter = Counter()
     newest: int | None = None
     read = 0
-    for batch in batches:
-        read += batch.num_rows
+
+    def decode(batch: pa.RecordBatch) -> None:
+        nonlocal newest
         decoded = decode_batch(batch, codec, use_fast_path)
         counts.update(decoded.counts)
         for name in TABLES:
             table = decoded.table(name)
-            if not table.num_rows:
-                continue
-            if name in STATE_TABLES:
-                newest = _newest(table, newest)
-            if latest is not None and name == "offset_commits":
-                # Commits still waiting for their transaction's marker are not the key's committed
-                # offset; they are rare and go through whole (see offset_audit.replay).
-                waiting = pc.fill_null(pc.equal(table.column("transaction"), "pending"), False)
-                latest.add(table.filter(pc.invert(waiting)))
-                if (pending := table.filter(waiting)).num_rows:
-                    files[name].add(pending)
-            else:
+            if table.num_rows:
+                if name in STATE_TABLES:
+                    newest = _newest(table, newest)
                 files[name].add(table)
-        notes.update(decoded.notes)
-    if latest is not None and (kept := latest.result()) is not None:
-        files["offset_commits"].add(kept)
+
+    for batch in batches:
+        read += batch.num_rows
+        notes.update(source_notes(batch))  # before compaction: superseded records count too
+        if latest is not None:
+            held = compactable(batch)
+            if held.any():
+                kept = batch.filter(pa.array(held))
+                # The newest record of the state must count the records that will be superseded too.
+                newest = _newest_state_record(kept, state_types, newest)
+                latest.add(pa.Table.from_batches([kept]).append_column(RAW_KEY, compaction_keys(kept.column("key"))))
+                batch = batch.filter(pa.array(~held))
+        if batch.num_rows:
+            decode(batch)
+    if latest is not None and (last := latest.result()) is not None:
+        counts[(SKIPPED_SUPERSEDED, None, None, None, False)] += latest.added - last.num_rows
+        for batch in last.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
+            decode(batch)
     report = [{"kind": "read", "rows": read}]
     report += [{"kind": "newest", "rows": newest}] if newest is not None else []
     report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
@@ -177,8 +200,8 @@ def decode_to_files(
     Python workers read themselves (faster: no JVM-to-Python transfer). The files are not yet
     committed: the caller checks the counts first, then calls `commit_decoded`.
 
-    `compact_commits_to` (a scratch folder) makes every task write there only its last commit of each
-    key instead of every commit: what the audit's replay needs, not the commit history.
+    `compact_commits_to` (a scratch folder) makes every task decode only its last record of each key
+    and write its commits there: what the audit's replay needs, not the commit history.
     """
     out = local_folder(output)
     run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
