@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from vector_files import hex_bytes
 
 from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key
+from offset_audit.fastpath import key_types
 
 
 def commits(rows: list[tuple]) -> pa.Table:
@@ -82,9 +83,10 @@ def value_v3(offset: int) -> bytes:
 
 def test_a_version_0_offset_key_is_the_same_key_as_version_1_and_nothing_else_changes():
     keys = pa.array([KEY_V0, KEY_V1, None, GROUP_KEY, b"\x00"], pa.binary())
-    assert compaction_keys(keys).to_pylist() == [KEY_V1, KEY_V1, None, GROUP_KEY, b"\x00"]
+    assert key_types(keys).tolist() == [0, 1, -1, 2, -1]
+    assert compaction_keys(keys, key_types(keys)).to_pylist() == [KEY_V1, KEY_V1, None, GROUP_KEY, b"\x00"]
     untouched = pa.array([KEY_V1, GROUP_KEY], pa.binary())
-    assert compaction_keys(untouched) is untouched
+    assert compaction_keys(untouched, key_types(untouched)) is untouched
 
 
 def test_only_keyed_records_of_the_topic_that_no_reader_or_marker_holds_back_are_compactable():

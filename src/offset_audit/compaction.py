@@ -19,20 +19,21 @@ from offset_audit.transactions import COMMITTED
 
 COMMIT_KEY = ("group_id", "topic", "partition")
 RAW_KEY = "_compaction_key"
-_V0_OFFSET_KEY = b"\x00\x00"
 _V1_OFFSET_KEY = b"\x00\x01"
 
 
-def compaction_keys(keys: pa.Array) -> pa.Array:
+def compaction_keys(keys: pa.Array, key_types: np.ndarray) -> pa.Array:
     """The bytes under which raw records replace each other: the key itself, except that an offset
-    commit key of version 0 counts as version 1 (same layout, and the same key to the coordinator)."""
+    commit key of version 0 counts as version 1 (same layout, and the same key to the coordinator).
+    `key_types` is `offset_audit.fastpath.key_types(keys)`."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
-    v0 = pc.fill_null(pc.equal(pc.binary_slice(keys, 0, 2), pa.scalar(_V0_OFFSET_KEY, pa.binary())), False)
-    if not pc.any(v0).as_py():
+    v0 = key_types == 0
+    if not v0.any():
         return keys
-    rewritten = [_V1_OFFSET_KEY + key[2:] for key in keys.filter(v0).to_pylist()]
-    return pc.replace_with_mask(keys, v0, pa.array(rewritten, keys.type))
+    mask = pa.array(v0)
+    rewritten = [_V1_OFFSET_KEY + key[2:] for key in keys.filter(mask).to_pylist()]
+    return pc.replace_with_mask(keys, mask, pa.array(rewritten, keys.type))
 
 
 def last_per_key(table: pa.Table, key: tuple[str, ...] = COMMIT_KEY) -> pa.Table:

@@ -94,10 +94,9 @@ def _newest(table: pa.Table, newest: int | None) -> int | None:
     return _newer(pc.max(table.column("record_timestamp").cast(pa.int64())).as_py(), newest)
 
 
-def _newest_state_record(batch: pa.RecordBatch, state_types: np.ndarray, newest: int | None) -> int | None:
-    """The newest timestamp among raw records whose key type is one the state is rebuilt from (a
-    known record type): superseded records are never decoded, so they are judged by their key."""
-    state = np.isin(key_types(batch.column("key")), state_types)
+def _newest_state_record(batch: pa.RecordBatch, state: np.ndarray, newest: int | None) -> int | None:
+    """The newest timestamp among the raw records marked `state` (their key type is one the state is
+    rebuilt from): superseded records are never decoded, so they are judged by their key."""
     if not state.any():
         return newest
     return _newer(pc.max(batch.column("record_ts_us").filter(pa.array(state))).as_py(), newest)
@@ -139,11 +138,13 @@ def _decode_and_write(
         if latest is not None:
             held = compactable(batch)
             if held.any():
-                kept = batch.filter(pa.array(held))
+                kept = batch if held.all() else batch.filter(pa.array(held))
+                types = key_types(kept.column("key"))
                 # The newest record of the state must count the records that will be superseded too.
-                newest = _newest_state_record(kept, state_types, newest)
-                latest.add(pa.Table.from_batches([kept]).append_column(RAW_KEY, compaction_keys(kept.column("key"))))
-                batch = batch.filter(pa.array(~held))
+                newest = _newest_state_record(kept, np.isin(types, state_types), newest)
+                keys = compaction_keys(kept.column("key"), types)
+                latest.add(pa.Table.from_batches([kept]).append_column(RAW_KEY, keys))
+                batch = batch.slice(0, 0) if held.all() else batch.filter(pa.array(~held))
         if batch.num_rows:
             decode(batch)
     if latest is not None and (last := latest.result()) is not None:
