@@ -4,6 +4,7 @@ delete), then verdicts, then the snapshot-partitioned Delta tables."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -246,6 +247,25 @@ def test_every_row_carries_the_snapshot(audited):
     runs = DeltaTable(f"{output}/runs").to_pyarrow_table().to_pylist()
     assert runs[-1]["command"] == "audit" and runs[-1]["snapshot_id"] == result.snapshot_id
     assert runs[-1]["records_read"] == len(SCENARIO)
+
+
+def test_the_printed_summary_counts_what_the_tables_hold(audited):
+    result, output, partitions, groups = audited
+    by_state = Counter((g["group_type"], g["group_state"], g["would_delete"]) for g in groups.values())
+    assert {(t, s, d): n for t, s, d, n in result.group_summary} == by_state
+    assert [(t, s) for t, s, _, _ in result.group_summary] == sorted((t, s) for t, s, _, _ in result.group_summary)
+    day = 86_400_000
+    ttl = [r["time_to_expiry_ms"] for r in partitions.values() if r["time_to_expiry_ms"] is not None]
+    assert result.offsets == len(partitions) and result.expired == sum(r["expired"] for r in partitions.values())
+    assert result.expiring_24h == sum(0 <= t < day for t in ttl)
+    assert result.expiring_7d == sum(0 <= t < 7 * day for t in ttl)
+    candidates = DeltaTable(f"{output}/deletion_candidates").to_pyarrow_table().to_pylist()
+    per_topic = Counter((c["priority"], c["reason"], c["group_id"], c["topic"]) for c in candidates)
+    expected = sorted(per_topic.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][2], kv[0][3]))[:10]
+    assert [
+        (c["priority"], c["reason"], c["group_id"], c["topic"], c["partitions"]) for c in result.top_candidates
+    ] == [(*k, n) for k, n in expected]
+    assert all(c["lag"] is None for c in result.top_candidates)  # no --end-offsets: no lag
 
 
 def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, tmp_path):

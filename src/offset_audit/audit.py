@@ -38,7 +38,8 @@ TRANSACTIONAL_FORMATS = ("segments", "dump-log")
 # from about 11 s to 10 s and a 5M one's from 20 s to 17 s (`make bench`), and at 560k rows (20M)
 # one partition was as fast as four. Bigger states (large clusters) stay spread over the executors.
 SMALL_STATE_ROWS = 1_000_000
-STATE_TABLES = ("group_metadata", "group_members", "modern_group_records")
+# The decode tables the group rebuild reads besides the commits.
+GROUP_TABLES = ("group_metadata", "group_members", "modern_group_records")
 
 
 @dataclass
@@ -113,7 +114,7 @@ def coordinator_state(
     decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
     report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
     commits = None
-    state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in STATE_TABLES)
+    state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES)
     if decoded.compacted_commits is not None:
         schema = table_schema("offset_commits").struct()
         files = decoded.compacted_commits
