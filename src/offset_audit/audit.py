@@ -25,7 +25,7 @@ from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
-from offset_audit.session import has_delta
+from offset_audit.session import has_delta, scoped_conf
 from offset_audit.sinks.delta import local_folder, write_delta
 from offset_audit.sources.tables import read_table
 from offset_audit.tables import table_schema
@@ -34,10 +34,12 @@ DECODED = "decoded"
 # Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
 TRANSACTIONAL_FORMATS = ("segments", "dump-log")
 # Up to this many decoded state rows the replay runs in one partition: every aggregation, window and
-# join then needs no shuffle, which halves the Spark jobs; on two cores a 1M-record dump's audit went
-# from about 11 s to 10 s and a 5M one's from 20 s to 17 s (`make bench`), and at 560k rows (20M)
-# one partition was as fast as four. Bigger states (large clusters) stay spread over the executors.
+# join then needs no shuffle, which halves the Spark jobs, and adaptive execution, with no shuffle to
+# tune, is turned off for the run (its re-planning between stages only costs). On two cores this took
+# a 1M-record dump's audit from about 11 s to 9 s and a 5M one's from 20 s to 14 s; at 560k state
+# rows (20M records) one partition was as fast as four. Bigger states stay spread over the executors.
 SMALL_STATE_ROWS = 1_000_000
+SMALL_STATE_CONF = {"spark.sql.adaptive.enabled": "false"}
 # The decode tables the group rebuild reads besides the commits.
 GROUP_TABLES = ("group_metadata", "group_members", "modern_group_records")
 
@@ -124,13 +126,14 @@ def coordinator_state(
         state_rows += report.table_rows.get(f"{DECODED}/offset_commits", 0)
     transactions = report.input_format in TRANSACTIONAL_FORMATS
     small = state_rows <= SMALL_STATE_ROWS
-    state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, small)
-    try:
-        yield state
-    finally:
-        state.release()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+    with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
+        state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, small)
+        try:
+            yield state
+        finally:
+            state.release()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
 def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:

@@ -12,7 +12,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib import resources
 
 from pyspark.sql import SparkSession
@@ -96,3 +97,20 @@ def has_delta(spark: SparkSession) -> bool:
         return True
     except Exception:
         return False
+
+
+@contextmanager
+def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Runtime SQL settings for the `with` block only; the session's own values come back after it,
+    so a shared (spark-submit) session is left as it was found."""
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)

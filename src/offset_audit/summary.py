@@ -90,7 +90,7 @@ def audit_summary(result, output: str) -> str:
         history = (
             f"offset_commits {_n(decoded['offset_commits'])}"
             if decoded.get("offset_commits")
-            else "offset_commits empty (--keep-decoded keeps the history)"
+            else "offset_commits empty (last record per key only; --keep-decoded decodes and keeps all)"
         )
         lines.append(
             f"    {'decoded/':<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
