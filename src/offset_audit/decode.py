@@ -136,8 +136,6 @@ class DecodedBatch:
     # route turns these into JSON payloads).
     classified: list[dict[str, Any]]
     counts: Counter = field(default_factory=Counter)
-    # source_note -> records: what a text dump could not tell (see offset_audit.sources.log_records).
-    notes: Counter = field(default_factory=Counter)
 
     def table(self, name: str) -> pa.Table:
         if name == "offset_commits":
@@ -291,9 +289,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     if generic_commits:
         parts.append(rows_to_table("offset_commits", generic_commits))
     commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
-    return DecodedBatch(
-        commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts, source_notes(batch)
-    )
+    return DecodedBatch(commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts)
 
 
 # The DataFrame transport ---------------------------------------------------------------------------
