@@ -83,7 +83,7 @@ def load_state(
     groups = replay.coordinator_groups(
         offsets,
         live_metadata,
-        replay.live_members(members, live_metadata),
+        members,
         replay.live_modern_records(modern),
         pending,
     ).persist(StorageLevel.MEMORY_AND_DISK)
