@@ -49,6 +49,8 @@ def test_runs_table_holds_the_same_numbers(decoded):
     assert run["records_read"] == report.records_read
     assert run["quarantined"] == report.quarantined
     assert dict(run["table_rows"]) == report.table_rows
+    for table in ("runs", "offset_commits"):
+        assert DeltaTable(f"{output}/{table}").metadata().configuration == {"delta.checkpointInterval": "10"}
 
 
 def test_rerun_replaces_tables_atomically_and_appends_a_run(spark, dump, tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.session import has_delta
-from offset_audit.sinks.delta import write_delta
+from offset_audit.sinks.delta import DataFile, commit_files, write_delta
 
 
 def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp_path):
@@ -33,6 +33,23 @@ def test_delta_rs_route_writes_no_spark_markers(spark, tmp_path):
     path = tmp_path / "t"
     write_delta(spark.createDataFrame([(1,)], "x int"), str(path))
     assert not list(path.rglob("_SUCCESS")) and not list(path.rglob(".*.crc"))
+
+
+def test_tables_checkpoint_every_ten_commits(tmp_path):
+    """Scheduled runs add a commit per run: the log must not grow unchecked (delta-rs alone waits for 100)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("x", pa.int64())])
+    for version in range(11):
+        file = tmp_path / f"f{version}.parquet"
+        pq.write_table(pa.table({"x": [version]}, schema=schema), file)
+        commit_files(tmp_path, [DataFile(file, 1, {})], schema)
+    log = sorted(p.name for p in (tmp_path / "_delta_log").iterdir())
+    assert [n for n in log if "checkpoint.parquet" in n] == ["00000000000000000009.checkpoint.parquet"]
+    table = DeltaTable(str(tmp_path))
+    assert table.version() == 10 and table.to_pyarrow_table().column("x").to_pylist() == [10]
+    assert table.metadata().configuration == {"delta.checkpointInterval": "10"}
 
 
 def test_empty_frames_still_make_a_table_with_the_schema(spark, tmp_path):

@@ -21,7 +21,7 @@ from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
-from offset_audit.sinks.delta import write_delta
+from offset_audit.sinks.delta import TABLE_PROPERTIES, write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.tables import table_schema
@@ -65,7 +65,7 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
             row[name] = list(row[name].items())
         table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
         # merge: a runs table written by an older version of this tool gains the new columns.
-        write_deltalake(path, table, mode="append", schema_mode="merge")
+        write_deltalake(path, table, mode="append", schema_mode="merge", configuration=TABLE_PROPERTIES)
     else:
         write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append")
 
