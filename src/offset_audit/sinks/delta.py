@@ -26,7 +26,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.session import has_delta
 
-
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
 # without a checkpoint each open replays every JSON commit of the log: opening a table took 15-20 ms
 # with a checkpoint and 55-70 ms at 95 commits without one, an audit opens 13, and a scheduled audit
