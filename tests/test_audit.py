@@ -286,14 +286,14 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     load_state = audit.load_state
 
     def spy(*args):
-        layouts.append(args[-1])  # single_partition
+        layouts.append(args[-2:])  # commits_latest (merged on the driver), single_partition
         return load_state(*args)
 
     monkeypatch.setattr(audit, "load_state", spy)
     compact = run_audit(spark, [split_dump], str(tmp_path / "compact"), settings, snapshot_id="s")
     monkeypatch.setattr(audit, "SMALL_STATE_ROWS", 0)
     full = run_audit(spark, [split_dump], str(tmp_path / "full"), settings, snapshot_id="s", keep_decoded=True)
-    assert layouts == [True, False]
+    assert layouts == [(True, True), (False, False)]
     for table in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
         a = spark.read.parquet(*DeltaTable(f"{tmp_path}/compact/{table}").file_uris())
         b = spark.read.parquet(*DeltaTable(f"{tmp_path}/full/{table}").file_uris())

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from vector_files import hex_bytes
 
-from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key
+from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
 from offset_audit.fastpath import key_types
 
 
@@ -62,6 +62,28 @@ def test_accumulating_batch_by_batch_equals_one_reduction_and_stays_small():
         latest.add(commits(rows[start : start + 250]))
         assert latest.pending + latest.reduced <= 100 + 250 + 21
     assert latest.result().to_pylist() == last_per_key(commits(rows)).to_pylist()
+
+
+def test_merging_tasks_keeps_the_last_committed_record_and_every_pending_one():
+    """Two tasks' outputs of the same keys, as the audit's driver merges them for a small state."""
+    table = commits(
+        [
+            ("g", "t", 0, 1, 40, False, 400),  # task 1's last of g/t/0
+            ("g", "t", 1, 1, 41, True, None),  # task 1: g/t/1 deleted
+            ("g", "t", 0, 1, 90, False, 900),  # task 2: newer, wins
+            ("g", "t", 1, 1, 30, False, 300),  # task 2: older than the tombstone
+            ("g", "t", 0, 1, 95, False, 950),  # pending transactional commit: set aside, not a winner
+            ("g", "t", 0, 1, 96, False, 960),  # and another, kept too
+        ]
+    ).append_column("transaction", pa.array([None, "committed", None, None, "pending", "pending"]))
+    merged = latest_commits(table).to_pylist()
+    winners = {
+        (r["partition"], r["committed_offset"], r["is_tombstone"]) for r in merged if r["transaction"] != "pending"
+    }
+    assert winners == {(0, 900, False), (1, None, True)}
+    assert sorted(r["committed_offset"] for r in merged if r["transaction"] == "pending") == [950, 960]
+    without_pending = table.filter(pa.array([r["transaction"] != "pending" for r in table.to_pylist()]))
+    assert latest_commits(without_pending).to_pylist() == last_per_key(without_pending).to_pylist()
 
 
 def test_nothing_added_gives_nothing():

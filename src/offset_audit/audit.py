@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit import replay, verdicts
+from offset_audit.compaction import latest_commits
 from offset_audit.config import Settings
+from offset_audit.decode import arrow_schema
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
@@ -61,14 +64,16 @@ def load_state(
     commits: DataFrame | None = None,
     newest: datetime | None = None,
     transactions: bool = False,
+    commits_latest: bool = False,
     single_partition: bool = False,
 ) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log.
 
     `commits` replaces the offset_commits table (the audit passes each decode task's last commit of each
-    key); `newest`, when the decode pass already knows it, saves a scan for the newest record;
-    `transactions` says the input can show pending transactional commits (log segments, dump-log);
-    `single_partition` replays a small state in one partition (see `SMALL_STATE_ROWS`).
+    key, or with `commits_latest` those merged across tasks: one per key); `newest`, when the decode
+    pass already knows it, saves a scan for the newest record; `transactions` says the input can show
+    pending transactional commits (log segments, dump-log); `single_partition` replays a small state in
+    one partition (see `SMALL_STATE_ROWS`).
     """
     commits = read_table(spark, decoded_dir, "offset_commits") if commits is None else commits
     metadata = read_table(spark, decoded_dir, "group_metadata")
@@ -78,7 +83,7 @@ def load_state(
         commits, metadata, members, modern = (f.coalesce(1) for f in (commits, metadata, members, modern))
     pending = replay.pending_commits(commits) if transactions else None
     # Both are read several times (verdicts, group verdicts, summaries): computed once.
-    offsets = replay.live_offsets(commits, pending).persist(StorageLevel.MEMORY_AND_DISK)
+    offsets = replay.live_offsets(commits, pending, commits_latest).persist(StorageLevel.MEMORY_AND_DISK)
     live_metadata = replay.live_group_metadata(metadata)
     groups = replay.coordinator_groups(
         offsets,
@@ -115,25 +120,37 @@ def coordinator_state(
         scratch = local_folder(output) / f"_replay-{uuid.uuid4().hex[:12]}"
     decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
     report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
-    commits = None
     state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES)
     if decoded.compacted_commits is not None:
-        schema = table_schema("offset_commits").struct()
-        files = decoded.compacted_commits
-        commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
         state_rows += decoded.compacted_rows
     else:
         state_rows += report.table_rows.get(f"{DECODED}/offset_commits", 0)
-    transactions = report.input_format in TRANSACTIONAL_FORMATS
     small = state_rows <= SMALL_STATE_ROWS
+    commits, latest = None, False
+    if decoded.compacted_commits is not None:
+        files = decoded.compacted_commits
+        if small and files:
+            files, latest = [str(_merge_on_driver(files, scratch))], True
+        schema = table_schema("offset_commits").struct()
+        commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
+    transactions = report.input_format in TRANSACTIONAL_FORMATS
     with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
-        state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, small)
+        state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small)
         try:
             yield state
         finally:
             state.release()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _merge_on_driver(files: list[str], scratch: Path) -> Path:
+    """The decode tasks' compacted commits as one file of one record per key (see
+    `offset_audit.compaction.latest_commits`); only for a small state, which the driver holds easily."""
+    merged = latest_commits(pa.concat_tables([pq.read_table(f, schema=arrow_schema("offset_commits")) for f in files]))
+    path = scratch / "latest-commits.parquet"
+    pq.write_table(merged, path)
+    return path
 
 
 def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:

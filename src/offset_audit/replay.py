@@ -40,15 +40,21 @@ def pending_commits(offset_commits: DataFrame) -> DataFrame:
     return offset_commits.where(_is_pending(F.col("transaction"))).select(*OFFSET_KEY).distinct()
 
 
-def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None) -> DataFrame:
+def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None, latest: bool = False) -> DataFrame:
     """Committed offsets the coordinator holds: one per (group, topic, partition), with
     `pending_transaction` when a transactional commit of that partition awaits its marker.
 
     A pending commit is not the committed offset yet (the broker keeps it aside until the COMMIT
     marker, then applies it if its record is newer, which log order already gives). `pending` is
-    `pending_commits(offset_commits)`, or None when the input cannot show transactions.
+    `pending_commits(offset_commits)`, or None when the input cannot show transactions. `latest` says
+    the committed records are already one per key, the last (`offset_audit.compaction.latest_commits`):
+    only tombstones are left to remove.
     """
-    committed = last_record_wins(offset_commits.where(~_is_pending(F.col("transaction"))), OFFSET_KEY)
+    committed_records = offset_commits.where(~_is_pending(F.col("transaction")))
+    if latest:
+        committed = committed_records.where(~F.col("is_tombstone"))
+    else:
+        committed = last_record_wins(committed_records, OFFSET_KEY)
     if pending is None:
         return committed.withColumn("pending_transaction", F.lit(False))
     flagged = pending.withColumn("pending_transaction", F.lit(True))
