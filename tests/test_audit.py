@@ -308,6 +308,22 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     assert not list((tmp_path / "compact").glob("_replay-*")), "the scratch folder is removed"
 
 
+def test_a_dump_without_offsets_writes_empty_offset_tables_and_still_judges_its_groups(spark, dump, tmp_path):
+    """The later tables are built from the rows written before them: none written must still work."""
+    table = pq.read_table(f"{dump}/part-0.parquet")
+    bare_group = pa.array([k == group_record("bare", 9)[0] for k in table.column("key").to_pylist()])
+    path = tmp_path / "bare"
+    path.mkdir()
+    pq.write_table(table.filter(bare_group), path / "part-0.parquet")
+    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    result = run_audit(spark, [str(path)], str(tmp_path / "out"), settings, snapshot_id="s")
+    rows = result.report.table_rows
+    assert (rows["partition_verdicts"], rows["group_verdicts"], rows["deletion_candidates"]) == (0, 1, 0)
+    (group,) = DeltaTable(f"{tmp_path}/out/group_verdicts").to_pyarrow_table().to_pylist()
+    assert (group["group_id"], group["offset_count"], group["would_delete"]) == ("bare", 0, True)
+    assert result.offsets == 0 and result.group_summary == [("classic", "Empty", True, 1)]
+
+
 def test_delete_plan_reads_the_newest_snapshot(spark, audited):
     result, output, _, _ = audited
     snapshot, candidates = delete_plan(spark, output)

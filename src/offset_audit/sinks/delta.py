@@ -41,6 +41,7 @@ class WriteResult:
     rows: int
     files: int
     route: str  # "delta-rs" or "delta-spark"
+    data_files: tuple[str, ...] = ()  # delta-rs route: the files this write added
 
 
 def _is_local(path: str) -> bool:
@@ -181,7 +182,7 @@ def _write_with_delta_rs(
         files.append(DataFile(file, pq.read_metadata(file).num_rows, partition_values))
     schema = to_arrow_schema(df.schema, timezone="UTC")
     rows = commit_files(table_dir, files, schema, mode, partition_by, replace_where)
-    return WriteResult(table_dir.name, str(table_dir), rows, len(files), "delta-rs")
+    return WriteResult(table_dir.name, str(table_dir), rows, len(files), "delta-rs", tuple(str(f.path) for f in files))
 
 
 def _remove_spark_markers(run_dir: Path) -> None:
