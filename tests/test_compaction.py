@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from vector_files import hex_bytes
 
 from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
@@ -35,6 +36,25 @@ def test_the_last_record_of_each_key_wins_by_partition_then_offset_not_by_input_
         ]
     )
     assert kept(last_per_key(table)) == {("g", "t", 0, 200), ("g", "t", 1, 50), ("h", "t", 0, 2)}
+
+
+@pytest.mark.parametrize("high", [1, 40_000])  # 40000: past 16 bits, not the radix-sorted path
+def test_interleaved_partitions_each_in_offset_order_are_ordered_by_partition_then_offset(high):
+    """A consumer's dump mixes the partitions; the key that moved to a higher partition wins there."""
+    table = commits(
+        [
+            ("g", "t", 0, high, 7, False, 1),
+            ("g", "t", 0, 0, 50, False, 2),  # higher offset, lower partition: older
+            ("h", "t", 0, high, 8, False, 3),
+            ("h", "t", 0, 0, 60, False, 4),
+            ("h", "t", 0, high, 9, False, 5),  # newest of h
+            ("k", "t", 0, 0, 61, False, 6),
+            ("k", "t", 0, 0, 62, False, 7),
+        ]
+    )
+    assert kept(last_per_key(table)) == {("g", "t", 0, 1), ("h", "t", 0, 5), ("k", "t", 0, 7)}
+    positions = [(r["source_partition"], r["source_offset"]) for r in last_per_key(table).to_pylist()]
+    assert positions == sorted(positions)
 
 
 def test_tombstones_are_kept_so_they_still_hide_other_tasks_commits():

@@ -76,10 +76,18 @@ def _log_order(table: pa.Table) -> np.ndarray | None:
     always are written partition by partition in offset order)."""
     partitions, offsets = table.column("source_partition"), table.column("source_offset")
     if not (partitions.null_count or offsets.null_count):
-        dp = np.diff(partitions.to_numpy().astype(np.int64))
-        do = np.diff(offsets.to_numpy())
+        by_partition = partitions.to_numpy().astype(np.int64)
+        by_offset = offsets.to_numpy()
+        dp, do = np.diff(by_partition), np.diff(by_offset)
         if np.all((dp > 0) | ((dp == 0) & (do >= 0))):
             return None
+        # A consumer's dump interleaves the partitions, each in offset order (and a reduced table
+        # followed by newer rows is the same): a stable sort by partition alone is then the log
+        # order. Partition numbers fit 16 bits, where NumPy's stable sort is a radix sort.
+        narrow = by_partition.min() >= 0 and by_partition.max() < 2**15
+        order = np.argsort(by_partition.astype(np.int16) if narrow else by_partition, kind="stable")
+        if np.all((np.diff(by_partition[order]) > 0) | (np.diff(by_offset[order]) >= 0)):
+            return order
     # Spark's descending sort puts nulls last, i.e. a record without coordinates never wins there;
     # here the same record sorts first.
     positions = table.select(["source_partition", "source_offset"])
