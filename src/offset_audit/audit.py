@@ -219,9 +219,24 @@ def _write(frame: DataFrame, output: str, table: str, snapshot_id: str) -> Write
     )
 
 
+@dataclass(frozen=True)
+class Written:
+    """One snapshot's rows of a table just written: `frame` reads them back from the new files."""
+
+    frame: DataFrame
+    result: WriteResult
+
+    def columns(self, names: list[str]) -> pa.Table:
+        """A few columns on the driver, for the printed summary: with delta-rs, straight from the new
+        Parquet files (no Spark job; three of them cost 0.4-0.7 s); otherwise through Spark."""
+        if not self.result.data_files:
+            return self.frame.select(*names).toArrow()
+        return pa.concat_tables([pq.read_table(f, columns=names) for f in self.result.data_files])
+
+
 def _write_and_read_back(
     spark: SparkSession, frame: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport
-) -> DataFrame:
+) -> Written:
     """Write this snapshot's rows of `table`, then give them back as read from the files just written.
 
     The later tables and the summary build on these rows. Reading them back replaces a persisted copy,
@@ -232,10 +247,10 @@ def _write_and_read_back(
     shape = _with_snapshot(frame, snapshot_id, table).drop("snapshot_id")
     if result.route == "delta-spark":
         written = spark.read.format("delta").load(result.path).where(F.col("snapshot_id") == snapshot_id)
-        return written.select(*shape.columns)
+        return Written(written.select(*shape.columns), result)
     if not result.data_files:
-        return spark.createDataFrame([], shape.schema)
-    return spark.read.schema(shape.schema).parquet(*result.data_files)
+        return Written(spark.createDataFrame([], shape.schema), result)
+    return Written(spark.read.schema(shape.schema).parquet(*result.data_files), result)
 
 
 @dataclass
@@ -281,13 +296,15 @@ def _judge(
 
     retention, interval = settings.retention_minutes, settings.check_interval_ms
 
-    def written(frame: DataFrame, table: str) -> DataFrame:
+    def written(frame: DataFrame, table: str) -> Written:
         return _write_and_read_back(spark, frame, output, table, snapshot, report)
 
     judged = verdicts.judged_offsets(state.offsets, state.groups)
     partitions = written(verdicts.partition_verdicts(judged, as_of, retention, interval, ends), "partition_verdicts")
-    groups = written(verdicts.group_verdicts(partitions, state.groups, as_of, retention, interval), "group_verdicts")
-    candidates = written(verdicts.deletion_candidates(partitions), "deletion_candidates")
+    groups = written(
+        verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval), "group_verdicts"
+    )
+    candidates = written(verdicts.deletion_candidates(partitions.frame), "deletion_candidates")
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
@@ -296,12 +313,11 @@ def _judge(
     return result
 
 
-def _summarise(result: AuditResult, partitions: DataFrame, groups: DataFrame, candidates: DataFrame) -> None:
+def _summarise(result: AuditResult, partitions: Written, groups: Written, candidates: Written) -> None:
     """The printed summary, from the few columns it needs brought to the driver as Arrow: three plain
-    scans of the written verdicts instead of three aggregations, each several Spark stages."""
+    reads of the written verdicts instead of three aggregations, each several Spark stages."""
     by_state = (
-        groups.select("group_type", "group_state", "would_delete")
-        .toArrow()
+        groups.columns(["group_type", "group_state", "would_delete"])
         .group_by(["group_type", "group_state", "would_delete"], use_threads=False)
         .aggregate([([], "count_all")])
         .sort_by([("group_type", "ascending"), ("group_state", "ascending")])
@@ -309,7 +325,7 @@ def _summarise(result: AuditResult, partitions: DataFrame, groups: DataFrame, ca
     result.group_summary = [
         (r["group_type"], r["group_state"], r["would_delete"], r["count_all"]) for r in by_state.to_pylist()
     ]
-    offsets = partitions.select("expired", "time_to_expiry_ms").toArrow()
+    offsets = partitions.columns(["expired", "time_to_expiry_ms"])
     day = 86_400_000
     ttl = offsets.column("time_to_expiry_ms")
     ahead = pc.greater_equal(ttl, 0)
@@ -318,8 +334,7 @@ def _summarise(result: AuditResult, partitions: DataFrame, groups: DataFrame, ca
     result.expiring_24h = _true_count(pc.and_(ahead, pc.less(ttl, day)))
     result.expiring_7d = _true_count(pc.and_(ahead, pc.less(ttl, 7 * day)))
     top = (
-        candidates.select("priority", "reason", "group_id", "topic", "lag")
-        .toArrow()
+        candidates.columns(["priority", "reason", "group_id", "topic", "lag"])
         .group_by(["priority", "reason", "group_id", "topic"], use_threads=False)
         .aggregate([([], "count_all"), ("lag", "sum")])
         .rename_columns({"count_all": "partitions", "lag_sum": "lag"})
