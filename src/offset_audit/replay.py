@@ -218,6 +218,7 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
     )
 
 
+# A group's row as the coordinator holds it (`coordinator_groups` adds `open_transaction`).
 GROUP_COLUMNS = [
     "group_id",
     "group_type",

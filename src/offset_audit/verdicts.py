@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offset_audit import rules
+from offset_audit.replay import GROUP_COLUMNS
 
 
 def _millis_between(later: Column, earlier: Column) -> Column:
@@ -143,14 +144,7 @@ def group_verdicts(
     )
     return frame.select(
         *_scenario(as_of, retention_minutes),
-        "group_id",
-        "group_type",
-        "protocol_type",
-        "group_state",
-        "generation",
-        "current_state_timestamp",
-        "member_count",
-        "subscribed_topics",
+        *GROUP_COLUMNS,  # the group as the coordinator holds it
         "open_transaction",
         offsets.cast("bigint").alias("offset_count"),
         F.coalesce("expired_offset_count", F.lit(0)).cast("bigint").alias("expired_offset_count"),
