@@ -124,15 +124,13 @@ def coordinator_state(
         scratch = local_folder(output) / f"_replay-{uuid.uuid4().hex[:12]}"
     decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
     report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
-    state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES)
-    if decoded.compacted_commits is not None:
-        state_rows += decoded.compacted_rows
-    else:
-        state_rows += report.table_rows.get(f"{DECODED}/offset_commits", 0)
+    files = decoded.compacted_commits
+    state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES) + (
+        report.table_rows.get(f"{DECODED}/offset_commits", 0) if files is None else decoded.compacted_rows
+    )
     small = state_rows <= SMALL_STATE_ROWS
     commits, latest = None, False
-    if decoded.compacted_commits is not None:
-        files = decoded.compacted_commits
+    if files is not None:
         if small and files:
             files, latest = [str(_merge_on_driver(files, scratch))], True
         schema = table_schema("offset_commits").struct()
@@ -207,12 +205,13 @@ def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str) -> DataFrame:
 
 def _write_snapshot(frame: DataFrame, output: str, table: str, snapshot_id: str) -> int:
     """Replace this snapshot's rows of `table` in one commit; other snapshots stay for history."""
-    return _write(frame, output, table, snapshot_id).rows
+    return _write(_with_snapshot(frame, snapshot_id, table), output, table, snapshot_id).rows
 
 
-def _write(frame: DataFrame, output: str, table: str, snapshot_id: str) -> WriteResult:
+def _write(shaped: DataFrame, output: str, table: str, snapshot_id: str) -> WriteResult:
+    """Write rows already in the table's shape (`_with_snapshot`)."""
     return write_delta(
-        _with_snapshot(frame, snapshot_id, table),
+        shaped,
         str(Path(output) / table),
         partition_by=["snapshot_id"],
         replace_where={"snapshot_id": snapshot_id},
@@ -242,9 +241,10 @@ def _write_and_read_back(
     The later tables and the summary build on these rows. Reading them back replaces a persisted copy,
     which cost more than the write itself: 2.8 s to cache 132k partition verdicts against a 0.6 s scan.
     """
-    result = _write(frame, output, table, snapshot_id)
+    shaped = _with_snapshot(frame, snapshot_id, table)
+    result = _write(shaped, output, table, snapshot_id)
     report.table_rows[table] = result.rows
-    shape = _with_snapshot(frame, snapshot_id, table).drop("snapshot_id")
+    shape = shaped.drop("snapshot_id")
     if result.route == "delta-spark":
         written = spark.read.format("delta").load(result.path).where(F.col("snapshot_id") == snapshot_id)
         return Written(written.select(*shape.columns), result)
