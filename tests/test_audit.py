@@ -308,6 +308,16 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     assert not list((tmp_path / "compact").glob("_replay-*")), "the scratch folder is removed"
 
 
+def test_a_failed_state_load_leaves_no_scratch_folder(spark, dump, tmp_path, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("load failed")
+
+    monkeypatch.setattr(audit, "load_state", broken)
+    with pytest.raises(RuntimeError, match="load failed"):
+        run_audit(spark, [dump], str(tmp_path), load_settings())
+    assert (tmp_path / "decoded").exists() and not list(tmp_path.glob("_replay-*"))
+
+
 def test_a_dump_without_offsets_writes_empty_offset_tables_and_still_judges_its_groups(spark, dump, tmp_path):
     """The later tables are built from the rows written before them: none written must still work."""
     table = pq.read_table(f"{dump}/part-0.parquet")

@@ -122,28 +122,31 @@ def coordinator_state(
     scratch = None
     if not keep_decoded and not has_delta(spark):
         scratch = local_folder(output) / f"_replay-{uuid.uuid4().hex[:12]}"
-    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
-    report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
-    files = decoded.compacted_commits
-    state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES) + (
-        report.table_rows.get(f"{DECODED}/offset_commits", 0) if files is None else decoded.compacted_rows
-    )
-    small = state_rows <= SMALL_STATE_ROWS
-    commits, latest = None, False
-    if files is not None:
-        if small and files:
-            files, latest = [str(_merge_on_driver(files, scratch))], True
-        schema = table_schema("offset_commits").struct()
-        commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
-    transactions = report.input_format in TRANSACTIONAL_FORMATS
-    with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
-        state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small)
-        try:
-            yield state
-        finally:
-            state.release()
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
+        report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
+        files = decoded.compacted_commits
+        state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES) + (
+            report.table_rows.get(f"{DECODED}/offset_commits", 0) if files is None else decoded.compacted_rows
+        )
+        small = state_rows <= SMALL_STATE_ROWS
+        commits, latest = None, False
+        if files is not None:
+            if small and files:
+                files, latest = [str(_merge_on_driver(files, scratch))], True
+            schema = table_schema("offset_commits").struct()
+            commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
+        transactions = report.input_format in TRANSACTIONAL_FORMATS
+        with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
+            state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small)
+            try:
+                yield state
+            finally:
+                state.release()
+    finally:
+        # Also when decoding or loading fails: no _replay-* folder is left in the output.
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _merge_on_driver(files: list[str], scratch: Path) -> Path:
