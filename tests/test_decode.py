@@ -137,3 +137,15 @@ def test_members_are_exploded_with_their_group_coordinates(spark):
     assert (member.group_id, member.source_offset, member.member_id) == ("my-group", 1, "c-1")
     assert member.subscribed_topics == ["orders"] and member.broker_subscribed_topics == ["orders"]
     assert [(p.topic, p.partitions) for p in member.assigned_partitions] == [("orders", [0, 1])]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "generic-only"])
+def test_each_commit_is_counted_under_the_layout_era_that_read_it(spark, fast):
+    """A v4 value with a tag 0 that is no topicId is read with the 3.5-4.0 layout, beside 4.1's own."""
+    pre_4_1 = hex_bytes(["0004", "000000000000002a", "00000005", "01", "0000018bcfe56800", "01", "00", "00"])
+    with_id = hex_bytes(["0004", "000000000000002a", "00000005", "01", "0000018bcfe56800", "01", "00", "10", "00" * 16])
+    decoded = decode.decode_records(raw_frame(spark, [(KEY, pre_4_1), (KEY, with_id), (KEY, None)]), use_fast_path=fast)
+    counts = {(r.layout_era, r.is_tombstone): r.records for r in decode.decode_counts(decoded).collect()}
+    assert counts == {("3.5-4.0", False): 1, ("0.9.0+", False): 1, (None, True): 1}
+    tags = [r.unknown_tagged_fields for r in decode.offset_commits(decoded).orderBy("source_offset").collect()]
+    assert [None if t is None else [(x.tag, bytes(x.data)) for x in t] for t in tags] == [[(0, b"")], None, None]

@@ -49,7 +49,7 @@ def test_every_record_type_and_value_version_has_a_vector():
         for version in range(era.valid.low, era.valid.high + 1)
     }
     # Type 0 keys are read with every OffsetCommitValue version, but 0.8.2 only ever wrote v0.
-    wanted -= {(0, "0.8.2+", v) for v in (1, 2, 3, 4)}
+    wanted -= {(0, "0.8.2+", v) for v in (1, 2, 3, 4)} | {(0, "3.5-4.0", 4)}
     assert wanted - seen == set()
 
 
@@ -57,3 +57,14 @@ def test_quarantine_keeps_the_raw_bytes_and_readable_versions():
     row = records.decode_record(CODEC, b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x07\x01")
     assert row["quarantine"]["record_type"] == 1
     assert row["quarantine"]["value_version"] == 7
+
+
+def test_v4_tag_0_that_is_no_topic_id_falls_back_to_the_pre_4_1_layout():
+    """A 3.x broker reads any tag 0 as unknown; only a value no era reads is quarantined."""
+    key = bytes.fromhex("00010001 670001 7400000000".replace(" ", ""))
+    head = bytes.fromhex("0004000000000000002a00000005010000018bcfe56800")
+    topic_id = records.decode_record(CODEC, key, head + bytes.fromhex("01 00 10".replace(" ", "")) + bytes(range(16)))
+    assert topic_id["layout_era"] == "0.9.0+" and topic_id["offset_commit"]["topic_id"] is not None
+    empty_tag = records.decode_record(CODEC, key, head + bytes.fromhex("010000"))
+    assert empty_tag["layout_era"] == "3.5-4.0"
+    assert empty_tag["offset_commit"]["unknown_tagged_fields"] == [{"tag": 0, "data": b""}]

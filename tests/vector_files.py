@@ -67,6 +67,10 @@ def all_vectors() -> list[Vector]:
 
 
 def expected_value(spec: Any) -> Any:
+    if isinstance(spec, list):
+        return [expected_value(item) for item in spec]
+    if isinstance(spec, dict):
+        return {name: expected_value(item) for name, item in spec.items()}
     if isinstance(spec, str) and spec.startswith("repeat:"):
         _, char, count = spec.split(":")
         return char * int(count)

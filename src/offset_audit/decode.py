@@ -131,6 +131,8 @@ class DecodedBatch:
     counts by class, record type, value version, layout and tombstone that the summary reconciles."""
 
     offset_commits: pa.Table
+    # The layout era of each row of `offset_commits` (null for tombstones).
+    commit_eras: pa.Array
     rare: dict[str, list[dict[str, Any]]]
     # Each rare record that is not an offset commit: its class, its count key and its row (the DataFrame
     # route turns these into JSON payloads).
@@ -152,6 +154,9 @@ def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa
         columns["transaction"] = batch.column("transaction").take(rows)
     else:
         columns["transaction"] = pa.nulls(len(fast.rows), pa.string())
+    # The fast path takes only values without unknown tagged fields.
+    unknown_tags = arrow_schema("offset_commits").field("unknown_tagged_fields").type
+    columns["unknown_tagged_fields"] = pa.nulls(len(fast.rows), unknown_tags)
     stage = pa.table({**columns, **fast.columns})
     counts: Counter = Counter()
     # Count by (key type, value version) with one bincount: key types are 0/1, versions -1 (tombstone) to 4.
@@ -168,7 +173,8 @@ def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa
 
 
 def _commit_eras(codec: RecordCodec) -> dict[int, str]:
-    """The layout era of offset commits by key type (each has one value layout)."""
+    """The layout era of the offset commits the fast path takes, by key type: always the first layout
+    (later ones, such as v4 before 4.1, only read values the fast path leaves to the generic reader)."""
     return {t: codec.layouts[t].values[0].era for t in (0, 1)}
 
 
@@ -235,6 +241,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     keys = batch.column("key")
     values = batch.column("value")
     parts = []
+    part_eras: list[pa.Array] = []
     if use_fast_path and pending.any():
         eras = _commit_eras(codec)
         fast = decode_offset_commits(keys, values, allowed=pending)
@@ -242,6 +249,8 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
             pending[fast.rows] = False
             table, fast_counts = _fast_commits(batch, fast, eras)
             parts.append(table)
+            key_eras = pc.if_else(pc.equal(table.column("key_type"), 0), eras[0], eras[1])
+            part_eras.append(pc.if_else(table.column("is_tombstone"), pa.scalar(None, pa.string()), key_eras))
             counts.update(fast_counts)
 
     rare: dict[str, list[dict[str, Any]]] = {name: [] for name in CLASS_TABLE.values()}
@@ -251,6 +260,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
         for q in quarantined
     ]
     rest = pa.array(np.flatnonzero(pending))
+    generic_eras: list[str | None] = []
     if len(rest):
         transactions = (
             batch.column("transaction").take(rest).to_pylist()
@@ -273,6 +283,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
             payload.update(source_partition=partition, source_offset=offset, record_ts_us=stamp)
             if cls == records.OFFSET_COMMIT:
                 payload["transaction"] = transaction
+                generic_eras.append(row.get("layout_era"))
             rare[CLASS_TABLE[cls]].append(payload)
             summary = (
                 cls,
@@ -288,8 +299,11 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     generic_commits = rare.pop("offset_commits")
     if generic_commits:
         parts.append(rows_to_table("offset_commits", generic_commits))
+        part_eras.append(pa.array(generic_eras, pa.string()))
     commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
-    return DecodedBatch(commits, rare, [c for c in classified if c["class"] != records.OFFSET_COMMIT], counts)
+    commit_eras = pa.chunked_array(part_eras, pa.string()).combine_chunks()
+    others = [c for c in classified if c["class"] != records.OFFSET_COMMIT]
+    return DecodedBatch(commits, commit_eras, rare, others, counts)
 
 
 # The DataFrame transport ---------------------------------------------------------------------------
@@ -323,17 +337,12 @@ def decoded_schema() -> StructType:
     )
 
 
-def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema, eras: dict[int, str]) -> Iterator[pa.RecordBatch]:
+def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     commits = decoded.offset_commits
     if commits.num_rows:
-        era = pc.if_else(
-            commits.column("is_tombstone"),
-            pa.scalar(None, pa.string()),
-            pc.if_else(pc.equal(commits.column("key_type"), 0), eras[0], eras[1]),
-        )
         extra = {
             "record_class": pa.array([records.OFFSET_COMMIT] * commits.num_rows, pa.string()),
-            "layout_era": era,
+            "layout_era": decoded.commit_eras,
             "payload": pa.nulls(commits.num_rows, pa.string()),
         }
         arrays = [commits.column(f.name) if f.name in commits.schema.names else extra[f.name] for f in schema]
@@ -374,9 +383,8 @@ def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_p
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
-        eras = _commit_eras(codec)
         for batch in batches:
-            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow, eras)
+            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow)
 
     if "source_topic" not in raw.columns:
         raw = raw.withColumn("source_topic", F.lit(None).cast("string"))

@@ -57,7 +57,16 @@ def offset_commit_row(key: dict[str, Any], decoded: DecodedValue | None) -> dict
         "commit_timestamp": f["commitTimestamp"],
         "expire_timestamp": f.get("expireTimestamp", -1),
         "topic_id": _topic_id(f.get("topicId")),
+        "unknown_tagged_fields": unknown_tagged_fields(f),
     }
+
+
+def unknown_tagged_fields(fields: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Tagged fields the layout does not name, kept as Kafka's readers keep them (tag and raw bytes)."""
+    unknown = fields.get("_unknownTaggedFields")
+    if not unknown:
+        return None
+    return [{"tag": item["tag"], "data": bytes.fromhex(item["data"])} for item in unknown]
 
 
 def _topic_partitions(items: list[dict] | None, topic_field: str = "Topic") -> list[dict] | None:
