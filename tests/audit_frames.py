@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from offset_audit.timestamps import datetime_of, millis_of
+
 AS_OF = datetime(2026, 1, 10, tzinfo=UTC)
 WEEK = 10080  # minutes, the broker default
 
 GROUPS_SCHEMA = (
     "group_id string, group_type string, protocol_type string, group_state string, generation int, "
-    "current_state_timestamp timestamp, member_count int, subscribed_topics array<string>, open_transaction boolean"
+    "current_state_timestamp timestamp, current_state_timestamp_ms bigint, member_count int, "
+    "subscribed_topics array<string>, open_transaction boolean"
 )
 OFFSETS_SCHEMA = (
     "group_id string, topic string, partition int, committed_offset bigint, leader_epoch int, metadata string, "
-    "commit_timestamp timestamp, expire_timestamp timestamp, source_partition int, source_offset bigint, "
-    "pending_transaction boolean"
+    "commit_timestamp timestamp, commit_timestamp_ms bigint, expire_timestamp timestamp, expire_timestamp_ms bigint, "
+    "source_partition int, source_offset bigint, pending_transaction boolean"
 )
 
 
@@ -32,13 +35,24 @@ def group(
     topics=None,
     open_transaction=False,
 ):
-    return (group_id, group_type, protocol_type, state, 3, cst, members, topics, open_transaction)
+    return (group_id, group_type, protocol_type, state, 3, *_both(cst), members, topics, open_transaction)
 
 
 def offset(
     group_id, topic="orders", partition=0, committed=100, commit=None, expire=None, source_offset=0, pending=False
 ):
-    return (group_id, topic, partition, committed, None, "", commit or at(1), expire, 0, source_offset, pending)
+    commit = at(1) if commit is None else commit
+    return (group_id, topic, partition, committed, None, "", *_both(commit), *_both(expire), 0, source_offset, pending)
+
+
+def _both(moment):
+    """A time as the decode tables carry it: TIMESTAMP and exact epoch milliseconds. An int is
+    milliseconds that no date may be able to show."""
+    if moment is None:
+        return (None, None)
+    if isinstance(moment, int):
+        return (datetime_of(moment), moment)
+    return (moment, millis_of(moment))
 
 
 def frames(spark, groups, offsets):

@@ -149,17 +149,17 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
     from offset_audit.decode import SKIPPED_SUPERSEDED
     from offset_audit.sinks.direct import decode_to_files
 
-    base = 1_700_000_000_000_000
+    base = 1_700_000_000_000
     rows = [
-        (0, 0, base + 5_000_000, KEY_V0, value_v3(7)),
-        (0, 1, base + 1_000_000, KEY_V1, value_v3(42)),
+        (0, 0, base + 5_000, KEY_V0, value_v3(7)),
+        (0, 1, base + 1_000, KEY_V1, value_v3(42)),
         (0, 2, base, KEY_P1, bytes.fromhex("0003 ffff")),  # truncated: would be quarantined
         (0, 3, base, KEY_P1, value_v3(2**53 + 1)),
         (0, 4, base, GROUP_KEY, None),
     ]
     frame = spark.createDataFrame(
         [(*r, "__consumer_offsets") for r in rows],
-        "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary, "
+        "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
         "source_topic string",
     )
     scratch = tmp_path / "scratch"
@@ -170,4 +170,4 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
     assert sum(result.counts.values()) == len(rows)
     commits = pa.concat_tables(pq.read_table(f.path) for f in result.files["offset_commits"])
     assert sorted(commits.column("committed_offset").to_pylist()) == [42, 2**53 + 1]
-    assert result.newest_record == datetime.fromtimestamp(0, UTC) + timedelta(microseconds=base + 5_000_000)
+    assert result.newest_record == datetime.fromtimestamp(0, UTC) + timedelta(milliseconds=base + 5_000)

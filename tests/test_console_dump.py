@@ -41,7 +41,7 @@ def test_every_row_says_what_the_console_format_cannot_tell():
     rows = read_rows("console_json_4_x.txt", partition=17)
     assert [row["source_offset"] for row in rows] == list(range(len(rows)))  # ordinals, in file order
     for row in rows:
-        assert row["source_partition"] == 17 and row["record_ts_us"] is None
+        assert row["source_partition"] == 17 and row["record_timestamp_ms"] is None
         assert (row["producer_id"], row["producer_epoch"], row["is_transactional"]) == (-1, -1, False)
         assert row["source_file"].endswith("console_json_4_x.txt")
         assert (row["source_note"] is None) == (row["source_error"] is not None)
@@ -71,7 +71,7 @@ def test_scala_commit_without_epoch_is_v1_and_keeps_big_offsets(scala_offsets):
     row = scala_offsets[1]
     assert row["value"] == h("0001 0020000000000001 0004 636b7074 0000018bcfe56801 ffffffffffffffff")
     commit = decoded(row)["offset_commit"]
-    assert (commit["committed_offset"], commit["metadata"], commit["commit_timestamp"]) == (
+    assert (commit["committed_offset"], commit["metadata"], commit["commit_timestamp_ms"]) == (
         9007199254740993,
         "ckpt",
         1_700_000_000_001,
@@ -80,7 +80,7 @@ def test_scala_commit_without_epoch_is_v1_and_keeps_big_offsets(scala_offsets):
 
 def test_scala_explicit_expiry_and_metadata_with_commas_and_parentheses(scala_offsets):
     commit = decoded(scala_offsets[2])["offset_commit"]
-    assert (commit["value_version"], commit["expire_timestamp"], commit["metadata"]) == (
+    assert (commit["value_version"], commit["expire_timestamp_ms"], commit["metadata"]) == (
         1,
         1_500_086_400_000,
         "a, b=c)",
@@ -118,7 +118,7 @@ def test_scala_group_line_keeps_members_but_not_their_subscriptions(scala_groups
         "range",
         7,
     )
-    assert (group["leader"], group["current_state_timestamp"]) == (None, -1)
+    assert (group["leader"], group["current_state_timestamp_ms"]) == (None, None)
     (member,) = group["members"]
     assert (member["member_id"], member["client_id"], member["client_host"]) == ("c-1", "cl", "/10.0.0.1")
     assert (member["session_timeout_ms"], member["rebalance_timeout_ms"]) == (45000, 300000)
@@ -159,7 +159,11 @@ def test_3_9_offsets_formatter_strings_from_kafkas_test():
     for row, version in zip(rows[1:6], range(5), strict=True):
         assert row["key"] == h("0000" + GROUP_ID_FOO_1)  # key type 0, as the test writes it
         commit = decoded(row)["offset_commit"]
-        assert (commit["value_version"], commit["committed_offset"], commit["commit_timestamp"]) == (version, 100, 1234)
+        assert (commit["value_version"], commit["committed_offset"], commit["commit_timestamp_ms"]) == (
+            version,
+            100,
+            1234,
+        )
         assert commit["metadata"] == "metadata"
         assert commit["leader_epoch"] == (10 if version >= 3 else None)
     assert rows[1]["value"] == h("0000 0000000000000064 0008 6d65746164617461 00000000000004d2")
@@ -184,7 +188,7 @@ def test_3_9_group_formatter_strings_from_kafkas_test():
         "0008 6d656d6265722d31 0008 636c69656e742d31 0006 686f73742d31 000005dc 00000002 0001 00000002 0102"
     )
     v3 = decoded(rows[3])["group_metadata"]
-    assert (v3["current_state_timestamp"], v3["members"][0]["group_instance_id"]) == (1234, "group-instance-1")
+    assert (v3["current_state_timestamp_ms"], v3["members"][0]["group_instance_id"]) == (1234, "group-instance-1")
     assert rows[4]["value"][:2] == h("0004") and decoded(rows[4])["group_metadata"]["leader"] == "leader"
     assert rows[5]["value"] is None
 
@@ -195,7 +199,7 @@ def test_4_x_strings_from_kafkas_tests():
     assert decoded(rows[0])["offset_commit"]["key_type"] == 0
     assert "value version 5" in rows[2]["source_error"]
     v1 = decoded(rows[3])["offset_commit"]
-    assert (v1["key_type"], v1["value_version"], v1["expire_timestamp"]) == (1, 1, 5678)
+    assert (v1["key_type"], v1["value_version"], v1["expire_timestamp_ms"]) == (1, 1, 5678)
     assert rows[4]["value"] == h(
         "0004 0000000000000064 0000000a 09 6d65746164617461 00000000000004d2 01 00 10 30a5f1d5f224432d89f635c784af26d7"
     )

@@ -10,12 +10,12 @@ from vector_files import all_vectors, hex_bytes
 
 from offset_audit import decode
 
-RAW_SCHEMA = "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary"
-TS_US = 1_700_000_000_000_000
+RAW_SCHEMA = "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary"
+TS_MS = 1_700_000_000_000
 
 
 def raw_frame(spark, pairs):
-    rows = [(3, i, TS_US + i, key, value) for i, (key, value) in enumerate(pairs)]
+    rows = [(3, i, TS_MS + i, key, value) for i, (key, value) in enumerate(pairs)]
     return spark.createDataFrame(rows, RAW_SCHEMA)
 
 
@@ -41,40 +41,52 @@ def test_offset_commits_table(spark, fast):
                 **common,
                 source_offset=0,
                 record_timestamp=stamp,
+                record_timestamp_ms=TS_MS,
                 is_tombstone=False,
                 value_version=3,
                 committed_offset=42,
                 leader_epoch=5,
                 metadata="",
                 commit_timestamp=commit,
+                commit_timestamp_ms=1_700_000_000_000,
                 expire_timestamp=None,
+                expire_timestamp_ms=None,
                 topic_id=None,
+                unknown_tagged_fields=None,
             ),
             dict(
                 **common,
                 source_offset=1,
-                record_timestamp=stamp + dt.timedelta(microseconds=1),
+                record_timestamp=stamp + dt.timedelta(milliseconds=1),
+                record_timestamp_ms=TS_MS + 1,
                 is_tombstone=True,
                 value_version=None,
                 committed_offset=None,
                 leader_epoch=None,
                 metadata=None,
                 commit_timestamp=None,
+                commit_timestamp_ms=None,
                 expire_timestamp=None,
+                expire_timestamp_ms=None,
                 topic_id=None,
+                unknown_tagged_fields=None,
             ),
             dict(
                 **common,
                 source_offset=2,
-                record_timestamp=stamp + dt.timedelta(microseconds=2),
+                record_timestamp=stamp + dt.timedelta(milliseconds=2),
+                record_timestamp_ms=TS_MS + 2,
                 is_tombstone=False,
                 value_version=1,
                 committed_offset=42,
                 leader_epoch=None,
                 metadata="",
                 commit_timestamp=commit,
+                commit_timestamp_ms=1_700_000_000_000,
                 expire_timestamp=None,
+                expire_timestamp_ms=None,
                 topic_id=None,
+                unknown_tagged_fields=None,
             ),
         ],
         actual.schema,
@@ -85,8 +97,36 @@ def test_offset_commits_table(spark, fast):
 def test_sentinel_timestamps_become_null(spark):
     decoded = decode.decode_records(raw_frame(spark, [(GROUP_KEY, GROUP_V2_NO_STATE_TS)]))
     row = decode.group_metadata(decoded).collect()[0]
-    assert row.current_state_timestamp is None
+    assert row.current_state_timestamp is None and row.current_state_timestamp_ms is None
     assert row.protocol_type == "consumer" and row.member_count == 0
+
+
+V3_FAR_FUTURE = hex_bytes(["0003", "000000000000002a", "00000005", "0000", "3fffffffffffffff"])
+V1_EXTREMES = hex_bytes(["0001", "000000000000002a", "0000", "c000000000000000", "7fffffffffffffff"])
+GROUP_V3_FAR_STATE = hex_bytes(
+    ["0003", "0008 636f6e73756d6572", "00000008", "ffff", "ffff", "7ffffffffffffff0", "00000000"]
+)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "generic-only"])
+def test_times_no_date_can_show_are_kept_in_milliseconds_and_never_become_wrong_dates(spark, fast):
+    """2^62-1 ms once came out as 1969-12-31 (int64 overflow of ms * 1000)."""
+    raw = spark.createDataFrame(
+        [
+            (3, 0, 2**62, KEY, V3_FAR_FUTURE),
+            (3, 1, -(2**62), KEY, V1_EXTREMES),
+            (3, 2, 2**63 - 1, GROUP_KEY, GROUP_V3_FAR_STATE),
+        ],
+        RAW_SCHEMA,
+    )
+    decoded = decode.decode_records(raw, use_fast_path=fast)
+    commits = decode.offset_commits(decoded).orderBy("source_offset").collect()
+    assert [(c.commit_timestamp, c.commit_timestamp_ms) for c in commits] == [(None, 2**62 - 1), (None, -(2**62))]
+    assert [(c.expire_timestamp, c.expire_timestamp_ms) for c in commits] == [(None, None), (None, 2**63 - 1)]
+    assert [(c.record_timestamp, c.record_timestamp_ms) for c in commits] == [(None, 2**62), (None, -(2**62))]
+    group = decode.group_metadata(decoded).collect()[0]
+    assert (group.current_state_timestamp, group.current_state_timestamp_ms) == (None, 2**63 - 16)
+    assert (group.record_timestamp, group.record_timestamp_ms) == (None, 2**63 - 1)
 
 
 def test_tables_have_their_declared_schemas(spark):

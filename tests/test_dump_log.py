@@ -57,7 +57,7 @@ def test_legacy_commit_is_rebuilt_as_v1_with_the_create_time_as_commit_timestamp
     row = legacy[4]
     assert row["source_partition"] == 7  # from the __consumer_offsets-7 folder in the Dumping header
     assert row["source_file"] == "/var/lib/kafka/data/__consumer_offsets-7/00000000000000000000.log"
-    assert (row["source_offset"], row["record_ts_us"]) == (0, CREATE_TIME * 1000)
+    assert (row["source_offset"], row["record_timestamp_ms"]) == (0, CREATE_TIME)
     assert (row["producer_id"], row["producer_epoch"], row["is_transactional"], row["is_control"]) == (
         -1,
         -1,
@@ -72,7 +72,11 @@ def test_legacy_commit_is_rebuilt_as_v1_with_the_create_time_as_commit_timestamp
     commit = decoded(row)["offset_commit"]
     assert (commit["group_id"], commit["topic"], commit["partition"]) == ("my-group", "orders", 0)
     assert (commit["value_version"], commit["committed_offset"], commit["metadata"]) == (1, 42, "")
-    assert (commit["commit_timestamp"], commit["expire_timestamp"], commit["leader_epoch"]) == (CREATE_TIME, -1, None)
+    assert (commit["commit_timestamp_ms"], commit["expire_timestamp_ms"], commit["leader_epoch"]) == (
+        CREATE_TIME,
+        None,
+        None,
+    )
 
 
 def test_legacy_metadata_runs_to_the_end_of_the_line_commas_and_all(legacy):
@@ -104,7 +108,7 @@ def test_legacy_group_keeps_members_and_assignments_but_not_subscriptions(legacy
         "range",
         7,
     )
-    assert (group["leader"], group["current_state_timestamp"], group["member_count"]) == (None, -1, 2)
+    assert (group["leader"], group["current_state_timestamp_ms"], group["member_count"]) == (None, None, 2)
     first, second = group["members"]
     assert (first["member_id"], first["client_id"], first["client_host"]) == ("c-1", "", "")
     assert first["assigned_partitions"] == [{"topic": "orders", "partitions": [0, 1]}]
@@ -168,7 +172,7 @@ def test_transactional_commit_and_its_commit_marker(legacy):
     assert marker["producer_id"] == 4001
     assert marker["key"] == h("0000 0001")  # version 0, type COMMIT
     assert marker["value"] == h("0000 0000000c")  # version 0, coordinatorEpoch 12
-    assert marker["record_ts_us"] == 1_700_000_006_000_000
+    assert marker["record_timestamp_ms"] == 1_700_000_006_000
 
 
 def test_unicode_group_id_is_utf8_in_the_key(legacy):
@@ -220,7 +224,7 @@ def test_json_v4_topic_id_goes_back_into_its_tagged_field(modern):
 def test_json_v1_keeps_its_explicit_expire_timestamp(modern):
     row = modern[7]
     assert row["value"] == h("0001 0000000000000064 0008 6d65746164617461 00000000000004d2 000000000000162e")
-    assert decoded(row)["offset_commit"]["expire_timestamp"] == 5678
+    assert decoded(row)["offset_commit"]["expire_timestamp_ms"] == 5678
 
 
 def test_json_numbers_stay_integers_above_2_53(modern):
@@ -337,7 +341,11 @@ def test_json_modern_records_map_camel_case_uuids_nested_structs_and_tagged_fiel
 def test_two_x_record_lines_and_the_pre_2_4_decoder():
     rows = by_line(read_rows("dump_log_2_x.txt"))
     first = rows[4]
-    assert (first["source_partition"], first["source_offset"], first["record_ts_us"]) == (3, 0, 1_600_000_000_000_000)
+    assert (first["source_partition"], first["source_offset"], first["record_timestamp_ms"]) == (
+        3,
+        0,
+        1_600_000_000_000,
+    )
     assert first["source_error"] is None and first["source_note"] == D.NOTE_LEGACY_COMMIT
     assert decoded(first)["offset_commit"]["committed_offset"] == 42
     old = decoded(rows[6])["offset_commit"]
@@ -410,7 +418,7 @@ def test_commit_without_any_timestamp_is_quarantined(tmp_path):
         "key: offset_commit::group=g,partition=t-0 payload: offset=1\n"
     )
     (row,) = read_rows(path)
-    assert row["record_ts_us"] is None
+    assert row["record_timestamp_ms"] is None
     assert "no CreateTime" in row["source_error"]
 
 

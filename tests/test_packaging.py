@@ -31,4 +31,4 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["23", "2", "16", "__consumer_offsets"]
+    assert result.stdout.split() == ["23", "2", "20", "__consumer_offsets"]

@@ -206,7 +206,7 @@ TWO_RECORDS = bytes.fromhex(
     14 00 02 02 04 6b62 04 7662 00   # length 10, ts +1, offset +1, key "kb", value "vb"
 """)
 )
-TWO_RECORDS_EXPECTED = [(500, T * 1000, b"ka", b"va"), (501, (T + 1) * 1000, b"kb", b"vb")]
+TWO_RECORDS_EXPECTED = [(500, T, b"ka", b"va"), (501, T + 1, b"kb", b"vb")]
 
 
 def xerial_snappy(data: bytes) -> bytes:
@@ -282,12 +282,12 @@ def v1_wrapper(
 
 def test_plain_batch_gives_one_row_per_record_with_every_field_shape(tmp_path):
     rows = read_rows(write_segment(tmp_path, PLAIN_BATCH))
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value") == [
-        (100, T * 1000, b"k0", b"v0"),
-        (101, (T + 1) * 1000, None, b"v1"),
-        (102, (T + 2) * 1000, b"k2", None),
-        (103, (T + 3) * 1000, b"k3", b""),
-        (104, (T - 5) * 1000, b"k4", b"v4"),
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value") == [
+        (100, T, b"k0", b"v0"),
+        (101, T + 1, None, b"v1"),
+        (102, T + 2, b"k2", None),
+        (103, T + 3, b"k3", b""),
+        (104, T - 5, b"k4", b"v4"),
     ]
     for row in rows:
         assert row["source_partition"] == 7
@@ -337,7 +337,7 @@ def test_log_append_time_gives_every_record_the_batch_max_timestamp(tmp_path):
         14 00 0e 02 04 6b38 04 7638 00   # ts +7, offset +1, "k8"="v8"
     """)
     rows = read_rows(write_segment(tmp_path, batch))
-    assert pick(rows, "source_offset", "record_ts_us") == [(0, (T + 500) * 1000), (1, (T + 500) * 1000)]
+    assert pick(rows, "source_offset", "record_timestamp_ms") == [(0, T + 500), (1, T + 500)]
 
 
 def test_delete_horizon_batch_timestamps_are_the_horizon_plus_delta_as_kafka_reads_them(tmp_path):
@@ -361,7 +361,7 @@ def test_delete_horizon_batch_timestamps_are_the_horizon_plus_delta_as_kafka_rea
         1a 00 fdefb252 02 04 6b39 04 7639 00  # length 13, ts -86399999, offset +1, "k9"="v9"
     """)
     rows = read_rows(write_segment(tmp_path, batch))
-    assert pick(rows, "source_offset", "record_ts_us", "value") == [(0, T * 1000, None), (1, (T + 1) * 1000, b"v9")]
+    assert pick(rows, "source_offset", "record_timestamp_ms", "value") == [(0, T, None), (1, T + 1, b"v9")]
 
 
 @pytest.mark.parametrize(
@@ -377,7 +377,7 @@ def test_delete_horizon_batch_timestamps_are_the_horizon_plus_delta_as_kafka_rea
 )
 def test_each_codec_decompresses_the_records_of_a_magic_2_batch(tmp_path, codec_id, compress):
     rows = read_rows(write_segment(tmp_path, compressed_batch(codec_id, compress(TWO_RECORDS))))
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value") == TWO_RECORDS_EXPECTED
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value") == TWO_RECORDS_EXPECTED
     assert {row["source_error"] for row in rows} == {None}
 
 
@@ -389,7 +389,7 @@ def test_snappy_with_two_xerial_chunks_is_joined(tmp_path):
     )
     payload = bytes.fromhex("82534e4150505900 00000001 00000001") + chunks
     rows = read_rows(write_segment(tmp_path, compressed_batch(2, payload)))
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value") == TWO_RECORDS_EXPECTED
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value") == TWO_RECORDS_EXPECTED
 
 
 def test_magic_2_lz4_frame_with_a_wrong_descriptor_checksum_is_an_error_row(tmp_path):
@@ -493,10 +493,10 @@ def test_magic_0_and_1_messages_have_no_producer_and_magic_0_no_timestamp(tmp_pa
         legacy_v1("0000000000000002", "0000018bcfe56800", "00000001 6b ffffffff", "00000017"),  # tombstone at T
     )
     rows = read_rows(path)
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value", "source_position") == [
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value", "source_position") == [
         (0, None, b"k", b"v", 0),
         (1, None, None, b"w", 28),
-        (2, T * 1000, b"k", None, 55),
+        (2, T, b"k", None, 55),
     ]
     for row in rows:
         assert (row["producer_id"], row["producer_epoch"], row["is_transactional"], row["is_control"]) == (
@@ -514,17 +514,17 @@ def test_magic_0_and_1_messages_have_no_producer_and_magic_0_no_timestamp(tmp_pa
 )
 def test_magic_1_wrapper_inner_offsets_are_relative_to_the_wrapper_offset(tmp_path, codec_hex, compress):
     rows = read_rows(write_segment(tmp_path, v1_wrapper(codec_hex, "0000018bcfe5680c", compress(V1_INNER_SET))))
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value", "source_position") == [
-        (50, (T + 10) * 1000, b"k\x00", b"v\x00", 0),
-        (51, (T + 11) * 1000, b"k\x01", b"v\x01", 0),
-        (52, (T + 12) * 1000, b"k\x02", b"v\x02", 0),
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value", "source_position") == [
+        (50, T + 10, b"k\x00", b"v\x00", 0),
+        (51, T + 11, b"k\x01", b"v\x01", 0),
+        (52, T + 12, b"k\x02", b"v\x02", 0),
     ]
 
 
 def test_magic_1_wrapper_with_log_append_time_gives_its_timestamp_to_inner_messages(tmp_path):
     # attributes 09 = gzip + LogAppendTime; wrapper timestamp T+999
     rows = read_rows(write_segment(tmp_path, v1_wrapper("09", "0000018bcfe56be7", gzip.compress(V1_INNER_SET))))
-    assert pick(rows, "source_offset", "record_ts_us") == [(offset, (T + 999) * 1000) for offset in (50, 51, 52)]
+    assert pick(rows, "source_offset", "record_timestamp_ms") == [(offset, T + 999) for offset in (50, 51, 52)]
 
 
 def magic_0_wrapper(codec_hex: str, compressed: bytes) -> bytes:
@@ -549,7 +549,7 @@ MAGIC_0_INNER_SET = legacy_v0("000000000000000a", "00000001 61 00000001 41", "00
 
 def test_magic_0_gzip_wrapper_inner_offsets_are_absolute(tmp_path):
     rows = read_rows(write_segment(tmp_path, magic_0_wrapper("01", gzip.compress(MAGIC_0_INNER_SET))))
-    assert pick(rows, "source_offset", "record_ts_us", "key", "value") == [
+    assert pick(rows, "source_offset", "record_timestamp_ms", "key", "value") == [
         (10, None, b"a", b"A"),
         (11, None, b"b", b"B"),
     ]
@@ -578,11 +578,11 @@ def test_magic_1_wrapper_offset_below_its_last_inner_offset_is_an_error_row(tmp_
     assert "wrapper offset 1 is less than the last inner message offset 2" in rows[0]["source_error"]
 
 
-def test_timestamp_too_large_for_microseconds_is_null_with_a_note(tmp_path):
+def test_timestamp_beyond_any_date_is_kept_exactly(tmp_path):
     message = legacy_v1("0000000000000000", "7fffffffffffffff", "00000001 6b 00000001 76", "00000018")
     rows = read_rows(write_segment(tmp_path, message))
-    assert pick(rows, "source_offset", "record_ts_us", "value", "source_error") == [(0, None, b"v", None)]
-    assert "does not fit in microseconds" in rows[0]["source_note"]
+    assert pick(rows, "source_offset", "record_timestamp_ms", "value", "source_error") == [(0, 2**63 - 1, b"v", None)]
+    assert rows[0]["source_note"] is None
 
 
 # --- bad and truncated bytes -------------------------------------------------------------------------
@@ -606,7 +606,7 @@ def test_bad_crc_is_one_error_row_and_the_next_batch_is_still_read(tmp_path):
         None,
         None,
     )
-    assert rows[0]["record_ts_us"] is None
+    assert rows[0]["record_timestamp_ms"] is None
     assert pick(rows[1:], "source_offset", "key", "source_position", "source_error") == [
         (200, b"k5", len(PLAIN_BATCH), None)
     ]

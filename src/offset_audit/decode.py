@@ -38,10 +38,14 @@ from offset_audit import records
 from offset_audit.fastpath import decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.tables import TableSchema, as_epoch_millis, parse_type, table_schema
+from offset_audit.tables import TableSchema, coordinate_columns, parse_type, table_schema
+from offset_audit.timestamps import arrow_timestamps, ms_column, spark_timestamp
 
 # Columns every raw record brings to the decode stage (see offset_audit.sources and `for_decode`).
-RAW_COLUMNS = ("source_partition", "source_offset", "record_ts_us", "key", "value", "other_topic")
+RAW_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value", "other_topic")
+# Where a record is in the dump, as the decoders carry it (the TIMESTAMP `record_timestamp` is shown
+# from the exact milliseconds when a table is finalised).
+COORDINATES = ("source_partition", "source_offset", "record_timestamp_ms")
 # Columns only file dumps bring (offset_audit.sources.log_records, after offset_audit.transactions):
 # a reader's error for input it could not read, the transaction state, and what the format cannot tell.
 OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note")
@@ -81,31 +85,25 @@ def arrow_schema(table: str) -> pa.Schema:
     return to_arrow_schema(table_schema(table).struct(), timezone="UTC")
 
 
+def _stage_columns(columns) -> list:
+    """The columns the decoders produce: every one but the TIMESTAMPs, which are shown from their exact
+    milliseconds (`<name>_ms`, see offset_audit.timestamps) when the table is finalised."""
+    return [c for c in columns if not isinstance(parse_type(c.type), TimestampType)]
+
+
 @cache
 def _stage_arrow_schema(table: str) -> pa.Schema:
-    """A table's columns as the decoders produce them: timestamps still Kafka's epoch milliseconds."""
-    schema = table_schema(table)
-    fields = [StructField("record_ts_us", parse_type("bigint"))] + [
-        StructField(c.name, as_epoch_millis(parse_type(c.type))) for c in schema.columns if c.name != "record_timestamp"
-    ]
+    fields = [StructField(c.name, parse_type(c.type)) for c in _stage_columns(table_schema(table).columns)]
     return to_arrow_schema(StructType(fields), timezone="UTC")
 
 
-def _millis_to_timestamps(values: pa.Array) -> pa.Array:
-    # Kafka writes -1 for "no timestamp" (reference 1.2, 2.3, 2.5): that is null in every table.
-    values = pc.if_else(pc.equal(values, -1), pa.scalar(None, pa.int64()), values)
-    return pc.multiply(values, 1000).cast(pa.timestamp("us", tz="UTC"))
-
-
 def finalize(table: str, stage: pa.Table) -> pa.Table:
-    """Decode-stage columns to the table's schema: record_ts_us -> record_timestamp, ms -> TIMESTAMP."""
+    """Decode-stage columns to the table's schema: each TIMESTAMP shown from its exact milliseconds."""
     target = arrow_schema(table)
     columns = []
     for target_field in target:
-        if target_field.name == "record_timestamp":
-            columns.append(stage.column("record_ts_us").cast(target_field.type))
-        elif pa.types.is_timestamp(target_field.type):
-            columns.append(_millis_to_timestamps(stage.column(target_field.name)))
+        if pa.types.is_timestamp(target_field.type):
+            columns.append(arrow_timestamps(stage.column(ms_column(target_field.name))))
         else:
             columns.append(stage.column(target_field.name))
     return pa.Table.from_arrays(columns, schema=target)
@@ -119,7 +117,7 @@ def member_rows(group_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """group_members rows: each member with its group's id and the group record's coordinates."""
     out = []
     for group in group_rows:
-        coords = {k: group[k] for k in ("source_partition", "source_offset", "record_ts_us")}
+        coords = {k: group[k] for k in COORDINATES}
         for member in group.get("members") or []:
             out.append({**member, **coords, "group_id": group["group_id"]})
     return out
@@ -149,7 +147,7 @@ class DecodedBatch:
 
 def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa.Table, Counter]:
     rows = pa.array(fast.rows)
-    columns = {name: batch.column(name).take(rows) for name in ("source_partition", "source_offset", "record_ts_us")}
+    columns = {name: batch.column(name).take(rows) for name in COORDINATES}
     if "transaction" in batch.schema.names:
         columns["transaction"] = batch.column("transaction").take(rows)
     else:
@@ -204,7 +202,7 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
                     "value": batch.column("value")[i].as_py(),
                     "source_partition": batch.column("source_partition")[i].as_py(),
                     "source_offset": batch.column("source_offset")[i].as_py(),
-                    "record_ts_us": batch.column("record_ts_us")[i].as_py(),
+                    "record_timestamp_ms": batch.column("record_timestamp_ms")[i].as_py(),
                 }
             )
         counts[(records.QUARANTINE, None, None, None, False)] += len(quarantined)
@@ -270,7 +268,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
         coords = zip(
             batch.column("source_partition").take(rest).to_pylist(),
             batch.column("source_offset").take(rest).to_pylist(),
-            batch.column("record_ts_us").take(rest).to_pylist(),
+            batch.column("record_timestamp_ms").take(rest).to_pylist(),
             keys.take(rest).to_pylist(),
             values.take(rest).to_pylist(),
             transactions,
@@ -280,7 +278,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
             row = records.decode_record(codec, key, value)
             cls = row["record_class"]
             payload = row[cls]
-            payload.update(source_partition=partition, source_offset=offset, record_ts_us=stamp)
+            payload.update(source_partition=partition, source_offset=offset, record_timestamp_ms=stamp)
             if cls == records.OFFSET_COMMIT:
                 payload["transaction"] = transaction
                 generic_eras.append(row.get("layout_era"))
@@ -308,15 +306,17 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
 
 # The DataFrame transport ---------------------------------------------------------------------------
 
+_COORDINATE_NAMES = tuple(c.name for c in coordinate_columns())
+
 
 @cache
 def _payload_struct(table: str) -> StructType:
     schema: TableSchema = table_schema(table)
-    fields = [StructField(c.name, as_epoch_millis(parse_type(c.type))) for c in schema.without_coordinates()]
+    fields = [StructField(c.name, parse_type(c.type)) for c in _stage_columns(schema.without_coordinates())]
     if table == "group_metadata":
         members = [
-            StructField(c.name, as_epoch_millis(parse_type(c.type)))
-            for c in table_schema("group_members").without_coordinates()
+            StructField(c.name, parse_type(c.type))
+            for c in _stage_columns(table_schema("group_members").without_coordinates())
             if c.name != "group_id"
         ]
         fields.append(StructField("members", ArrayType(StructType(members))))
@@ -355,7 +355,7 @@ def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator
             {
                 "source_partition": payload["source_partition"],
                 "source_offset": payload["source_offset"],
-                "record_timestamp": payload["record_ts_us"],
+                "record_timestamp_ms": payload["record_timestamp_ms"],
                 "key_type": key_type,
                 "value_version": version,
                 "is_tombstone": tombstone,
@@ -367,9 +367,8 @@ def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator
     for skipped_class in SKIP_REASONS:
         rows += [{"record_class": skipped_class}] * decoded.counts.get((skipped_class, None, None, None, False), 0)
     if rows:
-        stage = schema.set(schema.get_field_index("record_timestamp"), pa.field("record_timestamp", pa.int64()))
-        table = pa.Table.from_pylist(rows, schema=stage)
-        stamps = table.column("record_timestamp").cast(pa.timestamp("us", tz="UTC"))
+        table = pa.Table.from_pylist(rows, schema=schema)
+        stamps = arrow_timestamps(table.column("record_timestamp_ms"))
         yield from table.set_column(
             table.schema.get_field_index("record_timestamp"), schema.field("record_timestamp"), stamps
         ).to_batches()
@@ -391,26 +390,21 @@ def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_p
     return for_decode(raw, topic).mapInArrow(decode_partition, schema)
 
 
-def _millis_to_timestamp(column: Column) -> Column:
-    return F.when(column == -1, F.lit(None)).otherwise(F.timestamp_millis(column))
-
-
 def _from_payload(decoded: DataFrame, record_class: str, table: str) -> DataFrame:
     parsed = decoded.where(F.col("record_class") == record_class).select(
-        "source_partition",
-        "source_offset",
-        "record_timestamp",
+        *_COORDINATE_NAMES,
         F.from_json("payload", _payload_struct(table)).alias("_row"),
     )
     return parsed
 
 
 def _project(frame: DataFrame, table: str, source: Column) -> DataFrame:
-    columns = [F.col("source_partition"), F.col("source_offset"), F.col("record_timestamp")]
+    columns = [F.col(name) for name in _COORDINATE_NAMES]
     for column in table_schema(table).without_coordinates():
-        value = source[column.name]
         if isinstance(parse_type(column.type), TimestampType):
-            value = _millis_to_timestamp(value)
+            value = spark_timestamp(source[ms_column(column.name)])
+        else:
+            value = source[column.name]
         columns.append(value.alias(column.name))
     return frame.select(*columns)
 
@@ -428,16 +422,12 @@ def group_metadata(decoded: DataFrame) -> DataFrame:
 def group_members(decoded: DataFrame) -> DataFrame:
     """One row per member, exploded from the group records; the coordinates are the group record's."""
     members = _from_payload(decoded, records.GROUP_METADATA, "group_metadata").select(
-        "source_partition",
-        "source_offset",
-        "record_timestamp",
+        *_COORDINATE_NAMES,
         F.col("_row.group_id").alias("_group_id"),
         F.explode("_row.members").alias("_member"),
     )
     return members.select(
-        "source_partition",
-        "source_offset",
-        "record_timestamp",
+        *_COORDINATE_NAMES,
         *[
             (F.col("_group_id") if c.name == "group_id" else F.col("_member")[c.name]).alias(c.name)
             for c in table_schema("group_members").without_coordinates()

@@ -253,8 +253,8 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, allowed: np.ndarray 
         "committed_offset": live_only(offset[rows], pa.int64()),
         "leader_epoch": live_only(leader_epoch[rows], pa.int32(), sentinel=-1),
         "metadata": pc.if_else(pa.array(live_rows), metadata, pa.scalar(None, pa.string())),
-        "commit_timestamp": live_only(commit_ts[rows], pa.int64()),
-        "expire_timestamp": live_only(expire_ts[rows], pa.int64()),
+        "commit_timestamp_ms": live_only(commit_ts[rows], pa.int64()),
+        "expire_timestamp_ms": live_only(expire_ts[rows], pa.int64(), sentinel=-1),
         "topic_id": topic_ids,
     }
     return FastCommits(rows, columns)

@@ -54,8 +54,9 @@ def offset_commit_row(key: dict[str, Any], decoded: DecodedValue | None) -> dict
         "committed_offset": f["offset"],
         "leader_epoch": _none_if(f.get("leaderEpoch", -1), -1),
         "metadata": f["metadata"],
-        "commit_timestamp": f["commitTimestamp"],
-        "expire_timestamp": f.get("expireTimestamp", -1),
+        # Milliseconds exactly as stored; -1 means "no expiry" (KAFKA-8069), but a commit time is kept whatever it is.
+        "commit_timestamp_ms": f["commitTimestamp"],
+        "expire_timestamp_ms": _none_if(f.get("expireTimestamp", -1), -1),
         "topic_id": _topic_id(f.get("topicId")),
         "unknown_tagged_fields": unknown_tagged_fields(f),
     }
@@ -133,7 +134,7 @@ def group_metadata_row(key: dict[str, Any], decoded: DecodedValue | None) -> dic
         "generation": f["generation"],
         "protocol": f["protocol"],
         "leader": f["leader"],
-        "current_state_timestamp": f.get("currentStateTimestamp", -1),
+        "current_state_timestamp_ms": _none_if(f.get("currentStateTimestamp", -1), -1),
         "member_count": len(members),
         "members": [member_row(i, m, protocol_type) for i, m in enumerate(members)],
     }

@@ -111,6 +111,7 @@ def classic_groups(live_metadata: DataFrame, group_members: DataFrame) -> DataFr
         F.when(F.col("member_count") > 0, "Stable").otherwise("Empty").alias("group_state"),
         "generation",
         "current_state_timestamp",
+        "current_state_timestamp_ms",
         "member_count",
         subscribed.alias("subscribed_topics"),
     )
@@ -213,6 +214,7 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
         _modern_state(members, F.col("group_epoch"), F.col("assignment_epoch"), unreconciled).alias("group_state"),
         F.col("group_epoch").alias("generation"),
         F.lit(None).cast("timestamp").alias("current_state_timestamp"),
+        F.lit(None).cast("long").alias("current_state_timestamp_ms"),
         members.cast("int").alias("member_count"),
         F.array_sort(F.array_distinct(topics)).alias("subscribed_topics"),
     )
@@ -226,6 +228,7 @@ GROUP_COLUMNS = [
     "group_state",
     "generation",
     "current_state_timestamp",
+    "current_state_timestamp_ms",
     "member_count",
     "subscribed_topics",
 ]
@@ -256,6 +259,7 @@ def coordinator_groups(
         F.lit("Empty").alias("group_state"),
         F.lit(None).cast("int").alias("generation"),
         F.lit(None).cast("timestamp").alias("current_state_timestamp"),
+        F.lit(None).cast("long").alias("current_state_timestamp_ms"),
         F.lit(0).alias("member_count"),
         F.lit(None).cast("array<string>").alias("subscribed_topics"),
     ]

@@ -10,6 +10,8 @@ Every function takes Columns of the joined offset + group row and returns a Colu
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -100,9 +102,9 @@ def is_subscribed_to_topic(
     )
 
 
-def has_explicit_expiry(expire_timestamp: Column) -> Column:
+def has_explicit_expiry(expire_timestamp_ms: Column) -> Column:
     # Sentinel -1 is already null in offset_commits.
-    return expire_timestamp.isNotNull()
+    return expire_timestamp_ms.isNotNull()
 
 
 def expiry_rule(
@@ -111,14 +113,14 @@ def expiry_rule(
     group_state: Column,
     subscribed_topics: Column,
     topic: Column,
-    expire_timestamp: Column,
+    expire_timestamp_ms: Column,
     pending_transaction: Column,
 ) -> Column:
     """Which rule decides an offset's expiry, in the broker's order."""
 
     def explicit_or(rule: str) -> Column:
         # An explicit expireTimestamp replaces the base clock wherever a condition exists (reference 4.2).
-        return F.when(has_explicit_expiry(expire_timestamp), F.lit(EXPLICIT_EXPIRE_TIMESTAMP)).otherwise(F.lit(rule))
+        return F.when(has_explicit_expiry(expire_timestamp_ms), F.lit(EXPLICIT_EXPIRE_TIMESTAMP)).otherwise(F.lit(rule))
 
     subscribed = is_subscribed_to_topic(group_type, protocol_type, subscribed_topics, topic)
     by_group = (
@@ -140,25 +142,55 @@ def expiry_rule(
     ).otherwise(by_group)
 
 
-def base_timestamp(rule: Column, commit_timestamp: Column, current_state_timestamp: Column) -> Column:
-    """Which clock starts retention (reference 4.3); null where the rule has none."""
+def retention_ms(retention_minutes: Column) -> Column:
+    """offsetsRetentionMs = offsets.retention.minutes * 60 * 1000, in long arithmetic: the setting is an
+    int (at most 2^31 - 1 minutes), so the product always fits (GroupCoordinatorConfig, reference 4.1)."""
+    return retention_minutes.cast("long") * F.lit(60_000)
+
+
+def base_timestamp_ms(rule: Column, commit_timestamp_ms: Column, current_state_timestamp_ms: Column) -> Column:
+    """Which clock starts retention (reference 4.3), in Kafka's epoch milliseconds; null where the rule
+    has none."""
     return (
-        F.when(rule == EMPTY_GROUP, F.coalesce(current_state_timestamp, commit_timestamp))
-        .when(rule.isin(SIMPLE_GROUP, UNSUBSCRIBED_TOPIC), commit_timestamp)
-        .otherwise(F.lit(None).cast("timestamp"))
+        F.when(rule == EMPTY_GROUP, F.coalesce(current_state_timestamp_ms, commit_timestamp_ms))
+        .when(rule.isin(SIMPLE_GROUP, UNSUBSCRIBED_TOPIC), commit_timestamp_ms)
+        .otherwise(F.lit(None).cast("long"))
     )
 
 
-def expires_at(rule: Column, base: Column, expire_timestamp: Column, retention_minutes: Column) -> Column:
-    """When the offset becomes eligible: base + retention, or the explicit timestamp; null = never."""
-    return F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, expire_timestamp).otherwise(
-        base + F.make_dt_interval(mins=retention_minutes)
+def expires_at_ms(rule: Column, base_ms: Column, expire_timestamp_ms: Column, retention_minutes: Column) -> Column:
+    """When the offset becomes eligible: base + retention, or the explicit timestamp; null = never.
+
+    Where base + retention passes Long.MAX_VALUE the broker's `now - base >= retention` can never hold
+    (no clock reaches that far), so null (never) is exact, not a lost value.
+    """
+    return F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, expire_timestamp_ms).otherwise(
+        F.try_add(base_ms, retention_ms(retention_minutes))
     )
 
 
-def is_expired(expiry: Column, as_of: Column) -> Column:
-    """Both broker comparisons are >=: an offset is expired at exactly base + retention (reference 4.2)."""
-    return F.coalesce(as_of >= expiry, F.lit(False))
+def java_long_difference(later_ms: Column, earlier_ms: Column) -> Column:
+    """`later - earlier` as Java computes it on longs: exact where it fits, wrapped around 2^64 where it
+    does not (Spark's ANSI arithmetic would fail there, and try_subtract would give null)."""
+    exact = F.try_subtract(later_ms, earlier_ms)
+    wide = later_ms.cast("decimal(20,0)") - earlier_ms.cast("decimal(20,0)")
+    two_to_64 = F.lit(Decimal(2**64)).cast("decimal(21,0)")
+    wrapped = F.when(wide > 0, wide - two_to_64).otherwise(wide + two_to_64).cast("long")
+    return F.when(exact.isNotNull() | later_ms.isNull() | earlier_ms.isNull(), exact).otherwise(wrapped)
+
+
+def is_expired(
+    rule: Column, base_ms: Column, expire_timestamp_ms: Column, as_of_ms: Column, retention_minutes: Column
+) -> Column:
+    """The broker's two tests, both `>=` (reference 4.2), on the milliseconds in Java long arithmetic:
+    explicit expiry `now >= expireTimestamp`, otherwise `now - base >= retention`.
+
+    A base so far from now that the subtraction wraps gets the broker's answer too: a commit timestamp
+    near Long.MIN_VALUE wraps to a negative age, below any retention, and is kept.
+    """
+    explicit = as_of_ms >= expire_timestamp_ms
+    by_age = java_long_difference(as_of_ms, base_ms) >= retention_ms(retention_minutes)
+    return F.coalesce(F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, explicit).otherwise(by_age), F.lit(False))
 
 
 def delete_error(

@@ -108,9 +108,3 @@ def table_schema(name: str) -> TableSchema:
     if raw.get("withCoordinates", True):
         columns = coordinate_columns() + columns
     return TableSchema(raw["name"], raw["about"], columns)
-
-
-def as_epoch_millis(data_type: DataType) -> DataType:
-    """The decode stage carries timestamps as epoch milliseconds (Kafka's own unit, -1 included) and the
-    Spark stage turns them into TIMESTAMP; this maps a table type to the decode-stage type."""
-    return LongType() if isinstance(data_type, TimestampType) else data_type

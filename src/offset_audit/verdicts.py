@@ -13,10 +13,7 @@ from pyspark.sql import functions as F
 
 from offset_audit import rules
 from offset_audit.replay import GROUP_COLUMNS
-
-
-def _millis_between(later: Column, earlier: Column) -> Column:
-    return (F.unix_micros(later) - F.unix_micros(earlier)) / 1000
+from offset_audit.timestamps import millis_of, spark_timestamp
 
 
 def _scenario(as_of: datetime, retention_minutes: int) -> list[Column]:
@@ -34,7 +31,7 @@ def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
         F.col("group_state"),
         F.col("subscribed_topics"),
         F.col("topic"),
-        F.col("expire_timestamp"),
+        F.col("expire_timestamp_ms"),
         F.col("pending_transaction"),
     )
     subscribed = F.when(
@@ -52,8 +49,8 @@ def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
             F.col("topic"),
         ).alias("delete_error"),
     ).withColumn(
-        "base_timestamp",
-        rules.base_timestamp(F.col("rule"), F.col("commit_timestamp"), F.col("current_state_timestamp")),
+        "base_timestamp_ms",
+        rules.base_timestamp_ms(F.col("rule"), F.col("commit_timestamp_ms"), F.col("current_state_timestamp_ms")),
     )
 
 
@@ -64,12 +61,18 @@ def partition_verdicts(
     check_interval_ms: int,
     end_offsets: DataFrame | None = None,
 ) -> DataFrame:
-    """One row per committed offset: rule, clocks, expiry, OffsetDelete answer and, with end offsets, lag."""
-    as_of_col = F.lit(as_of).cast("timestamp")
-    expiry = rules.expires_at(
-        F.col("rule"), F.col("base_timestamp"), F.col("expire_timestamp"), F.lit(retention_minutes)
+    """One row per committed offset: rule, clocks, expiry, OffsetDelete answer and, with end offsets, lag.
+
+    Every time is judged on Kafka's milliseconds; the TIMESTAMP columns only show them (null where no
+    date can, see offset_audit.timestamps).
+    """
+    as_of_ms = F.lit(millis_of(as_of))
+    retention = F.lit(retention_minutes)
+    expiry = rules.expires_at_ms(F.col("rule"), F.col("base_timestamp_ms"), F.col("expire_timestamp_ms"), retention)
+    expired = rules.is_expired(
+        F.col("rule"), F.col("base_timestamp_ms"), F.col("expire_timestamp_ms"), as_of_ms, retention
     )
-    frame = judged.withColumn("expires_at", expiry)
+    frame = judged.withColumn("expires_at_ms", expiry).withColumn("expired", expired)
     if end_offsets is not None:
         frame = frame.join(
             end_offsets.select("topic", "partition", "log_start_offset", "log_end_offset"),
@@ -95,19 +98,23 @@ def partition_verdicts(
         "leader_epoch",
         "metadata",
         "commit_timestamp",
+        "commit_timestamp_ms",
         F.col("expire_timestamp").alias("explicit_expire_timestamp"),
+        F.col("expire_timestamp_ms").alias("explicit_expire_timestamp_ms"),
         "group_type",
         "protocol_type",
         "group_state",
         "subscribed",
         "rule",
-        "base_timestamp",
-        "expires_at",
-        rules.is_expired(F.col("expires_at"), as_of_col).alias("expired"),
-        _millis_between(F.col("expires_at"), as_of_col).cast("bigint").alias("time_to_expiry_ms"),
+        spark_timestamp(F.col("base_timestamp_ms")).alias("base_timestamp"),
+        "base_timestamp_ms",
+        spark_timestamp(F.col("expires_at_ms")).alias("expires_at"),
+        "expires_at_ms",
+        "expired",
+        F.try_subtract(F.col("expires_at_ms"), as_of_ms).alias("time_to_expiry_ms"),
         # The sweep runs every offsets.retention.check.interval.ms: the tombstone appears at the first
         # run at or after expires_at (reference 4.1).
-        (F.col("expires_at") + F.make_dt_interval(secs=F.lit(check_interval_ms / 1000))).alias("sweep_window_end"),
+        _sweep_window_end(F.col("expires_at_ms"), check_interval_ms).alias("sweep_window_end"),
         F.col("delete_error").isNull().alias("deletable_now"),
         "delete_error",
         lag.alias("lag"),
@@ -124,36 +131,44 @@ def group_verdicts(
     partitions: DataFrame, groups: DataFrame, as_of: datetime, retention_minutes: int, check_interval_ms: int
 ) -> DataFrame:
     """One row per group: its state and when, if nothing changes, the sweep removes it."""
-    as_of_col = F.lit(as_of).cast("timestamp")
     per_group = partitions.groupBy("group_id").agg(
         F.count(F.lit(1)).alias("offset_count"),
         F.sum(F.col("expired").cast("int")).alias("expired_offset_count"),
-        F.min(F.when(~F.col("expired"), F.col("expires_at"))).alias("next_expiry_at"),
-        F.max("expires_at").alias("_last_expiry"),
-        F.max(F.col("expires_at").isNull().cast("int")).alias("_never"),
+        F.min(F.when(~F.col("expired"), F.col("expires_at_ms"))).alias("next_expiry_at_ms"),
+        F.max("expires_at_ms").alias("_last_expiry_ms"),
+        F.max(F.col("expires_at_ms").isNull().cast("int")).alias("_never"),
     )
     frame = groups.join(per_group, "group_id", "left")
     offsets = F.coalesce(F.col("offset_count"), F.lit(0))
+    expired = F.coalesce(F.col("expired_offset_count"), F.lit(0))
     removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
     # An Empty group without offsets goes at the next sweep; with offsets, after its last one expires.
-    group_expires_at = (
-        F.when(~removable, F.lit(None).cast("timestamp"))
-        .when(offsets == 0, as_of_col)
-        .when(F.col("_never") == 1, F.lit(None).cast("timestamp"))
-        .otherwise(F.col("_last_expiry"))
+    group_expires_at_ms = (
+        F.when(~removable, F.lit(None).cast("long"))
+        .when(offsets == 0, F.lit(millis_of(as_of)))
+        .when(F.col("_never") == 1, F.lit(None).cast("long"))
+        .otherwise(F.col("_last_expiry_ms"))
     )
     return frame.select(
         *_scenario(as_of, retention_minutes),
         *GROUP_COLUMNS,  # the group as the coordinator holds it
         "open_transaction",
         offsets.cast("bigint").alias("offset_count"),
-        F.coalesce("expired_offset_count", F.lit(0)).cast("bigint").alias("expired_offset_count"),
-        "next_expiry_at",
-        group_expires_at.alias("group_expires_at"),
-        (group_expires_at + F.make_dt_interval(secs=F.lit(check_interval_ms / 1000))).alias("group_sweep_window_end"),
-        rules.is_expired(group_expires_at, as_of_col).alias("would_delete"),
+        expired.cast("bigint").alias("expired_offset_count"),
+        spark_timestamp(F.col("next_expiry_at_ms")).alias("next_expiry_at"),
+        "next_expiry_at_ms",
+        spark_timestamp(group_expires_at_ms).alias("group_expires_at"),
+        group_expires_at_ms.alias("group_expires_at_ms"),
+        _sweep_window_end(group_expires_at_ms, check_interval_ms).alias("group_sweep_window_end"),
+        # The sweep deletes the group when it can go and every offset it holds has expired (allExpired).
+        (removable & (expired == offsets)).alias("would_delete"),
         rules.is_console_consumer_group(F.col("group_id")).alias("console_consumer_group"),
     )
+
+
+def _sweep_window_end(expires_at_ms: Column, check_interval_ms: int) -> Column:
+    """expires_at + offsets.retention.check.interval.ms, shown as a TIMESTAMP."""
+    return spark_timestamp(F.try_add(expires_at_ms, F.lit(check_interval_ms).cast("long")))
 
 
 # Why an offset is worth deleting, most urgent first.
@@ -192,6 +207,7 @@ def deletion_candidates(partitions: DataFrame) -> DataFrame:
             "group_state",
             "rule",
             "expires_at",
+            "expires_at_ms",
             "lag",
             F.lit("NONE").alias("expected_answer"),
         )
@@ -211,11 +227,19 @@ def whatif_groups(
     grid = spark.createDataFrame(
         [(r, t) for r in retentions for t in as_of_points], "retention_minutes int, as_of timestamp"
     )
-    scenarios = judged.select("group_id", "rule", "base_timestamp", "expire_timestamp").crossJoin(F.broadcast(grid))
+    scenarios = judged.select("group_id", "rule", "base_timestamp_ms", "expire_timestamp_ms").crossJoin(
+        F.broadcast(grid)
+    )
     scenarios = scenarios.withColumn(
-        "expires_at",
-        rules.expires_at(F.col("rule"), F.col("base_timestamp"), F.col("expire_timestamp"), F.col("retention_minutes")),
-    ).withColumn("expired", rules.is_expired(F.col("expires_at"), F.col("as_of")))
+        "expired",
+        rules.is_expired(
+            F.col("rule"),
+            F.col("base_timestamp_ms"),
+            F.col("expire_timestamp_ms"),
+            F.unix_millis(F.col("as_of")),
+            F.col("retention_minutes"),
+        ),
+    )
     per_group = scenarios.groupBy("retention_minutes", "as_of", "group_id").agg(
         F.count(F.lit(1)).alias("offsets"),
         F.sum(F.col("expired").cast("int")).alias("expired_offsets"),

@@ -21,11 +21,6 @@ import pyarrow.compute as pc
 from offset_audit.segments.decoded import NO_TIMESTAMP, DecodedBatch
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
-# A millisecond timestamp whose microseconds would not fit in int64 (beyond the year 294,000).
-_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
-_MIN_TIMESTAMP_MS = -(2**63) // 1000 + 1
-_UNREPRESENTABLE_TIMESTAMP = "record timestamp {} ms does not fit in microseconds; record_ts_us left null"
-
 
 class RowBuffer:
     """The rows read so far from one file and not yet handed out."""
@@ -65,15 +60,8 @@ class RowBuffer:
         count = len(batch.offsets)
         if not count:
             return
-        timestamps = batch.timestamps_ms
-        if count == 1:
-            representable = _MIN_TIMESTAMP_MS <= timestamps[0] <= _MAX_TIMESTAMP_MS
-        else:
-            representable = max(timestamps) <= _MAX_TIMESTAMP_MS and min(timestamps) >= _MIN_TIMESTAMP_MS
-        if not representable:
-            timestamps = self._drop_unrepresentable(first_row, timestamps)
         self.offsets += batch.offsets
-        self.timestamps_ms += timestamps
+        self.timestamps_ms += batch.timestamps_ms
         self.keys += batch.keys
         self.values += batch.values
         self.run_ends.append(first_row + count)
@@ -131,13 +119,12 @@ class RowBuffer:
             return pa.array(column, pa.string())
 
         timestamps = pa.array(self.timestamps_ms, pa.int64())
-        record_ts_us = pc.if_else(
-            pc.equal(timestamps, NO_TIMESTAMP), pa.scalar(None, pa.int64()), pc.multiply(timestamps, 1000)
-        )
+        # Kafka's milliseconds as they are (any long); only NO_TIMESTAMP means "none".
+        record_timestamp_ms = pc.if_else(pc.equal(timestamps, NO_TIMESTAMP), pa.scalar(None, pa.int64()), timestamps)
         arrays = [
             pa.repeat(pa.scalar(self.partition, pa.int32()), count),
             pa.array(self.offsets, pa.int64()),
-            record_ts_us,
+            record_timestamp_ms,
             pa.array(self.keys, pa.binary()),
             pa.array(self.values, pa.binary()),
             per_batch(self.producer_ids, pa.int64()),
@@ -152,14 +139,3 @@ class RowBuffer:
         ]
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=LOG_RECORD_SCHEMA)
-
-    def _drop_unrepresentable(self, first_row: int, timestamps: list[int]) -> list[int]:
-        """Timestamps too large for microseconds become null with a note, instead of failing the whole file."""
-        kept = []
-        for row, timestamp in enumerate(timestamps, first_row):
-            if _MIN_TIMESTAMP_MS <= timestamp <= _MAX_TIMESTAMP_MS:
-                kept.append(timestamp)
-            else:
-                kept.append(NO_TIMESTAMP)
-                self.notes[row] = _UNREPRESENTABLE_TIMESTAMP.format(timestamp)
-        return kept

@@ -31,6 +31,7 @@ from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.share import chain, state
 from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.tables import parse_type, table_schema
+from offset_audit.timestamps import ms_column, spark_timestamp
 
 SHARE_STATE_TOPIC = "__share_group_state"
 DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)
@@ -38,7 +39,7 @@ SKIPPED = "skipped"
 
 # What the decode stage gives the replay: one row per __share_group_state record.
 _DECODED = parse_type(
-    "struct<source_partition:int,source_offset:bigint,record_ts_us:bigint,record_class:string,"
+    "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
     "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
     "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,"
     "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
@@ -49,12 +50,13 @@ _DECODED = parse_type(
 @cache
 def _replay_schema() -> StructType:
     """The wide schema of the grouped replay: share_partitions, share_state_batches and share_problems
-    columns side by side, plus row_kind."""
+    columns side by side, plus row_kind. TIMESTAMPs are not among them: they are shown from their exact
+    milliseconds (`<name>_ms`) when the tables are shaped (offset_audit.timestamps)."""
     seen: dict[str, StructField] = {"row_kind": StructField("row_kind", parse_type("string"))}
     for table in ("share_partitions", "share_state_batches", "share_problems"):
         for column in table_schema(table).columns:
-            kind = parse_type("bigint") if column.type == "timestamp" else parse_type(column.type)
-            seen.setdefault(column.name, StructField(column.name, kind))
+            if column.type != "timestamp":
+                seen.setdefault(column.name, StructField(column.name, parse_type(column.type)))
     return StructType(list(seen.values()))
 
 
@@ -76,7 +78,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
     frame = raw.select(
         "source_partition",
         "source_offset",
-        "record_ts_us",
+        "record_timestamp_ms",
         "key",
         "value",
         (other | F.coalesce(marker, F.lit(False))).alias("other"),
@@ -89,7 +91,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
         for batch in batches:
             rows = []
             for item in batch.to_pylist():
-                coords = {k: item[k] for k in ("source_partition", "source_offset", "record_ts_us")}
+                coords = {k: item[k] for k in ("source_partition", "source_offset", "record_timestamp_ms")}
                 if item["other"]:
                     rows.append({**coords, "record_class": SKIPPED})
                     continue
@@ -178,8 +180,8 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
                     "max_delivery_count": current.max_delivery_count,
                     "records_at_delivery_limit": current.records_at_or_over(delivery_count_limit),
                     "delivery_count_limit": delivery_count_limit,
-                    "create_timestamp": current.create_timestamp or None,
-                    "write_timestamp": current.write_timestamp or None,
+                    "create_timestamp_ms": current.create_timestamp or None,  # 0: not recorded
+                    "write_timestamp_ms": current.write_timestamp or None,
                     "checkpoint_offset": None if last_snapshot is None else last_snapshot["source_offset"],
                     "checkpoint_log_partition": None if last_snapshot is None else last_snapshot["source_partition"],
                     "records_replayed": len(rows),
@@ -275,9 +277,10 @@ def replay_kip932(lines: DataFrame, delivery_count_limit: int) -> DataFrame:
 def _table(frame: DataFrame, name: str) -> DataFrame:
     columns = []
     for column in table_schema(name).columns:
-        value = F.col(column.name)
         if column.type == "timestamp":
-            value = F.timestamp_millis(value)
+            value = spark_timestamp(F.col(ms_column(column.name)))
+        else:
+            value = F.col(column.name)
         columns.append(value.cast(parse_type(column.type)).alias(column.name))
     return frame.select(*columns)
 

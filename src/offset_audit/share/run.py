@@ -25,6 +25,7 @@ from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, resol
 from offset_audit.sources.snapshot import _expand
 from offset_audit.sources.tables import read_table
 from offset_audit.tables import table_schema
+from offset_audit.timestamps import spark_timestamp
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
 
@@ -60,7 +61,8 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
     quarantine = decoded.where(F.col("record_class") == QUARANTINE).select(
         "source_partition",
         "source_offset",
-        F.timestamp_micros("record_ts_us").alias("record_timestamp"),
+        spark_timestamp(F.col("record_timestamp_ms")).alias("record_timestamp"),
+        "record_timestamp_ms",
         "record_type",
         "value_version",
         "reason",
@@ -82,6 +84,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeRep
         F.lit(None).cast("int").alias("source_partition"),
         F.col("line").alias("source_offset"),
         F.lit(None).cast("timestamp").alias("record_timestamp"),
+        F.lit(None).cast("bigint").alias("record_timestamp_ms"),
         F.lit(None).cast("smallint").alias("record_type"),
         F.lit(None).cast("smallint").alias("value_version"),
         F.concat(F.col("error"), F.lit(" ["), F.col("source_file"), F.lit(", line "), F.col("line"), F.lit("]")).alias(

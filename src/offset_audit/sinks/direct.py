@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, commit_files, local_folder, new_run_dir
 from offset_audit.sources import FileUnits
 from offset_audit.tables import parse_type
+from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
 ROW_GROUP_ROWS = 131_072
 # The tables the coordinator state is rebuilt from: "latest" as-of is their newest record.
@@ -42,7 +43,7 @@ STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 
 # What each task reports back, one small row each: its files, its record counts, how many raw records
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
-# microseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
+# epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
 TASK_REPORT = parse_type(
     "struct<kind:string,table_name:string,path:string,rows:bigint,"
     "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
@@ -90,8 +91,15 @@ def _newer(stamp: int | None, newest: int | None) -> int | None:
     return stamp if newest is None or (stamp is not None and stamp > newest) else newest
 
 
+def _newest_shown(millis: pa.Array | pa.ChunkedArray, newest: int | None) -> int | None:
+    """The newest of `millis` that a date can show (as_of is a date; a record timestamp beyond 9999
+    cannot be one, so it never becomes "latest")."""
+    shown = pc.and_(pc.greater_equal(millis, MIN_MS), pc.less_equal(millis, MAX_MS))
+    return _newer(pc.max(pc.if_else(shown, millis, pa.scalar(None, pa.int64()))).as_py(), newest)
+
+
 def _newest(table: pa.Table, newest: int | None) -> int | None:
-    return _newer(pc.max(table.column("record_timestamp").cast(pa.int64())).as_py(), newest)
+    return _newest_shown(table.column("record_timestamp_ms"), newest)
 
 
 def _newest_state_record(batch: pa.RecordBatch, state: np.ndarray, newest: int | None) -> int | None:
@@ -99,7 +107,7 @@ def _newest_state_record(batch: pa.RecordBatch, state: np.ndarray, newest: int |
     rebuilt from): superseded records are never decoded, so they are judged by their key."""
     if not state.any():
         return newest
-    return _newer(pc.max(batch.column("record_ts_us").filter(pa.array(state))).as_py(), newest)
+    return _newest_shown(batch.column("record_timestamp_ms").filter(pa.array(state)), newest)
 
 
 def _decode_and_write(
@@ -248,7 +256,7 @@ def decode_to_files(
             read += row.rows
         else:
             counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.rows
-    stamp = None if newest is None else datetime.fromtimestamp(0, UTC) + timedelta(microseconds=newest)
+    stamp = datetime_of(newest)
     return DecodedFiles(counts, files, stamp, notes, read)
 
 

@@ -1,6 +1,6 @@
 """Where raw records come from. Every source yields the same raw-record DataFrame:
 
-    source_topic string, source_partition int, source_offset bigint, record_ts_us bigint,
+    source_topic string, source_partition int, source_offset bigint, record_timestamp_ms bigint,
     key binary, value binary
 
 in which a null value is a tombstone; log-file dumps add source_error, source_note and transaction

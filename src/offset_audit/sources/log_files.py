@@ -124,7 +124,7 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
 
 
 # What the decode stage takes from a labelled log-file batch (see offset_audit.decode.RAW_COLUMNS).
-_RAW = ("source_partition", "source_offset", "record_ts_us", "key", "value")
+_RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
 
 
 def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_topic: bool = False) -> pa.RecordBatch:
@@ -172,7 +172,7 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
 # source, so that Spark schedules one partition per file and the raw records arrive as Arrow batches.
 
 RAW_LOG_DDL = (
-    "source_partition int, source_offset bigint, record_ts_us bigint, key binary, value binary, "
+    "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
     "source_error string, source_note string, transaction string, source_topic string"
 )
 

@@ -10,8 +10,8 @@ Columns:
   `Dumping .../__consumer_offsets-N/...` header, or --partition); null when the format cannot tell.
 - source_offset: the record's offset; for formats without offsets, the record's ordinal in the input
   (order of appearance is log order).
-- record_ts_us: the record's timestamp (CreateTime or LogAppendTime) in microseconds since the epoch;
-  null when the format has none.
+- record_timestamp_ms: the record's timestamp (CreateTime or LogAppendTime) in milliseconds since the
+  epoch, exactly as Kafka stores it (any long); null when the format has none.
 - key, value: the record's bytes as the broker stored them (text formats: re-encoded from the text);
   a null value is a tombstone.
 - producer_id, producer_epoch, is_transactional: from the record batch header (-1, -1, false when the
@@ -35,7 +35,7 @@ LOG_RECORD_SCHEMA = pa.schema(
     [
         pa.field("source_partition", pa.int32()),
         pa.field("source_offset", pa.int64()),
-        pa.field("record_ts_us", pa.int64()),
+        pa.field("record_timestamp_ms", pa.int64()),
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),
         pa.field("producer_id", pa.int64()),

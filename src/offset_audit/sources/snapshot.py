@@ -13,9 +13,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType
+from pyspark.sql.types import BinaryType, IntegralType
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.timestamps import millis_from_arrow
 
 REQUIRED = ("key", "value", "partition", "offset")
 _GLOB_CHARS = set("*?[{")
@@ -101,15 +102,17 @@ def to_raw_records(frame: DataFrame) -> DataFrame:
                 f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind.simpleString()}"
             )
     topic = F.col("topic").cast("string") if "topic" in columns else F.lit(None).cast("string")
-    if "timestamp" in columns:
-        stamp = F.unix_micros(F.col("timestamp").cast("timestamp"))
+    if "timestamp" in columns and isinstance(frame.schema["timestamp"].dataType, IntegralType):
+        stamp = F.col("timestamp").cast("long")  # already Kafka's epoch milliseconds
+    elif "timestamp" in columns:
+        stamp = F.unix_millis(F.col("timestamp").cast("timestamp"))
     else:
         stamp = F.lit(None).cast("long")
     return frame.select(
         topic.alias("source_topic"),
         F.col("partition").cast("int").alias("source_partition"),
         F.col("offset").cast("long").alias("source_offset"),
-        stamp.alias("record_ts_us"),
+        stamp.alias("record_timestamp_ms"),
         F.col("key"),
         F.col("value"),
     )
@@ -187,11 +190,7 @@ def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[
         else:
             other_topic = pa.array(np.zeros(n, bool))
         if "timestamp" in names:
-            stamps = batch.column("timestamp")
-            if pa.types.is_timestamp(stamps.type):
-                stamps = stamps.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-            else:
-                stamps = stamps.cast(pa.int64())
+            stamps = millis_from_arrow(batch.column("timestamp"))
         else:
             stamps = pa.nulls(n, pa.int64())
         yield pa.RecordBatch.from_arrays(
@@ -203,5 +202,5 @@ def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[
                 batch.column("value"),
                 other_topic,
             ],
-            names=["source_partition", "source_offset", "record_ts_us", "key", "value", "other_topic"],
+            names=["source_partition", "source_offset", "record_timestamp_ms", "key", "value", "other_topic"],
         )

@@ -12,7 +12,7 @@ Two families of formatter exist:
 
 No formatter prints the record's partition, offset, timestamp or batch (producer, transaction), so
 source_offset is the record's ordinal in the file, source_partition the `partition` argument, and
-record_ts_us null. A console consumer reads read_uncommitted by default, so a commit of an aborted
+record_timestamp_ms null. A console consumer reads read_uncommitted by default, so a commit of an aborted
 transaction looks like any other commit here.
 """
 
@@ -216,7 +216,7 @@ class ConsoleReader:
         return {
             "source_partition": self.partition,
             "source_offset": ordinal,
-            "record_ts_us": None,
+            "record_timestamp_ms": None,
             "key": key,
             "value": value,
             "producer_id": -1,

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from offset_audit import constants as K
+from offset_audit.segments.decoded import NO_TIMESTAMP
 from offset_audit.textdumps import reencode
 from offset_audit.textdumps.rows import Row, batches, join_notes, open_text, partition_from_path
 
@@ -172,7 +173,7 @@ def _timestamp(tokens: dict[str, str]) -> int | None:
     for name in ("createtime", "logappendtime"):
         ts = _int(tokens, name)
         if ts is not None:
-            return ts if ts >= 0 else None
+            return None if ts == NO_TIMESTAMP else ts
     return None  # NoTimestampType (magic 0) or not printed
 
 
@@ -289,7 +290,7 @@ class DumpLogReader:
             record = _Record(
                 line_no,
                 offset,
-                ts if ts >= 0 else None,
+                None if ts == NO_TIMESTAMP else ts,
                 int(fast["key_size"]),
                 int(fast["value_size"]),
                 batch,
@@ -537,7 +538,7 @@ class DumpLogReader:
         return {
             "source_partition": self.partition,
             "source_offset": offset,
-            "record_ts_us": record.timestamp_ms * 1000 if record.timestamp_ms is not None else None,
+            "record_timestamp_ms": record.timestamp_ms,
             "key": key,
             "value": value,
             "producer_id": batch.producer_id if batch else -1,
@@ -557,7 +558,7 @@ class DumpLogReader:
         return {
             "source_partition": self.partition,
             "source_offset": None,
-            "record_ts_us": None,
+            "record_timestamp_ms": None,
             "key": None,
             "value": None,
             "producer_id": -1,
