@@ -126,7 +126,7 @@ def write_parquet(folder):
 def write_segments(folder):
     partition = folder / "__consumer_offsets-0"
     partition.mkdir()
-    far, past = (k + (RECORD_TS,) for k in (_commit(KEY_FAR, FAR_FUTURE), _commit(KEY_PAST, FAR_PAST)))
+    far, past = ((*k, RECORD_TS) for k in (_commit(KEY_FAR, FAR_FUTURE), _commit(KEY_PAST, FAR_PAST)))
     (partition / "00000000000000000000.log").write_bytes(batch(0, [far]) + batch(1, [past]))
     return str(folder)
 
