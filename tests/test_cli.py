@@ -109,3 +109,13 @@ def test_whatif_and_audit_flags_reach_the_jobs(spark, tmp_path):
     assert result.exit_code == 0, result.output
     assert DeltaTable(f"{tmp_path}/a/decoded/offset_commits").count() == 0
     assert DeltaTable(f"{tmp_path}/a/decoded/quarantine").count() == 0
+
+
+def test_a_binary_file_read_as_console_text_is_quarantined_not_a_traceback(spark, tmp_path):
+    binary = tmp_path / "binary.dat"
+    binary.write_bytes(bytes(range(256)) * 64 + b'\n\xff\xfe{"key":{\x00')
+    result = run("decode", "--input", str(binary), "--input-format", "console", "--output", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    read, quarantined = (int(re.search(rf"{name} +([\d,]+)", result.output)[1]) for name in ("read", "quarantined"))
+    assert read == quarantined > 0

@@ -544,3 +544,44 @@ def test_json_values_out_of_range_are_errors_not_wrapped_numbers():
         reencode.value_from_json(1, 3, {"offset": 1, "leaderEpoch": 2**31, "metadata": "", "commitTimestamp": 1})
     with pytest.raises(reencode.ReencodeError, match="int64"):
         reencode.value_from_json(1, 3, {"offset": 2**63, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1})
+
+
+def test_bytes_that_are_not_utf8_anywhere_in_a_line_cost_that_line_only(tmp_path):
+    """Once, a line of invalid UTF-8 ended the run with 'UnicodeEncodeError: surrogates not allowed'."""
+    path = tmp_path / "damaged.txt"
+    good = (
+        b"| offset: 1 CreateTime: 1 keySize: 12 valueSize: 28 sequence: -1 headerKeys: [] "
+        b"key: offset_commit::group=g,partition=t-0 payload: offset=1\n"
+    )
+    path.write_bytes(
+        b"Dumping /data/__consumer_offsets-\xff3/00000000000000000000.log\n\xff\xfe\x00 not a line of the tool\n" + good
+    )
+    first, second = read_rows(path)
+    assert first["key"] is None and "unparseable line 2: \\xff\\xfe" in first["source_error"]
+    assert second["source_error"] is None and decoded(second)["offset_commit"]["group_id"] == "g"
+    assert second["source_file"] == "/data/__consumer_offsets-\\xff3/00000000000000000000.log"
+
+
+def test_a_line_beyond_the_length_bound_is_one_error_row_and_reading_goes_on(tmp_path):
+    from offset_audit.textdumps.rows import bounded_lines
+
+    path = tmp_path / "long.txt"
+    good = "| offset: 5 CreateTime: 1 keySize: 12 valueSize: 28 sequence: -1 headerKeys: [] key: "
+    good += "offset_commit::group=g,partition=t-0 payload: offset=1\n"
+    path.write_text("x" * 1000 + "\n" + good)
+    reader = D.DumpLogReader(str(path))
+    with open(path) as stream:
+        rows = list(reader.rows(bounded_lines(stream, limit=300)))
+    assert "longer than 300 characters (701 more skipped)" in rows[0]["source_error"]
+    assert rows[1]["source_offset"] == 5 and rows[1]["source_error"] is None
+
+
+def test_a_number_beyond_its_column_is_an_error_row_not_a_failed_file(tmp_path):
+    path = tmp_path / "digits.txt"
+    path.write_text(
+        "| offset: 99999999999999999999 CreateTime: 1 keySize: 12 valueSize: 28 sequence: -1 headerKeys: [] "
+        "key: offset_commit::group=g,partition=t-0 payload: offset=1\n"
+    )
+    (row,) = read_rows(path)
+    assert row["source_offset"] is None and row["key"] is None
+    assert "source_offset 99999999999999999999 does not fit its column" in row["source_error"]

@@ -73,7 +73,7 @@ def read_segment(
     rows = RowBuffer(source_file, partition, batch_rows)
     with open(source_file, "rb", buffering=_READ_BUFFER_BYTES) as segment_file:
         size = os.fstat(segment_file.fileno()).st_size
-        for item in iter_frames(segment_file, size, source_file):
+        for item in iter_frames(segment_file, size, rows.source_file):
             if isinstance(item, FramingError):
                 rows.add_error(item.position, item.base_offset, item.reason)
                 break
@@ -90,7 +90,7 @@ def read_segment(
                         f"everything in this batch of {len(item.data)} bytes",
                     )
             except UntrustedBatch as bad:
-                rows.add_error(item.position, item.base_offset, _unreadable(item, source_file, bad))
+                rows.add_error(item.position, item.base_offset, _unreadable(item, rows.source_file, bad))
             else:
                 rows.add_batch(item.position, batch)
             if len(rows) >= batch_rows:

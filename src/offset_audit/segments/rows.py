@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.escaping import stored_text
 from offset_audit.segments.decoded import NO_TIMESTAMP, DecodedBatch
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
@@ -26,7 +27,7 @@ class RowBuffer:
     """The rows read so far from one file and not yet handed out."""
 
     def __init__(self, source_file: str, partition: int | None, batch_rows: int) -> None:
-        self.source_file = source_file
+        self.source_file = stored_text(source_file)  # a file name need not be UTF-8
         self.partition = partition
         self.batch_rows = batch_rows
         self._clear()

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit import transactions
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.escaping import stored_text
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
 SEGMENTS = "segments"
@@ -150,8 +151,9 @@ def _located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
         return batch
     positions = batch.column("source_position").to_pylist()
     where = "byte" if unit.input_format == SEGMENTS else "line"
+    path = stored_text(unit.path)  # a file name need not be UTF-8
     located = [
-        None if error is None else f"{error} [{unit.path}, {where} {position}]"
+        None if error is None else f"{error} [{path}, {where} {position}]"
         for error, position in zip(errors.to_pylist(), positions, strict=True)
     ]
     index = batch.schema.get_field_index("source_error")

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from offset_audit import constants as K
 from offset_audit.textdumps import json_stream, reencode
-from offset_audit.textdumps.rows import Row, batches, join_notes, open_text
+from offset_audit.textdumps.rows import Row, batches, checked, join_notes, open_text
 
 NOTE_CONSOLE = "console formatter: no record timestamp, partition, offset or transaction flags"
 
@@ -98,7 +98,7 @@ class ConsoleReader:
             except Exception as err:  # one bad record must not stop the dump
                 row = self.row(piece.line, None, None, error=f"line {piece.line}: {type(err).__name__}: {err}")
             if row is not None:
-                yield row
+                yield checked(row, f"line {piece.line}")
 
     def parse_piece(self, piece: json_stream.Piece) -> Row | None:
         if piece.kind == json_stream.JSON_OBJECT:

@@ -31,7 +31,16 @@ import pyarrow as pa
 from offset_audit import constants as K
 from offset_audit.segments.decoded import NO_TIMESTAMP
 from offset_audit.textdumps import reencode
-from offset_audit.textdumps.rows import Row, batches, join_notes, open_text, partition_from_path
+from offset_audit.textdumps.rows import (
+    LongLine,
+    Row,
+    batches,
+    bounded_lines,
+    checked,
+    join_notes,
+    open_text,
+    partition_from_path,
+)
 
 # What each shape cannot tell, as notes (the summary counts rows per distinct note, so these are fixed
 # strings rather than per-record text).
@@ -206,13 +215,20 @@ class DumpLogReader:
 
     def rows(self, lines: Iterable[str]) -> Iterator[Row]:
         for line_no, raw in enumerate(lines, 1):
+            if isinstance(raw, LongLine):
+                yield self.error_row(
+                    line_no,
+                    f"line {line_no} is longer than {len(raw):,} characters ({raw.skipped:,} more skipped): "
+                    "not a kafka-dump-log line (a binary or damaged file?)",
+                )
+                continue
             line = raw.rstrip("\r\n")
             try:
                 row = self.parse_line(line_no, line)
             except Exception as err:  # a line must never stop the dump: it becomes a row
                 row = self.error_row(line_no, f"line {line_no} could not be read: {type(err).__name__}: {err}")
             if row is not None:
-                yield row
+                yield checked(row, f"line {line_no}")
 
     def parse_line(self, line_no: int, line: str) -> Row | None:
         if line.startswith("Dumping "):
@@ -634,8 +650,8 @@ def _members_from_assignment(protocol_type: str, assignment: Any, line_no: int) 
 def read_dump_log(path: str, partition: int | None = None, batch_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
     """Rows of LOG_RECORD_SCHEMA, one per record line, in file order, read line by line."""
     reader = DumpLogReader(path, partition)
-    with open_text(path) as lines:
-        yield from batches(reader.rows(lines), batch_rows)
+    with open_text(path) as stream:
+        yield from batches(reader.rows(bounded_lines(stream)), batch_rows)
 
 
 def looks_like_dump_log(head: str) -> bool:
