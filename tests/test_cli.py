@@ -119,3 +119,139 @@ def test_a_binary_file_read_as_console_text_is_quarantined_not_a_traceback(spark
     assert "Traceback" not in result.output
     read, quarantined = (int(re.search(rf"{name} +([\d,]+)", result.output)[1]) for name in ("read", "quarantined"))
     assert read == quarantined > 0
+
+
+def test_a_user_error_raised_in_a_spark_task_is_one_sentence_and_exit_2(spark, capfd):
+    """Once, a UserError in a task reached the user as a 150-line PythonException, exit 1."""
+    from offset_audit.cli import _user_errors
+
+    def _raise_user_error(_):
+        from offset_audit.errors import UserError
+
+        raise UserError("the thing in the task is wrong")
+
+    @_user_errors
+    def command():
+        spark.sparkContext.parallelize([1], 1).map(_raise_user_error).collect()
+
+    with pytest.raises(SystemExit) as stopped:
+        command()
+    assert stopped.value.code == 2
+    assert capfd.readouterr().err == "error: the thing in the task is wrong\n"
+
+
+def test_anything_else_from_a_task_keeps_its_traceback(spark):
+    from offset_audit.cli import _user_errors
+
+    @_user_errors
+    def command():
+        spark.sparkContext.parallelize([1], 1).map(lambda _: 1 // 0).collect()
+
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        command()
+
+
+@pytest.fixture
+def no_spark(monkeypatch):
+    """Fails the test if the command starts Spark: these mistakes must cost no session."""
+    import offset_audit.session
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the command started Spark before refusing")
+
+    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
+
+
+@pytest.fixture(scope="module")
+def small_dump(tmp_path_factory):
+    from offset_audit.generator import generate_dump
+
+    folder = tmp_path_factory.mktemp("small") / "dump"
+    generate_dump(str(folder), 300, seed=5)
+    return str(folder)
+
+
+def _bad_end_offsets(tmp_path):
+    path = tmp_path / "ends.csv"
+    path.write_text("topic,partition,log_start_offset\norders,0,0\n")
+    return str(path)
+
+
+def _bad_conf(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("[audit]\nretention_minutes = 5000000000\n")
+    return str(path)
+
+
+def _string_keys(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "strings.parquet"
+    table = pa.table({"key": ["k"], "value": [b"v"], "partition": [0], "offset": [0]})
+    pq.write_table(table, path)
+    return str(path)
+
+
+def _console_text(tmp_path):
+    path = tmp_path / "console.txt"
+    path.write_text('{"key":{"type":2,"data":{"group":"g"}},"value":null}')
+    return str(path)
+
+
+# Each: the arguments after the command (DUMP and OUT filled in), and words the one sentence must hold.
+REFUSED = {
+    "retention beyond the broker's int": (["audit", "--retention-minutes", "5000000000"], "2147483647"),
+    "retention list beyond the broker's int": (["whatif", "--retention-minutes", "60,99999999999"], "2147483647"),
+    "zero retention": (["audit", "--retention-minutes", "0"], "takes 1 to"),
+    "bad as-of": (["audit", "--as-of", "yesterday-ish"], "--as-of takes latest"),
+    "bad as-of among several": (["whatif", "--retention-minutes", "60", "--as-of", "now", "--as-of", "x"], "not 'x'"),
+    "end offsets without a column": (["audit", "--end-offsets", _bad_end_offsets], "no column log_end_offset"),
+    "end offsets missing": (["audit", "--end-offsets", "/nonexistent/ends.csv"], "does not exist"),
+    "config value out of range": (["audit", "--conf", _bad_conf], "retention_minutes takes 1 to"),
+    "key column of type string": (["decode", "--input", _string_keys], "must be binary"),
+    "latest as-of of a console dump": (["audit", "--input", _console_text], "console-consumer dumps do not have"),
+    "share of a text dump": (["share", "--input", _console_text, "--input-format", "console"], "__share_group_state"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED), ids=list(REFUSED))
+def test_mistakes_are_refused_before_spark_starts_and_nothing_is_written(no_spark, small_dump, tmp_path, case):
+    args, words = REFUSED[case]
+    args = [a(tmp_path) if callable(a) else a for a in args]
+    if "--input" not in args:
+        args += ["--input", small_dump]
+    out = tmp_path / "out"
+    result = run(*args, "--output", str(out))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert words in result.output
+    assert not out.exists()
+
+
+def test_output_that_is_a_file_is_refused_and_left_alone(no_spark, small_dump, tmp_path):
+    target = tmp_path / "report.txt"
+    target.write_text("mine")
+    result = run("audit", "--input", small_dump, "--output", str(target))
+    assert result.exit_code == 2 and "is a file, not a folder" in result.output
+    assert target.read_text() == "mine"
+
+
+def test_output_in_a_place_that_cannot_be_written_is_refused(no_spark, small_dump, tmp_path):
+    result = run("decode", "--input", small_dump, "--output", "/proc/offset-audit-test/out")
+    assert result.exit_code == 2 and "cannot be written" in result.output
+
+
+def test_a_folder_that_is_not_a_delta_table_is_never_taken_over(no_spark, small_dump, tmp_path):
+    verdicts = tmp_path / "out" / "partition_verdicts"
+    verdicts.mkdir(parents=True)
+    (verdicts / "notes.txt").write_text("mine")
+    result = run("audit", "--input", small_dump, "--output", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "not a Delta table" in result.output
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*")) == ["notes.txt", "partition_verdicts"]
+
+
+def test_an_empty_folder_where_a_table_goes_is_fine(spark, small_dump, tmp_path):
+    (tmp_path / "out" / "offset_commits").mkdir(parents=True)
+    result = run("decode", "--input", small_dump, "--output", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output

@@ -75,3 +75,14 @@ def test_object_store_output_without_delta_spark_is_a_user_error(spark):
 
     with pytest.raises(UserError, match="not a local path"):
         write_delta(spark.createDataFrame([(1,)], "x int"), "s3a://bucket/table", force_route="delta-rs")
+
+
+def test_a_folder_of_other_files_is_never_taken_over_as_a_table(spark, tmp_path):
+    from offset_audit.errors import UserError
+
+    path = tmp_path / "t"
+    path.mkdir()
+    (path / "data.csv").write_text("mine")
+    with pytest.raises(UserError, match="not a Delta table"):
+        write_delta(spark.createDataFrame([(1,)], "x int"), str(path))
+    assert [p.name for p in path.iterdir()] == ["data.csv"]

@@ -43,6 +43,9 @@ TRANSACTIONAL_FORMATS = ("segments", "dump-log")
 # rows (20M records) one partition was as fast as four. Bigger states stay spread over the executors.
 SMALL_STATE_ROWS = 1_000_000
 SMALL_STATE_CONF = {"spark.sql.adaptive.enabled": "false"}
+# The tables each command writes under its output folder (besides runs and the decode tables).
+AUDIT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
+WHATIF_TABLES = ("whatif", "whatif_groups")
 # The decode tables the group rebuild reads besides the commits.
 GROUP_TABLES = ("group_metadata", "group_members", "modern_group_records")
 

@@ -9,22 +9,46 @@ from typing import Any
 
 import click
 
-from offset_audit.config import INPUT_FORMATS, load_settings
-from offset_audit.errors import UserError
+from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
+from offset_audit.errors import UserError, user_error_in
+from offset_audit.escaping import terminal
+
+
+def _fail(message: str) -> None:
+    """The one way a user error ends a command: `error: <one sentence>` on stderr, exit code 2."""
+    click.echo(f"error: {terminal(message)}", err=True)
+    sys.exit(2)
 
 
 def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """A user error is one sentence on stderr and exit code 2, never a traceback."""
+    """A user error is one sentence on stderr and exit code 2, never a traceback: raised here, or in a
+    Spark task (where it reaches the driver wrapped in Spark's exception and its Python traceback)."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except UserError as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(2)
+            _fail(str(err))
+        except Exception as err:
+            message = user_error_in(err)
+            if message is None:
+                raise
+            _fail(message)
 
     return wrapper
+
+
+class _Commands(click.Group):
+    """Usage errors (a missing or malformed option) in the same one-sentence style as every other user
+    error, with where to read more, instead of click's usage block."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as err:
+            where = err.ctx.command_path if err.ctx is not None else ctx.command_path
+            _fail(f"{err.format_message()} (see {where} --help)")
 
 
 def _kafka_options(values: tuple[str, ...]) -> dict[str, str]:
@@ -37,7 +61,31 @@ def _kafka_options(values: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _RetentionMinutes(click.ParamType):
+    """offsets.retention.minutes: a whole number the broker can hold (a Java int, at least 1)."""
+
+    name = "minutes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            minutes = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"takes a whole number of minutes, not '{value}'", param, ctx)
+        if not 1 <= minutes <= MAX_RETENTION_MINUTES:
+            self.fail(
+                f"takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is a Java int), "
+                f"not {minutes}",
+                param,
+                ctx,
+            )
+        return minutes
+
+
+RETENTION_MINUTES = _RetentionMinutes()
+RUNS = "runs"
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafka-offset-audit")
 def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
@@ -97,6 +145,8 @@ def decode(
     inputs, input_format, partition, bootstrap_servers, kafka_options, topic, conf_file, output, no_fast_path
 ) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
+    from offset_audit import preflight
+    from offset_audit.decode import TABLES
     from offset_audit.pipeline import run_decode
     from offset_audit.session import get_spark
     from offset_audit.summary import decode_summary
@@ -111,6 +161,8 @@ def decode(
         topic,
         fast_path=False if no_fast_path else None,
     )
+    settings = preflight.check_inputs(list(inputs), settings)
+    preflight.check_output(output, [*TABLES, RUNS], settings)
     spark = get_spark(settings.spark)
     report = run_decode(spark, list(inputs), output, settings)
     click.echo(decode_summary(report, output))
@@ -146,7 +198,10 @@ KEEP_DECODED_HELP = (
 )
 @click.option("--as-of", default=None, help="latest (default: newest record in the dump), now, or an ISO timestamp.")
 @click.option(
-    "--retention-minutes", type=click.IntRange(min=1), default=None, help="offsets.retention.minutes (default 10080)."
+    "--retention-minutes",
+    type=RETENTION_MINUTES,
+    default=None,
+    help="offsets.retention.minutes (default 10080; 1 to 2147483647, an int on the broker).",
 )
 @click.option(
     "--snapshot-id", default=None, help="name of this snapshot in the tables (default: from input and as_of)."
@@ -175,7 +230,8 @@ def audit(
     keep_decoded,
 ) -> None:
     """Judge every committed offset and group as the broker's expiry sweep would."""
-    from offset_audit.audit import run_audit
+    from offset_audit import preflight
+    from offset_audit.audit import AUDIT_TABLES, run_audit
     from offset_audit.session import get_spark
     from offset_audit.summary import audit_summary
 
@@ -190,6 +246,11 @@ def audit(
         as_of=as_of,
         retention_minutes=retention_minutes,
     )
+    settings = preflight.check_inputs(list(inputs), settings)
+    preflight.check_as_of(settings.as_of, settings.input_format)
+    if end_offsets:
+        preflight.check_end_offsets(end_offsets)
+    preflight.check_output(output, [*AUDIT_TABLES, RUNS, *_decoded_tables()], settings)
     spark = get_spark(settings.spark)
     result = run_audit(
         spark,
@@ -210,9 +271,20 @@ def _minutes_list(text: str) -> list[int]:
         raise UserError(
             f"--retention-minutes takes comma-separated minutes, e.g. 1440,10080,43200, not '{text}'"
         ) from err
-    if not values or min(values) <= 0:
-        raise UserError("--retention-minutes needs at least one positive number of minutes")
+    if not values:
+        raise UserError("--retention-minutes needs at least one number of minutes")
+    from offset_audit.preflight import check_retention_minutes
+
+    for value in values:
+        check_retention_minutes(value)
     return values
+
+
+def _decoded_tables() -> list[str]:
+    from offset_audit.audit import DECODED
+    from offset_audit.decode import TABLES
+
+    return [f"{DECODED}/{name}" for name in TABLES]
 
 
 @main.command()
@@ -240,19 +312,26 @@ def whatif(
     keep_decoded,
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
-    from offset_audit.audit import run_whatif
+    from offset_audit import preflight
+    from offset_audit.audit import WHATIF_TABLES, run_whatif
     from offset_audit.session import get_spark
     from offset_audit.summary import whatif_summary
 
     settings = _input_settings(inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic)
+    minutes = _minutes_list(retentions)
+    points = list(as_of_points) or [settings.as_of]
+    settings = preflight.check_inputs(list(inputs), settings)
+    for point in points:
+        preflight.check_as_of(point, settings.input_format)
+    preflight.check_output(output, [*WHATIF_TABLES, RUNS, *_decoded_tables()], settings)
     spark = get_spark(settings.spark)
     report, rows = run_whatif(
         spark,
         list(inputs),
         output,
         settings,
-        _minutes_list(retentions),
-        list(as_of_points) or [settings.as_of],
+        minutes,
+        points,
         snapshot_id,
         per_group=per_group,
         keep_decoded=keep_decoded,
@@ -304,13 +383,29 @@ def share(
     bootstrap_server,
 ) -> None:
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
+    import dataclasses
+
+    from offset_audit import preflight
+    from offset_audit.constants import OFFSETS_TOPIC
     from offset_audit.session import get_spark
-    from offset_audit.share.run import run_share
+    from offset_audit.share.run import SHARE_TABLES, check_share_input_format, run_share
     from offset_audit.summary import share_summary
 
     settings = _input_settings(
         inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic or "__share_group_state"
     )
+    settings = preflight.check_inputs(list(inputs), settings, share=True)
+    check_share_input_format(settings.input_format)
+    tables = [*SHARE_TABLES, RUNS]
+    if groups_inputs:
+        group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+        preflight.check_inputs(list(groups_inputs), group_settings)
+        tables += _decoded_tables()
+    if end_offsets:
+        preflight.check_end_offsets(end_offsets)
+    if broker_config:
+        preflight.check_file(broker_config, "--broker-config")
+    preflight.check_output(output, tables, settings)
     spark = get_spark(settings.spark)
     result = run_share(
         spark,

@@ -60,6 +60,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     def section(name: str) -> dict[str, Any]:
         return raw.get(name, {})
 
+    audit = section("audit")
     values: dict[str, Any] = {
         "input_format": section("input").get("format", default.input_format),
         "partition": section("input").get("partition", default.partition),
@@ -69,9 +70,9 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "kafka_options": {str(k): str(v) for k, v in section("kafka").get("options", {}).items()},
         "fast_path": bool(section("decode").get("fast_path", default.fast_path)),
         "spark": {str(k): str(v) for k, v in section("spark").items()},
-        "retention_minutes": int(section("audit").get("retention_minutes", default.retention_minutes)),
-        "check_interval_ms": int(section("audit").get("check_interval_ms", default.check_interval_ms)),
-        "as_of": str(section("audit").get("as_of", default.as_of)),
+        "retention_minutes": _whole_number(audit, "retention_minutes", default.retention_minutes),
+        "check_interval_ms": _whole_number(audit, "check_interval_ms", default.check_interval_ms),
+        "as_of": str(audit.get("as_of", default.as_of)),
     }
     for name, value in overrides.items():
         if value is None:
@@ -82,6 +83,28 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
         raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
-    if values["retention_minutes"] <= 0 or values["check_interval_ms"] <= 0:
-        raise UserError("retention_minutes and check_interval_ms must be positive")
+    if not 1 <= values["retention_minutes"] <= MAX_RETENTION_MINUTES:
+        raise UserError(
+            f"retention_minutes takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is an "
+            f"int), not {values['retention_minutes']}"
+        )
+    if not 1 <= values["check_interval_ms"] <= MAX_LONG:
+        raise UserError(
+            f"check_interval_ms must be a positive number of milliseconds, not {values['check_interval_ms']}"
+        )
+    partition = values["partition"]
+    if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
+        raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")
     return Settings(**values)
+
+
+# offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).
+MAX_RETENTION_MINUTES = 2**31 - 1
+MAX_LONG = 2**63 - 1
+
+
+def _whole_number(section: dict[str, Any], name: str, default: int) -> int:
+    value = section.get(name, default)
+    if type(value) is not int:
+        raise UserError(f"{name} in the config takes a whole number, not {value!r}")
+    return value

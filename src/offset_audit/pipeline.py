@@ -21,7 +21,7 @@ from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
-from offset_audit.sinks.delta import TABLE_PROPERTIES, write_delta
+from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, local_folder, write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.tables import table_schema
@@ -60,6 +60,7 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
         from deltalake import write_deltalake
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        check_table_dir(local_folder(path))
         row = report.as_row()
         for name in ("table_rows", "skipped_by_reason", "format_notes"):
             row[name] = list(row[name].items())

@@ -28,6 +28,16 @@ from offset_audit.tables import table_schema
 from offset_audit.timestamps import spark_timestamp
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
+# The tables `share` writes under its output folder (besides runs, and decoded/ with --groups-input).
+SHARE_TABLES = (
+    "share_partitions",
+    "share_state_batches",
+    "share_problems",
+    "share_cleanup",
+    "quarantine",
+    "share_groups",
+    "share_findings",
+)
 
 
 @dataclasses.dataclass
@@ -124,6 +134,16 @@ def _observations(partition_rows: list[dict], batches: DataFrame, delivery_count
     return observations
 
 
+def check_share_input_format(input_format: str) -> None:
+    """The text dumps show __consumer_offsets records only, never __share_group_state."""
+    if input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
+        raise UserError(
+            f"share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
+            f"segments, or the KIP-932 draft's records with --input-format {KIP932_JSON}; the "
+            f"{input_format} text shows __consumer_offsets records only (give it as --groups-input)"
+        )
+
+
 def effective_delivery_limit(effective) -> int:
     """group.share.delivery.count.limit from the broker's config (its default when not set)."""
     return int(effective["group.share.delivery.count.limit"])
@@ -155,15 +175,10 @@ def run_share(
         effective = limits.limits_despite_errors(limits_config)
     if delivery_count_limit is None:
         delivery_count_limit = effective_delivery_limit(effective)
+    check_share_input_format(settings.input_format)
     if settings.input_format == KIP932_JSON:
         source, replayed, quarantine, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
     else:
-        if settings.input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
-            raise UserError(
-                f"share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
-                f"segments, or the KIP-932 draft's records with --input-format {KIP932_JSON}; the "
-                f"{settings.input_format} text shows __consumer_offsets records only (give it as --groups-input)"
-            )
         source, replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
     try:
         names = None

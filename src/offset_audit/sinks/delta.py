@@ -44,7 +44,7 @@ class WriteResult:
     data_files: tuple[str, ...] = ()  # delta-rs route: the files this write added
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
 
 
@@ -54,12 +54,26 @@ def _local(path: str) -> Path:
 
 def local_folder(path: str) -> Path:
     """The absolute local folder for a delta-rs write; object stores need delta-spark."""
-    if not _is_local(path):
+    if not is_local(path):
         raise UserError(
             f"'{path}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to local "
             "or mounted folders; for object stores run in a session started with delta-spark"
         )
     return _local(path).resolve()
+
+
+def check_table_dir(table_dir: Path) -> None:
+    """Refuse a table's place when something else is there: a file, or a folder that holds files but
+    is no Delta table (someone's data, or a table of another format). Writing into it would take it
+    over silently. An empty folder, a missing one, or a Delta table (a run before this one) is fine."""
+    if table_dir.is_symlink() or table_dir.exists():
+        if not table_dir.is_dir():
+            raise UserError(f"{table_dir} is a file where this run writes a table; move it or give another --output")
+        if not (table_dir / "_delta_log").is_dir() and any(table_dir.iterdir()):
+            raise UserError(
+                f"{table_dir} holds files but is not a Delta table; this run would take it over: empty it, move "
+                "it, or give another --output"
+            )
 
 
 def write_delta(
@@ -166,6 +180,7 @@ def _write_with_delta_rs(
     df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
 ) -> WriteResult:
     table_dir = local_folder(path)
+    check_table_dir(table_dir)
     table_dir.mkdir(parents=True, exist_ok=True)
     run_dir = new_run_dir(table_dir)
     writer = df.write.mode("error")

@@ -32,7 +32,7 @@ from offset_audit.decode import SKIPPED_SUPERSEDED, TABLES, arrow_schema, decode
 from offset_audit.fastpath import key_types
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.sinks.delta import DataFile, WriteResult, commit_files, local_folder, new_run_dir
+from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, local_folder, new_run_dir
 from offset_audit.sources import FileUnits
 from offset_audit.tables import parse_type
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
@@ -213,6 +213,8 @@ def decode_to_files(
     and write its commits there: what the audit's replay needs, not the commit history.
     """
     out = local_folder(output)
+    for name in TABLES:
+        check_table_dir(out / name)
     run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
     compact = compact_commits_to is not None
     if compact:

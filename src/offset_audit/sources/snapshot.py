@@ -86,6 +86,30 @@ def _check_columns(columns: list[str]) -> None:
         )
 
 
+def check_snapshot_schema(schema: pa.Schema, file: str) -> None:
+    """A Kafka-source snapshot's columns, checked from a Parquet footer on the driver: a wrong type must
+    be one sentence before any task runs, not an exception in every task."""
+    _check_columns(schema.names)
+    for name in ("key", "value"):
+        kind = schema.field(name).type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            raise UserError(
+                f"column '{name}' of {file} must be binary (as Spark's Kafka source writes it), found {kind}"
+            )
+
+
+def local_data_files(inputs: list[str], input_format: str) -> list[str]:
+    """Every Parquet data file of a local snapshot (folders walked, Delta tables' live files)."""
+    return [f for item in snapshot_files(inputs, input_format) for f in _parquet_files(_local_path(item))]
+
+
+def read_footer(file: str) -> pq.FileMetaData:
+    try:
+        return pq.read_metadata(file)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
+
+
 def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> DataFrame:
     frame = spark.read.option("recursiveFileLookup", "false").parquet(*snapshot_files(inputs, input_format))
     _check_columns(frame.columns)
@@ -156,12 +180,9 @@ def local_snapshot(inputs: list[str]) -> bool:
 def snapshot_pieces(inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000) -> list[Piece]:
     """Split the snapshot into pieces of whole row groups, reading only the files' footers."""
     pieces = []
-    for file in (f for item in snapshot_files(inputs, input_format) for f in _parquet_files(_local_path(item))):
-        try:
-            metadata = pq.read_metadata(file)
-        except (OSError, pa.ArrowInvalid) as err:
-            raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
-        _check_columns(metadata.schema.to_arrow_schema().names)
+    for file in local_data_files(inputs, input_format):
+        metadata = read_footer(file)
+        check_snapshot_schema(metadata.schema.to_arrow_schema(), file)
         group, rows = [], 0
         for index in range(metadata.num_row_groups):
             group.append(index)
@@ -179,10 +200,7 @@ def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[
     parquet = pq.ParquetFile(piece.path)
     names = parquet.schema_arrow.names
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]
-    for name in ("key", "value"):
-        kind = parquet.schema_arrow.field(name).type
-        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-            raise UserError(f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind}")
+    check_snapshot_schema(parquet.schema_arrow, piece.path)  # the driver checked; the file may have changed
     for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=list(piece.row_groups), columns=columns):
         n = batch.num_rows
         if "topic" in names:
