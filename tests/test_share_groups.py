@@ -13,6 +13,7 @@ from offset_audit.layouts.codec import DecodedValue
 from offset_audit.records import modern_row
 from offset_audit.share.groups import (
     ASSIGNMENT_DIFFERS,
+    ASSIGNMENT_NOT_COMPUTED,
     BAD_BROKER_SETTING,
     DELIVERY_LIMIT_REACHED,
     EMPTY,
@@ -333,6 +334,39 @@ def test_a_member_without_partitions_is_reported():
     differs = [f for f in findings if f["kind"] == ASSIGNMENT_DIFFERS]
     assert {f["member_id"] for f in differs} == {"m-1", "m-2"}
     assert all("hint" in f["message"] and "order" in f["message"] for f in differs)
+
+
+def test_a_state_the_assignor_cannot_assign_is_a_finding_not_the_end_of_the_run():
+    """Members that still hold partitions of a subscribed topic that are no longer assignable fill up to
+    their share before the round-robin: Kafka's SimpleAssignor then throws 'Inconsistent number of member
+    IDs' (once, this stopped `share` halfway through writing its tables)."""
+    log = ShareLog().group("g", 3).state_metadata("g", {ORDERS: ("orders", [0, 1, 2, 3, 4])})
+    for member_id in ("m-1", "m-2"):
+        log.member("g", member_id, ["orders"])
+    log.target("g", "m-1", {ORDERS: [0, 1, 2]}).target("g", "m-2", {ORDERS: [3, 4]}).assignment_epoch("g", 3)
+    log.current("g", "m-1", 3, {ORDERS: [10, 11]}).current("g", "m-2", 3, {ORDERS: [12, 13]})
+
+    findings = assignment_findings(replay_share_groups(log.rows))
+
+    assert [(f["kind"], f["severity"]) for f in findings] == [(ASSIGNMENT_NOT_COMPUTED, "warning")]
+    assert "Inconsistent number of member IDs" in findings[0]["message"]
+
+
+def test_when_the_assignor_cannot_assign_the_stored_assignment_is_still_read():
+    log = ShareLog().group("g", 3).state_metadata("g", {ORDERS: ("orders", [0, 1, 2, 3, 4])})
+    for member_id in ("m-1", "m-2"):
+        log.member("g", member_id, ["orders"])
+    log.target("g", "m-1", {ORDERS: [0, 1]}).target("g", "m-2", {}).assignment_epoch("g", 3)
+    log.current("g", "m-1", 3, {ORDERS: [10, 11]}).current("g", "m-2", 3, {ORDERS: [12, 13]})
+
+    found = {
+        (f["kind"], f["severity"], f["member_id"], f["partition"])
+        for f in assignment_findings(replay_share_groups(log.rows))
+    }
+
+    assert (ASSIGNMENT_NOT_COMPUTED, "warning", None, None) in found
+    assert {(UNASSIGNED_PARTITION, "warning", None, p) for p in (2, 3, 4)} <= found
+    assert (MEMBER_WITHOUT_PARTITIONS, "info", "m-2", None) in found
 
 
 def test_empty_groups_have_no_assignment_findings():

@@ -180,3 +180,18 @@ def test_share_state_segments_replay_like_the_snapshot(spark, cluster, shared, t
     decoded = run_decode(spark, [str(data_dir)], str(tmp_path / "decoded"), load_settings())
     assert decoded.records_skipped == result.report.records_read - CLUSTER
     assert decoded.skipped_by_reason == {"other topic": decoded.records_skipped}
+
+
+def test_generated_share_groups_the_assignor_cannot_assign_end_with_findings_and_every_table(spark, tmp_path):
+    """`generate --format share-state` with its cluster's groups once died with ShareAssignorError after
+    some share tables were committed and before share_groups, share_findings and runs."""
+    generate_dump(str(tmp_path / "offsets"), 2_000, seed=1, partitions=10)
+    generate_share_state(str(tmp_path / "state"), 6_000, seed=1, world_records=2_000)
+    output = tmp_path / "out"
+    result = run_share(
+        spark, [str(tmp_path / "state")], str(output), load_settings(), groups_inputs=[str(tmp_path / "offsets")]
+    )
+    assert any(f["kind"] == "ASSIGNMENT_NOT_COMPUTED" for f in rows(output, "share_findings"))
+    (run,) = rows(output, "runs")
+    assert run["run_id"] == result.report.run_id
+    assert {name for name, _ in run["table_versions"]} >= {"share_groups", "share_findings", "share_partitions"}

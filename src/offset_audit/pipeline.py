@@ -21,7 +21,7 @@ from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
-from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, local_folder, write_delta
+from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, local_folder, write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.tables import table_schema
@@ -62,13 +62,20 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
 
         check_table_dir(local_folder(path))
         row = report.as_row()
-        for name in ("table_rows", "skipped_by_reason", "format_notes"):
+        for name in ("table_rows", "table_versions", "skipped_by_reason", "format_notes"):
             row[name] = list(row[name].items())
         table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
         # merge: a runs table written by an older version of this tool gains the new columns.
-        write_deltalake(path, table, mode="append", schema_mode="merge", configuration=TABLE_PROPERTIES)
+        write_deltalake(
+            path,
+            table,
+            mode="append",
+            schema_mode="merge",
+            configuration=TABLE_PROPERTIES,
+            commit_properties=commit_properties(report.run_id),
+        )
     else:
-        write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append")
+        write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append", run_id=report.run_id)
 
 
 def _check(report: DecodeReport) -> None:
@@ -125,8 +132,10 @@ def decode_dump(
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
-        for name, written in commit_decoded(output, result.files).items():
+        for name, written in commit_decoded(output, result.files, run_id=report.run_id).items():
             report.table_rows[name] = written.rows
+            if written.version is not None:
+                report.table_versions[name] = written.version
         return decoded
     raw = load_raw_records(spark, inputs, settings)
     report.records_read = raw.count()
@@ -141,7 +150,10 @@ def decode_dump(
             report.format_notes = {row.source_note: row["count"] for row in notes}
         _check(report)
         for name, build in decode.TABLE_BUILDERS.items():
-            report.table_rows[name] = write_delta(build(decoded), str(Path(output) / name)).rows
+            written = write_delta(build(decoded), str(Path(output) / name), run_id=report.run_id)
+            report.table_rows[name] = written.rows
+            if written.version is not None:
+                report.table_versions[name] = written.version
     finally:
         decoded.unpersist()
     return Decoded()

@@ -33,6 +33,8 @@ class DecodeReport:
     tombstones: int = 0
     decoded_by_type: list[TypeCount] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
+    # The Delta version of each table this run committed (see sinks.delta.committed_version).
+    table_versions: dict[str, int] = field(default_factory=dict)
     finished_at: datetime | None = None
     snapshot_id: str | None = None
     as_of: datetime | None = None
@@ -88,5 +90,6 @@ class DecodeReport:
             "quarantined": self.quarantined,
             "decoded_by_type": [t.__dict__ for t in self.decoded_by_type],
             "table_rows": dict(self.table_rows),
+            "table_versions": dict(self.table_versions),
             "format_notes": dict(self.format_notes),
         }

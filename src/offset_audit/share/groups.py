@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from offset_audit import constants as K
-from offset_audit.share.assignor import MemberDifference, TopicPartition, assign, compare, subscribed_partitions
+from offset_audit.share.assignor import (
+    MemberDifference,
+    ShareAssignorError,
+    TopicPartition,
+    assign,
+    compare,
+    subscribed_partitions,
+)
 from offset_audit.share.limits import (
     DELIVERY_COUNT_LIMIT,
     MAX_GROUPS,
@@ -56,6 +63,9 @@ UNASSIGNED_PARTITION = "UNASSIGNED_PARTITION"
 MEMBER_WITHOUT_PARTITIONS = "MEMBER_WITHOUT_PARTITIONS"
 ASSIGNMENT_DIFFERS = "ASSIGNMENT_DIFFERS"
 ASSIGNMENT_NOT_CHECKED = "ASSIGNMENT_NOT_CHECKED"
+ASSIGNMENT_NOT_COMPUTED = "ASSIGNMENT_NOT_COMPUTED"
+"""The broker's assignor, run on the group's state, raises instead of assigning: a finding, never the end of
+the run."""
 # `share_findings.kind`: limits (share/limits.py), one per check it runs.
 TOO_MANY_GROUPS = "TOO_MANY_GROUPS"
 GROUP_AT_MAX_SIZE = "GROUP_AT_MAX_SIZE"
@@ -540,13 +550,18 @@ def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
         ]
         return rows
 
-    expected = expected_assignment(group, source)
+    try:
+        expected: dict[str, set[TopicPartition]] | None = expected_assignment(group, source)
+    except ShareAssignorError as err:
+        expected = None
+        failure = err
     subscribed = {
         target
         for member in group.members
         for target in subscribed_partitions(member.subscribed_topic_names, source.partitions, source.assignable)
     }
-    report = compare(expected, stored, subscribed)
+    # Without a recomputed assignment, what is read off the stored one alone still holds.
+    report = compare(stored if expected is None else expected, stored, subscribed)
     rows = [
         _row(
             group.group_id,
@@ -560,6 +575,32 @@ def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
         for topic, partition in report.unassigned_partitions
     ]
     member_ids = {member.member_id for member in group.members}
+    if expected is None:
+        rows.append(
+            _row(
+                group.group_id,
+                ASSIGNMENT_NOT_COMPUTED,
+                "warning",
+                f"Kafka 4.1's SimpleAssignor stops on share group '{group.group_id}' with PartitionAssignorException "
+                f"'{failure}' (members holding more partitions than their share leave the round-robin no member); "
+                "the recomputation starts from the members' current partitions where the broker starts from its "
+                "previous target assignment, so the broker may compute one; the stored target assignment (epoch "
+                f"{epoch}) was checked for unassigned partitions only; partitions from {source.description}",
+            )
+        )
+        rows += [
+            _row(
+                group.group_id,
+                MEMBER_WITHOUT_PARTITIONS,
+                "info",
+                f"member '{member_id}' holds no partition in the stored target assignment (epoch {epoch}); whether it "
+                "should cannot be told without a recomputed assignment",
+                member_id=member_id,
+            )
+            for member_id in report.members_without_partitions
+            if member_id in member_ids
+        ]
+        return rows
     for member_id in report.members_without_partitions:
         if member_id not in member_ids:
             continue

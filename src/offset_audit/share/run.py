@@ -50,8 +50,13 @@ class ShareResult:
     problems: list[dict]
 
 
-def _write(frame: DataFrame, output: str, name: str) -> int:
-    return write_delta(frame.select(*table_schema(name).column_names()), str(Path(output) / name)).rows
+def _write(frame: DataFrame, output: str, name: str, report: DecodeReport) -> None:
+    written = write_delta(
+        frame.select(*table_schema(name).column_names()), str(Path(output) / name), run_id=report.run_id
+    )
+    report.table_rows[name] = written.rows
+    if written.version is not None:
+        report.table_versions[name] = written.version
 
 
 def _quarantine_rows(frame: DataFrame) -> DataFrame:
@@ -185,9 +190,11 @@ def run_share(
         group_rows: list[dict] = []
         if groups_inputs:
             group_report = DecodeReport.start("share", groups_inputs, settings.input_format, "")
+            group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
             # --input-format and --topic describe the share-state input; the groups dump is detected.
             group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
             decode_dump(spark, groups_inputs, str(Path(output) / "decoded"), group_settings, group_report)
+            report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
             modern = read_table(spark, str(Path(output) / "decoded"), "modern_group_records")
             share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
             group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
@@ -202,9 +209,8 @@ def run_share(
             StorageLevel.MEMORY_AND_DISK
         )
         tables["share_cleanup"] = job.cleanup_cutoffs(tables["share_partitions"], log)
-        rows = {name: _write(frame, output, name) for name, frame in tables.items()}
-        rows["quarantine"] = _write(_quarantine_rows(quarantine), output, "quarantine")
-
+        # Everything is worked out before the first table is written: a finding that fails stops the run
+        # with every table as it was, not half of them new.
         partition_rows = [r.asDict() for r in tables["share_partitions"].collect()]
         groups = share_groups.replay_share_groups(group_rows)
         has_state = {r["group_id"] for r in partition_rows}
@@ -213,16 +219,16 @@ def run_share(
         findings = share_groups.broker_setting_findings(setting_findings)
         findings += share_groups.assignment_findings(groups)
         findings += share_groups.limit_findings(groups, observations, effective)
-        spark_groups = spark.createDataFrame(group_table, table_schema("share_groups").struct())
-        spark_findings = spark.createDataFrame(findings, table_schema("share_findings").struct())
-        rows["share_groups"] = _write(spark_groups, output, "share_groups")
-        rows["share_findings"] = _write(spark_findings, output, "share_findings")
+        tables["quarantine"] = _quarantine_rows(quarantine)
+        tables["share_groups"] = spark.createDataFrame(group_table, table_schema("share_groups").struct())
+        tables["share_findings"] = spark.createDataFrame(findings, table_schema("share_findings").struct())
         problems = [r.asDict() for r in tables["share_problems"].limit(20).collect()]
+        for name in SHARE_TABLES:
+            _write(tables[name], output, name, report)
         tables["share_partitions"].unpersist()
     finally:
         replayed.unpersist()
         source.unpersist()
-    report.table_rows = rows
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)
-    return ShareResult(report, rows, partition_rows, group_table, findings, problems)
+    write_run(spark, report, output)  # last: a run without its row did not finish
+    return ShareResult(report, dict(report.table_rows), partition_rows, group_table, findings, problems)

@@ -32,6 +32,9 @@ from offset_audit.session import has_delta
 # would slow down run by run. delta-rs checkpoints every 100 commits unless told; Delta on Spark's
 # default, 10, is used here too.
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+# Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
+# userMetadata), so the `runs` row can name the version of each table the run committed.
+RUN_ID_KEY = "offset_audit.run_id"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class WriteResult:
     files: int
     route: str  # "delta-rs" or "delta-spark"
     data_files: tuple[str, ...] = ()  # delta-rs route: the files this write added
+    version: int | None = None  # the table version this write committed, when a run id was given
 
 
 def is_local(path: str) -> bool:
@@ -84,22 +88,50 @@ def write_delta(
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
     force_route: str | None = None,
+    run_id: str | None = None,
 ) -> WriteResult:
     """Write `df` to the Delta table at `path`.
 
     mode "overwrite" replaces the table's rows (only those matching `replace_where`, a column -> value
-    map, when given), "append" adds to them.
+    map, when given), "append" adds to them. With `run_id` the commit carries it, and the result says
+    which version it made.
     """
     route = force_route or ("delta-spark" if has_delta(df.sparkSession) else "delta-rs")
     if route == "delta-spark":
-        return _write_with_spark(df, path, mode, partition_by, replace_where)
-    return _write_with_delta_rs(df, path, mode, partition_by, replace_where)
+        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id)
+    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id)
+
+
+def committed_version(path: str, run_id: str | None) -> int | None:
+    """The version of the table at `path` that carries `run_id` in its commit info: the commit this run
+    made, even when other writers committed since (two audits into one folder at once)."""
+    if run_id is None:
+        return None
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(path).history(limit=100):
+        if commit.get(RUN_ID_KEY) == run_id or commit.get("userMetadata") == run_id:
+            return int(commit["version"])
+    return None
+
+
+def commit_properties(run_id: str | None):
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={RUN_ID_KEY: run_id}) if run_id else None
 
 
 def _write_with_spark(
-    df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
+    df: DataFrame,
+    path: str,
+    mode: str,
+    partition_by: list[str] | None,
+    replace_where: dict[str, str] | None,
+    run_id: str | None,
 ) -> WriteResult:
     writer = df.write.format("delta").mode(mode)
+    if run_id:
+        writer = writer.option("userMetadata", run_id)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if replace_where:
@@ -111,7 +143,8 @@ def _write_with_spark(
         writer = writer.option("mergeSchema", "true")
     writer.save(path)
     rows = df.sparkSession.read.format("delta").load(path).count()
-    return WriteResult(Path(path).name, path, rows, -1, "delta-spark")
+    version = committed_version(path, run_id) if is_local(path) else None
+    return WriteResult(Path(path).name, path, rows, -1, "delta-spark", version=version)
 
 
 @dataclass(frozen=True)
@@ -135,8 +168,10 @@ def commit_files(
     mode: str = "overwrite",
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
-) -> int:
-    """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs).
+    run_id: str | None = None,
+) -> int | None:
+    """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs); the
+    version made, when `run_id` is given.
 
     "overwrite" removes the table's current files (those matching `replace_where` only, when given) in
     the same commit, so readers switch from the old rows to the new ones atomically.
@@ -163,6 +198,7 @@ def commit_files(
             schema=arrow_schema,
             partition_by=partition_by,
             partition_filters=partition_filters,
+            commit_properties=commit_properties(run_id),
         )
     else:
         create_table_with_add_actions(
@@ -172,12 +208,18 @@ def commit_files(
             mode="overwrite",
             partition_by=partition_by,
             configuration=TABLE_PROPERTIES,
+            commit_properties=commit_properties(run_id),
         )
-    return sum(f.rows for f in files)
+    return committed_version(str(table_dir), run_id)
 
 
 def _write_with_delta_rs(
-    df: DataFrame, path: str, mode: str, partition_by: list[str] | None, replace_where: dict[str, str] | None
+    df: DataFrame,
+    path: str,
+    mode: str,
+    partition_by: list[str] | None,
+    replace_where: dict[str, str] | None,
+    run_id: str | None,
 ) -> WriteResult:
     table_dir = local_folder(path)
     check_table_dir(table_dir)
@@ -196,8 +238,11 @@ def _write_with_delta_rs(
             partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
         files.append(DataFile(file, pq.read_metadata(file).num_rows, partition_values))
     schema = to_arrow_schema(df.schema, timezone="UTC")
-    rows = commit_files(table_dir, files, schema, mode, partition_by, replace_where)
-    return WriteResult(table_dir.name, str(table_dir), rows, len(files), "delta-rs", tuple(str(f.path) for f in files))
+    version = commit_files(table_dir, files, schema, mode, partition_by, replace_where, run_id)
+    rows = sum(f.rows for f in files)
+    return WriteResult(
+        table_dir.name, str(table_dir), rows, len(files), "delta-rs", tuple(str(f.path) for f in files), version
+    )
 
 
 def _remove_spark_markers(run_dir: Path) -> None:

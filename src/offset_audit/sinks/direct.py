@@ -263,14 +263,16 @@ def decode_to_files(
 
 
 def commit_decoded(
-    output: str, files: dict[str, list[DataFile]], tables: tuple[str, ...] = TABLES
+    output: str, files: dict[str, list[DataFile]], tables: tuple[str, ...] = TABLES, run_id: str | None = None
 ) -> dict[str, WriteResult]:
-    """Replace each decode table's rows with its new files, one Delta commit per table."""
+    """Replace each decode table's rows with its new files, one Delta commit per table (each carrying
+    `run_id`)."""
     out = local_folder(output)
     results = {}
     for name in tables:
         table_dir = out / name
         table_dir.mkdir(parents=True, exist_ok=True)
-        rows = commit_files(table_dir, files[name], arrow_schema(name))
-        results[name] = WriteResult(name, str(table_dir), rows, len(files[name]), "delta-rs")
+        version = commit_files(table_dir, files[name], arrow_schema(name), run_id=run_id)
+        rows = sum(f.rows for f in files[name])
+        results[name] = WriteResult(name, str(table_dir), rows, len(files[name]), "delta-rs", version=version)
     return results
