@@ -336,7 +336,7 @@ def test_a_dump_without_offsets_writes_empty_offset_tables_and_still_judges_its_
 
 def test_delete_plan_reads_the_newest_snapshot(spark, audited):
     result, output, _, _ = audited
-    snapshot, candidates = delete_plan(spark, output)
+    snapshot, candidates = delete_plan(output)
     assert snapshot == result.snapshot_id
     assert ("stable", "payments") in {(c["group_id"], c["topic"]) for c in candidates}
     assert all(c["expected_answer"] == "NONE" for c in candidates)

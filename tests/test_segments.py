@@ -651,12 +651,44 @@ def test_unknown_magic_is_an_error_row_and_the_next_batch_is_read(tmp_path):
     assert pick(rows[1:], "source_offset") == [(100,), (101,), (102,), (103,), (104,)]
 
 
-def test_nonsensical_batch_length_is_an_error_row_and_reading_stops(tmp_path):
+def test_nonsensical_batch_length_is_an_error_row_and_reading_resumes_at_the_next_batch(tmp_path):
     nonsense = bytes.fromhex("0000000000000069 fffffffe") + bytes(60)  # offset 105, batchLength -2
-    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, nonsense, PLAIN_BATCH))
-    assert len(rows) == 6
-    assert "batch length -2 is below the minimum" in rows[-1]["source_error"]
-    assert rows[-1]["source_offset"] == 105
+    after = transactional_batch("00000000000000c8", "6b35 04 7635")  # offset 200
+    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, nonsense, after))
+    assert len(rows) == 7
+    skipped = rows[5]
+    assert "batch length -2 is below the minimum" in skipped["source_error"]
+    assert (skipped["source_offset"], skipped["source_position"], skipped["skipped_bytes"]) == (105, 114, 72)
+    assert f"bytes 114..186 of {rows[0]['source_file']} skipped (72 bytes)" in skipped["source_error"]
+    assert pick(rows[6:], "source_offset", "key", "source_position") == [(200, b"k5", 186)]
+
+
+def test_a_length_that_is_wrong_but_inside_the_file_does_not_hide_the_batches_after_it(tmp_path):
+    """The CRC does not cover the length: jumping by a damaged one would skip good batches silently."""
+    later = [transactional_batch(f"{offset:016x}", "6b35 04 7635") for offset in (200, 201, 202)]
+    damaged = bytearray(PLAIN_BATCH)
+    damaged[8:12] = (102 + 2 * len(later[0])).to_bytes(4, "big")  # claims to run over two more batches
+    rows = read_rows(write_segment(tmp_path, bytes(damaged), *later))
+    assert rows[0]["skipped_bytes"] == len(PLAIN_BATCH) and "cannot be trusted" in rows[0]["source_error"]
+    assert pick(rows[1:], "source_offset") == [(200,), (201,), (202,)]
+
+
+def test_garbage_between_batches_is_one_skipped_stretch_of_its_exact_length(tmp_path):
+    import random
+
+    garbage = random.Random(4).randbytes(10_000)
+    after = transactional_batch("00000000000000c8", "6b35 04 7635")
+    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, garbage, after))
+    assert [r["skipped_bytes"] for r in rows if r["source_error"]] == [10_000]
+    assert pick([r for r in rows if not r["source_error"]], "source_offset")[-1] == (200,)
+
+
+def test_a_batch_larger_than_the_bound_is_never_read(tmp_path):
+    after = transactional_batch("00000000000000c8", "6b35 04 7635")
+    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, after), max_batch_bytes=100)
+    assert "claims 102 bytes, beyond the bound of 100" in rows[0]["source_error"]
+    assert rows[0]["skipped_bytes"] == len(PLAIN_BATCH)
+    assert pick(rows[1:], "source_offset") == [(200,)]
 
 
 def test_magic_2_batch_length_below_its_header_size_is_nonsense(tmp_path):
@@ -668,6 +700,7 @@ def test_magic_2_batch_length_below_its_header_size_is_nonsense(tmp_path):
 def test_zero_filled_tail_of_a_preallocated_segment_is_named_as_such(tmp_path):
     rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, bytes(4096)))
     assert len(rows) == 6 and "preallocated" in rows[-1]["source_error"]
+    assert rows[-1]["skipped_bytes"] == 4096 and "to the end of the file" in rows[-1]["source_error"]
 
 
 def test_empty_log_file_yields_nothing(tmp_path):

@@ -267,7 +267,7 @@ def test_empty_group_with_initialised_topics_is_left_behind_with_a_shell_quoted_
     assert row["group_state"] == EMPTY and row["member_count"] == 0
     assert row["has_persisted_state"] and row["left_behind"]
     assert row["delete_command"] == (
-        "kafka-share-groups.sh --bootstrap-server broker-1:9092 --delete --group 'team'\"'\"'s orders'"
+        "kafka-share-groups.sh --bootstrap-server broker-1:9092 --delete --group='team'\"'\"'s orders'"
     )
 
 
@@ -289,7 +289,7 @@ def test_empty_group_without_state_is_not_left_behind_but_state_in_share_group_s
     (with_state,) = share_group_rows(groups, has_state={"idle"}, bootstrap=BOOTSTRAP)
 
     assert not without_state["left_behind"] and without_state["delete_command"] is None
-    assert with_state["left_behind"] and with_state["delete_command"].endswith("--group idle")
+    assert with_state["left_behind"] and with_state["delete_command"].endswith("--group=idle")
 
 
 def test_partitions_of_a_topic_id_without_a_name_keep_the_id():

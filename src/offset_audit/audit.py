@@ -407,22 +407,28 @@ def _compare(
     return report, rows
 
 
-def delete_plan(spark: SparkSession, audit_dir: str, snapshot_id: str | None = None) -> tuple[str, list[dict]]:
-    """The deletion candidates of one snapshot (the newest by default), for `delete-plan`."""
+def check_audit_dir(audit_dir: str) -> Path:
+    """The deletion_candidates table of an audit's output folder, which must exist."""
     path = Path(audit_dir) / "deletion_candidates"
-    if not path.exists():
-        raise InputNotFound(
-            f"'{audit_dir}' holds no deletion_candidates table: run offset-audit audit --output {audit_dir} first"
-        )
-    frame = read_table(spark, audit_dir, "deletion_candidates")
+    if not (path / "_delta_log").is_dir():
+        raise InputNotFound(f"'{audit_dir}' holds no deletion_candidates table: run offset-audit audit --output first")
+    return path
+
+
+def delete_plan(audit_dir: str, snapshot_id: str | None = None) -> tuple[str, list[dict]]:
+    """The deletion candidates of one snapshot (the newest by default), for `delete-plan`: a small table,
+    read with delta-rs and pyarrow, so the command answers in a second and never starts Spark."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(check_audit_dir(audit_dir)))
     if snapshot_id is None:
-        newest = frame.agg(F.max_by("snapshot_id", "as_of")).collect()[0][0]
-        if newest is None:
+        snapshots = table.to_pyarrow_table(columns=["snapshot_id", "as_of"])
+        if not snapshots.num_rows:
             return "", []
-        snapshot_id = newest
-    rows = (
-        frame.where(F.col("snapshot_id") == snapshot_id).orderBy("priority", "group_id", "topic", "partition").collect()
-    )
-    if not rows:
+        newest = snapshots.sort_by([("as_of", "descending"), ("snapshot_id", "descending")])
+        snapshot_id = newest.column("snapshot_id")[0].as_py()
+    rows = table.to_pyarrow_table(filters=[("snapshot_id", "=", snapshot_id)])
+    if not rows.num_rows:
         raise UserError(f"snapshot '{snapshot_id}' has no deletion candidates in {audit_dir}")
-    return snapshot_id, [r.asDict() for r in rows]
+    ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
+    return snapshot_id, ordered.to_pylist()

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from offset_audit.commands import DEFAULT_BOOTSTRAP
 from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
@@ -365,7 +366,12 @@ def whatif(
     type=click.Path(dir_okay=False),
     help="a broker's server.properties: its group.share.* limits are checked and used.",
 )
-@click.option("--bootstrap-server", default='"$BOOTSTRAP_SERVER"', show_default=True, help="written into commands.")
+@click.option(
+    "--bootstrap-server",
+    default=DEFAULT_BOOTSTRAP,
+    show_default=True,
+    help="written into the delete commands as given: a shell word of yours.",
+)
 @_user_errors
 def share(
     inputs,
@@ -424,32 +430,44 @@ def share(
 @main.command("delete-plan")
 @click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
 @click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
-@click.option("--bootstrap-server", default='"$BOOTSTRAP_SERVER"', show_default=True, help="written into the commands.")
+@click.option(
+    "--bootstrap-server",
+    default=DEFAULT_BOOTSTRAP,
+    show_default=True,
+    help="written into the commands as given: a shell word of yours, expanded when the script runs.",
+)
 @click.option(
     "--script", type=click.Path(dir_okay=False), default=None, help="write the commands to this file instead."
 )
 @_user_errors
 def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
-    """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates."""
+    """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates.
+
+    Reads the audit's deletion_candidates table directly (no Spark). Every group and topic name in the
+    script is quoted and passed as --group=NAME / --topic=NAME, comments are escaped: a name from the
+    dump cannot run anything or pass for an option.
+    """
     import os
 
+    from offset_audit import preflight
+    from offset_audit.audit import check_audit_dir
     from offset_audit.audit import delete_plan as plan
-    from offset_audit.session import get_spark
     from offset_audit.summary import delete_plan_lines
 
-    spark = get_spark(load_settings().spark)
-    snapshot, candidates = plan(spark, audit_dir, snapshot_id)
+    check_audit_dir(audit_dir)
+    if script:
+        preflight.check_script_path(script)
+    snapshot, candidates = plan(audit_dir, snapshot_id)
     if not candidates:
-        click.echo(f"no deletion candidates in {audit_dir}")
+        click.echo(f"no deletion candidates in {terminal(audit_dir)}")
         return
     text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
     if script:
         with open(script, "w") as handle:
             handle.write(text)
         os.chmod(script, 0o755)
-        click.echo(
-            f"wrote {len(candidates)} partitions of {len({c['group_id'] for c in candidates})} groups to {script}"
-        )
+        groups = len({c["group_id"] for c in candidates})
+        click.echo(f"wrote {len(candidates)} partitions of {groups} groups to {terminal(script)}")
     else:
         click.echo(text, nl=False)
 

@@ -28,6 +28,8 @@ class Settings:
     isolation_level: str = "read_committed"
     kafka_options: dict[str, str] = field(default_factory=dict)
     fast_path: bool = True
+    # decode.max_batch_mib in bytes: the most one log-segment batch may take, stored or inflated.
+    max_batch_bytes: int = 64 << 20
     spark: dict[str, str] = field(default_factory=dict)
     retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
@@ -69,6 +71,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "isolation_level": section("kafka").get("isolation_level", default.isolation_level),
         "kafka_options": {str(k): str(v) for k, v in section("kafka").get("options", {}).items()},
         "fast_path": bool(section("decode").get("fast_path", default.fast_path)),
+        "max_batch_bytes": _whole_number(section("decode"), "max_batch_mib", default.max_batch_bytes >> 20) << 20,
         "spark": {str(k): str(v) for k, v in section("spark").items()},
         "retention_minutes": _whole_number(audit, "retention_minutes", default.retention_minutes),
         "check_interval_ms": _whole_number(audit, "check_interval_ms", default.check_interval_ms),
@@ -92,6 +95,8 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         raise UserError(
             f"check_interval_ms must be a positive number of milliseconds, not {values['check_interval_ms']}"
         )
+    if not 1 <= values["max_batch_bytes"] >> 20 <= 4096:
+        raise UserError(f"max_batch_mib takes 1 to 4096 (MiB), not {values['max_batch_bytes'] >> 20}")
     partition = values["partition"]
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")

@@ -48,7 +48,7 @@ RAW_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key"
 COORDINATES = ("source_partition", "source_offset", "record_timestamp_ms")
 # Columns only file dumps bring (offset_audit.sources.log_records, after offset_audit.transactions):
 # a reader's error for input it could not read, the transaction state, and what the format cannot tell.
-OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note")
+OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes")
 # Record classes that are counted but not decoded: records of another topic, transactional commits
 # whose transaction was aborted, and the transaction markers themselves.
 SKIPPED = "skipped"
@@ -192,6 +192,7 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
     if "source_error" in names:
         errors = batch.column("source_error")
         failed = errors.is_valid().to_numpy(zero_copy_only=False) & pending
+        skipped = batch.column("skipped_bytes") if "skipped_bytes" in names else pa.nulls(batch.num_rows, pa.int64())
         for i in np.flatnonzero(failed).tolist():
             quarantined.append(
                 {
@@ -203,6 +204,7 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
                     "source_partition": batch.column("source_partition")[i].as_py(),
                     "source_offset": batch.column("source_offset")[i].as_py(),
                     "record_timestamp_ms": batch.column("record_timestamp_ms")[i].as_py(),
+                    "skipped_bytes": skipped[i].as_py(),
                 }
             )
         counts[(records.QUARANTINE, None, None, None, False)] += len(quarantined)

@@ -78,6 +78,16 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
         write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append", run_id=report.run_id)
 
 
+def bytes_skipped(quarantine_files: list) -> int:
+    """The bytes the quarantine rows of these files stand for (log segment stretches holding no batch)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    return sum(
+        int(pc.sum(pq.read_table(f.path, columns=["skipped_bytes"]).column(0)).as_py() or 0) for f in quarantine_files
+    )
+
+
 def _check(report: DecodeReport) -> None:
     if not report.reconciles:
         raise RuntimeError(
@@ -126,6 +136,7 @@ def decode_dump(
         report.records_read = result.records_read if known is None else known
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
+        report.bytes_skipped = bytes_skipped(result.files["quarantine"])
         _check(report)  # nothing is committed unless every record is accounted for
         decoded = Decoded(result.newest_record)
         if compact_commits_to is not None:
@@ -145,6 +156,7 @@ def decode_dump(
         for row in decode.decode_counts(decoded).collect():
             counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.records
         fill_counts(report, counts)
+        report.bytes_skipped = decode.quarantine(decoded).agg(F.sum("skipped_bytes")).collect()[0][0] or 0
         if "source_note" in raw.columns:
             notes = raw.where(F.col("source_note").isNotNull()).groupBy("source_note").count().collect()
             report.format_notes = {row.source_note: row["count"] for row in notes}

@@ -31,6 +31,7 @@ class DecodeReport:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     by_class: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
+    bytes_skipped: int = 0
     decoded_by_type: list[TypeCount] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
     # The Delta version of each table this run committed (see sinks.delta.committed_version).
@@ -88,6 +89,7 @@ class DecodeReport:
             "tombstones": self.tombstones,
             "other_records": self.other_records,
             "quarantined": self.quarantined,
+            "bytes_skipped": self.bytes_skipped,
             "decoded_by_type": [t.__dict__ for t in self.decoded_by_type],
             "table_rows": dict(self.table_rows),
             "table_versions": dict(self.table_versions),

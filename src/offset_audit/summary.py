@@ -1,9 +1,13 @@
-"""What the console prints after a run: short, aligned, and numbers that visibly add up."""
+"""What the console prints after a run: short, aligned, and numbers that visibly add up.
+
+Names from the dump (groups, topics, members, the messages that quote them) and paths are printed
+through `escaping.terminal`: nothing in a group id can move the cursor, clear the screen or fake a line.
+"""
 
 from __future__ import annotations
 
-import shlex
-
+from offset_audit.commands import delete_offsets
+from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
 from offset_audit.report import DecodeReport
 
 
@@ -17,24 +21,30 @@ def _skip_detail(report: DecodeReport) -> str:
     return "(" + ", ".join(f"{reason} {_n(n)}" for reason, n in sorted(report.skipped_by_reason.items())) + ")"
 
 
+def _quarantine_detail(report: DecodeReport) -> str:
+    if not report.bytes_skipped:
+        return "(see quarantine)"
+    return f"(see quarantine; {_n(report.bytes_skipped)} unreadable bytes skipped, reading resumed after them)"
+
+
 def format_notes(report: DecodeReport) -> list[str]:
     """What the input format could not tell, so nobody mistakes a reconstructed value for a read one."""
     if not report.format_notes:
         return []
     lines = ["", "  what this input format could not tell:"]
-    lines += [f"    {_n(n):>12} records: {note}" for note, n in sorted(report.format_notes.items())]
+    lines += [f"    {_n(n):>12} records: {terminal(note)}" for note, n in sorted(report.format_notes.items())]
     return lines
 
 
 def decode_summary(report: DecodeReport, output: str) -> str:
     lines = [
-        f"Decoded {report.input} ({report.input_format})",
+        f"Decoded {terminal(report.input)} ({report.input_format})",
         "",
         f"  records read            {_n(report.records_read):>12}",
         f"  skipped                 {_n(report.records_skipped):>12}   {_skip_detail(report)}",
         f"  decoded                 {_n(report.records_decoded):>12}   of which tombstones {_n(report.tombstones)}",
         f"  unknown types           {_n(report.other_records):>12}   (kept in other_records)",
-        f"  quarantined             {_n(report.quarantined):>12}   (see quarantine)",
+        f"  quarantined             {_n(report.quarantined):>12}   {_quarantine_detail(report)}",
         "",
         "  decoded by record type and value version:",
     ]
@@ -43,7 +53,7 @@ def decode_summary(report: DecodeReport, output: str) -> str:
         era = f" [{t.layout_era}]" if t.layout_era and t.value_version is not None else ""
         lines.append(f"    {t.record_type:>3} {t.record_name:<38} {version:<10}{era:<10} {_n(t.records):>12}")
     lines += format_notes(report)
-    lines += ["", f"  Delta tables under {output}:"]
+    lines += ["", f"  Delta tables under {terminal(output)}:"]
     for name, rows in report.table_rows.items():
         lines.append(f"    {name:<22} {_n(rows):>14} rows")
     lines.append(f"    {'runs':<22} {'+1':>14} row (run {report.run_id[:12]})")
@@ -54,11 +64,12 @@ def audit_summary(result, output: str) -> str:
     """What `audit` prints: groups by verdict, what expires soon, and the best deletion candidates."""
     report = result.report
     lines = [
-        f"Audited {report.input} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
-        f"(retention {report.retention_minutes} min, snapshot {result.snapshot_id})",
+        f"Audited {terminal(report.input)} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
+        f"(retention {report.retention_minutes} min, snapshot {terminal(result.snapshot_id)})",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, "
         f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}, "
         f"skipped {_n(report.records_skipped)} {_skip_detail(report)}",
+        *([f"  unreadable bytes skipped {_n(report.bytes_skipped)} (see quarantine)"] if report.bytes_skipped else []),
         *format_notes(report),
         "",
         "  groups by type, state and verdict:",
@@ -78,14 +89,16 @@ def audit_summary(result, output: str) -> str:
     for c in result.top_candidates:
         lag = "" if c["lag"] is None else f", lag {_n(c['lag'])}"
         parts = f"{c['partitions']} partition{'' if c['partitions'] == 1 else 's'}"
-        lines.append(f"    [{c['priority']}] {c['reason']:<35} {c['group_id']} {c['topic']} ({parts}{lag})")
-    lines += ["", f"  Delta tables under {output}:"]
+        lines.append(
+            f"    [{c['priority']}] {c['reason']:<35} {terminal(c['group_id'])} {terminal(c['topic'])} ({parts}{lag})"
+        )
+    lines += ["", f"  Delta tables under {terminal(output)}:"]
     decoded = {}
     for name, rows in report.table_rows.items():
         if name.startswith("decoded/"):
             decoded[name.removeprefix("decoded/")] = rows
         else:
-            lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {result.snapshot_id})")
+            lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {terminal(result.snapshot_id)})")
     if decoded:
         history = (
             f"offset_commits {_n(decoded['offset_commits'])}"
@@ -96,7 +109,7 @@ def audit_summary(result, output: str) -> str:
             f"    {'decoded/':<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
             f"other_records {_n(decoded.get('other_records', 0))}, {history}"
         )
-    lines.append(f"  next: offset-audit delete-plan --audit {output}")
+    lines.append(f"  next: offset-audit delete-plan --audit {shell_word(output)}")
     return "\n".join(lines)
 
 
@@ -115,10 +128,15 @@ def whatif_summary(rows: list[dict]) -> str:
 
 
 def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) -> list[str]:
-    """kafka-consumer-groups.sh commands, one per group, with what the broker is expected to answer."""
+    """kafka-consumer-groups.sh commands, one per group, with what the broker is expected to answer.
+
+    Every name is inert (offset_audit.commands): comments are escaped for a terminal, values are
+    quoted shell words given as --group=VALUE and --topic=VALUE; a name no command line can carry
+    (a NUL) is left out with a comment saying so.
+    """
     lines = [
         "#!/usr/bin/env bash",
-        f"# Offsets the broker would delete (OffsetDelete, KIP-496) as of snapshot {snapshot_id}.",
+        f"# Offsets the broker would delete (OffsetDelete, KIP-496) as of snapshot {shell_comment(snapshot_id)}.",
         "# Expected answer for every partition: Successful. A group that changed since the snapshot may",
         "# answer GROUP_SUBSCRIBED_TO_TOPIC or NON_EMPTY_GROUP instead; nothing else is touched.",
         "set -u",
@@ -130,13 +148,11 @@ def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) 
         reasons.setdefault(c["group_id"], set()).add(c["reason"])
     for group, topics in by_group.items():
         lines.append("")
-        lines.append(f"# {group}: {', '.join(sorted(reasons[group]))}")
-        topic_args = " ".join(
-            f"--topic {shlex.quote(t + ':' + ','.join(str(p) for p in sorted(parts)))}"
-            for t, parts in sorted(topics.items())
-        )
-        command = f"kafka-consumer-groups.sh --bootstrap-server {bootstrap} --delete-offsets"
-        lines.append(f"{command} --group {shlex.quote(group)} {topic_args}")
+        lines.append(f"# {shell_comment(group)}: {', '.join(sorted(reasons[group]))}")
+        try:
+            lines.append(delete_offsets(group, topics, bootstrap))
+        except NotAShellArgument as err:
+            lines.append(f"# left out: {shell_comment(str(err))}; delete these offsets with an Admin client")
     return lines
 
 
@@ -146,7 +162,7 @@ def share_summary(result, output: str) -> str:
     parts = result.partitions
     groups = {p["group_id"] for p in parts}
     lines = [
-        f"Share state of {report.input} ({report.input_format}): {_n(len(parts))} share-partitions "
+        f"Share state of {terminal(report.input)} ({report.input_format}): {_n(len(parts))} share-partitions "
         f"of {_n(len(groups))} share groups",
         f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}, "
         f"quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
@@ -166,17 +182,18 @@ def share_summary(result, output: str) -> str:
     lines.append(f"  replay problems: {_n(problems)}" + (" (see share_problems)" if problems else ""))
     for p in result.problems[:5]:
         where = f"{p['log_partition']}@{p['log_offset']}" if p["log_offset"] is not None else "?"
-        lines.append(f"    {p['group_id']} {p['topic'] or p['topic_id']}-{p['partition']} at {where}: {p['reason']}")
+        topic = terminal(p["topic"] or p["topic_id"])
+        lines.append(f"    {terminal(p['group_id'])} {topic}-{p['partition']} at {where}: {terminal(p['reason'])}")
     left = [g for g in result.groups if g.get("left_behind")]
     lines += ["", f"  share groups: {_n(len(result.groups))}, left behind (no members, state kept): {_n(len(left))}"]
     for g in left[:10]:
-        lines.append(f"    {g['delete_command']}")
+        lines.append(f"    {terminal(g['delete_command'] or g['group_id'])}")
     by_severity: dict[str, int] = {}
     for f in result.findings:
         by_severity[f["severity"]] = by_severity.get(f["severity"], 0) + 1
     lines.append("  findings: " + (", ".join(f"{s} {_n(n)}" for s, n in sorted(by_severity.items())) or "none"))
     for f in [f for f in result.findings if f["severity"] != "info"][:8]:
-        lines.append(f"    [{f['severity']}] {f['kind']}: {f['message']}")
-    lines += ["", f"  Delta tables under {output}:"]
+        lines.append(f"    [{f['severity']}] {f['kind']}: {terminal(f['message'])}")
+    lines += ["", f"  Delta tables under {terminal(output)}:"]
     lines += [f"    {name:<22} {_n(rows):>14} rows" for name, rows in result.table_rows.items()]
     return "\n".join(lines)

@@ -7,6 +7,12 @@ for snappy, lz4 and zstd. Two of them need framing Kafka adds on top of the libr
 
 - snappy is written by snappy-java's SnappyOutputStream ("xerial" framing), not Google's framing format;
 - lz4 frames of magic 0 carry a frame-descriptor checksum that old Kafka computed over the wrong bytes.
+
+A batch's header says nothing trustworthy about how large it inflates: 1 MiB of gzip can hold 1 GiB of
+zeros. Every codec is therefore undone into a bounded output (`max_bytes`, the decode.max_batch_mib
+setting): past the bound the batch is refused as a CodecError, having used no more memory than the
+bound. The output buffer is allocated once per process and reused, so only pages a batch really
+fills ever become resident.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import zlib
 
 import cramjam
+import numpy as np
 
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -33,40 +40,92 @@ _LZ4_FLG_CONTENT_SIZE = 0x08
 _LZ4_FLG_DICT_ID = 0x01
 
 _GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_BYTES = 64 << 20  # framing.DEFAULT_MAX_BATCH_BYTES, decode.max_batch_mib
 
 
 class CodecError(ValueError):
     """A payload that cannot be decompressed, or a codec id Kafka does not define."""
 
 
-def decompress(codec: int, payload: bytes, magic: int) -> bytes:
-    """The uncompressed bytes of a batch's records (magic 2) or a wrapper's inner message set (magic 0/1).
+class TooLarge(CodecError):
+    """A payload that inflates past the bound."""
+
+
+_output = np.empty(0, np.uint8)
+
+
+def _buffer(size: int) -> np.ndarray:
+    """The process's reusable output buffer, at least `size` bytes (allocated lazily, never filled)."""
+    global _output
+    if len(_output) < size:
+        _output = np.empty(size, np.uint8)
+    return _output[:size]
+
+
+def decompress(codec: int, payload: bytes, magic: int, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The uncompressed bytes of a batch's records (magic 2) or a wrapper's inner message set (magic 0/1),
+    at most `max_bytes` of them.
 
     `magic` matters only for lz4, where Kafka ignores the frame-descriptor checksum of magic 0 data.
     """
+    name = CODEC_NAMES.get(codec)
     try:
         if codec == CODEC_GZIP:
-            return _gunzip(payload)
+            return _gunzip(payload, max_bytes)
         if codec == CODEC_SNAPPY:
-            return _unsnappy(payload)
+            return _unsnappy(payload, max_bytes)
         if codec == CODEC_LZ4:
             framed = _with_correct_descriptor_checksum(payload) if magic == 0 else payload
-            return bytes(cramjam.lz4.decompress(framed))
+            return _bounded(cramjam.lz4.decompress_into, framed, max_bytes)
         if codec == CODEC_ZSTD:
-            return bytes(cramjam.zstd.decompress(payload))
+            return _bounded(cramjam.zstd.decompress_into, payload, max_bytes)
+    except TooLarge as err:
+        raise TooLarge(
+            f"{name} payload of {len(payload)} bytes inflates to {err}; refused without inflating further (raise "
+            "decode.max_batch_mib if a broker really wrote such a batch)"
+        ) from err
     except (cramjam.DecompressionError, zlib.error, ValueError) as err:
-        raise CodecError(f"{CODEC_NAMES[codec]} payload of {len(payload)} bytes cannot be decompressed: {err}") from err
+        raise CodecError(f"{name} payload of {len(payload)} bytes cannot be decompressed: {err}") from err
     raise CodecError(f"unknown compression codec id {codec} (Kafka defines 0-4: none, gzip, snappy, lz4, zstd)")
 
 
-def _gunzip(payload: bytes) -> bytes:
+def _too_large(max_bytes: int) -> TooLarge:
+    return TooLarge(f"more than {max_bytes:,} bytes")
+
+
+def _bounded(decompress_into, payload: bytes, max_bytes: int) -> bytes:
+    """A streaming codec undone into a buffer one byte larger than the bound: cramjam stops with
+    'failed to write whole buffer' once the buffer is full, and a full buffer means past the bound."""
+    out = _buffer(max_bytes + 1)
+    try:
+        size = decompress_into(payload, out)
+    except cramjam.DecompressionError as err:
+        if "write whole buffer" in str(err):
+            raise _too_large(max_bytes) from err
+        raise
+    if size > max_bytes:
+        raise _too_large(max_bytes)
+    return out[:size].tobytes()
+
+
+def _gunzip(payload: bytes, max_bytes: int) -> bytes:
     """gzip, member after member: Java's GZIPInputStream reads concatenated members and stops quietly at
-    trailing bytes that do not start another member, so this does too."""
+    trailing bytes that do not start another member, so this does too. zlib's max_length keeps each step
+    within what is left of the bound."""
     parts = []
+    total = 0
     rest = payload
     while True:
         member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        parts.append(member.decompress(rest))
+        while True:
+            chunk = member.decompress(rest, max_bytes - total + 1)
+            total += len(chunk)
+            if total > max_bytes:
+                raise _too_large(max_bytes)
+            parts.append(chunk)
+            rest = member.unconsumed_tail
+            if member.eof or not rest:
+                break
         if not member.eof:
             raise CodecError("gzip stream ends before its end-of-member marker")
         rest = member.unused_data
@@ -74,15 +133,16 @@ def _gunzip(payload: bytes) -> bytes:
             return b"".join(parts)
 
 
-def _unsnappy(payload: bytes) -> bytes:
+def _unsnappy(payload: bytes, max_bytes: int) -> bytes:
     """snappy-java stream framing, or a bare snappy block when the header is absent (SnappyInputStream
     falls back to that too). A second stream header at a chunk boundary is skipped, as snappy-java does
     for concatenated streams; it cannot be mistaken for a chunk because its first byte would make the
     chunk length negative."""
     if not payload.startswith(XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(payload))
+        return _snappy_block(payload, _buffer(max_bytes), max_bytes)
     view = memoryview(payload)
     parts = []
+    total = 0
     pos = XERIAL_HEADER_SIZE
     end = len(payload)
     while pos < end:
@@ -95,9 +155,23 @@ def _unsnappy(payload: bytes) -> bytes:
         pos += 4
         if chunk_size < 0 or chunk_size > end - pos:
             raise CodecError(f"snappy chunk of {chunk_size} bytes at byte {pos - 4}, {end - pos} left")
-        parts.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + chunk_size])))
+        part = _snappy_block(view[pos : pos + chunk_size], _buffer(max_bytes - total), max_bytes)
+        total += len(part)
+        parts.append(part)
         pos += chunk_size
     return b"".join(parts)
+
+
+def _snappy_block(block, out: np.ndarray, max_bytes: int) -> bytes:
+    """A raw snappy block into `out`: its header states its size, which cramjam checks against the
+    buffer before writing anything."""
+    try:
+        size = cramjam.snappy.decompress_raw_into(block, out)
+    except cramjam.DecompressionError as err:
+        if "smaller than required" in str(err):
+            raise _too_large(max_bytes) from err
+        raise
+    return out[:size].tobytes()
 
 
 def _with_correct_descriptor_checksum(frame: bytes) -> bytes:

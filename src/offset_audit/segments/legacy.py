@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from offset_audit.segments.compression import CODEC_NAMES, CODEC_NONE, CODEC_ZSTD, CodecError, decompress
 from offset_audit.segments.crc import crc32
 from offset_audit.segments.decoded import NO_TIMESTAMP, DecodedBatch, UntrustedBatch
-from offset_audit.segments.framing import LOG_OVERHEAD, MAGIC_OFFSET, MIN_SIZE_BY_MAGIC, Frame
+from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MAGIC_OFFSET, MIN_SIZE_BY_MAGIC, Frame
 
 MAGIC_VALUE_V0 = 0
 MAGIC_VALUE_V1 = 1
@@ -46,8 +46,9 @@ class _Message:
     computed_crc: int
 
 
-def decode_legacy_message(frame: Frame) -> DecodedBatch:
-    """The record(s) of one top-level magic 0/1 message: itself, or the inner messages of a wrapper."""
+def decode_legacy_message(frame: Frame, max_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> DecodedBatch:
+    """The record(s) of one top-level magic 0/1 message: itself, or the inner messages of a wrapper
+    (inflated to at most `max_bytes`)."""
     data = frame.data
     codec = data[MAGIC_OFFSET + 1] & COMPRESSION_CODEC_MASK
     if codec == CODEC_NONE:
@@ -65,17 +66,17 @@ def decode_legacy_message(frame: Frame) -> DecodedBatch:
         )
     if codec == CODEC_NONE:
         return DecodedBatch([wrapper.offset], [wrapper.timestamp], [wrapper.key], [wrapper.value])
-    return _unwrap(wrapper, codec, claimed)
+    return _unwrap(wrapper, codec, claimed, max_bytes)
 
 
-def _unwrap(wrapper: _Message, codec: int, claimed: str) -> DecodedBatch:
+def _unwrap(wrapper: _Message, codec: int, claimed: str, max_bytes: int) -> DecodedBatch:
     """The inner messages of a compressed wrapper, with absolute offsets and their effective timestamps."""
     if codec == CODEC_ZSTD:
         raise UntrustedBatch(f"zstd compression is not allowed in magic {wrapper.magic} messages", claimed)
     if wrapper.value is None:
         raise UntrustedBatch(f"compressed message set with a null value (magic = {wrapper.magic})", claimed)
     try:
-        message_set = decompress(codec, wrapper.value, wrapper.magic)
+        message_set = decompress(codec, wrapper.value, wrapper.magic, max_bytes)
     except CodecError as err:
         raise UntrustedBatch(str(err), claimed) from err
     try:

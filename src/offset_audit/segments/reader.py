@@ -4,9 +4,11 @@ The file is read sequentially, batch by batch (`framing`); each batch is decoded
 (`record_batch` for magic 2, `legacy` for 0 and 1) and its rows gathered into Arrow batches (`rows`).
 Memory stays bounded by one Kafka batch plus `batch_rows` rows, whatever the segment's size.
 
-Bad bytes are data: a batch that fails its CRC, cannot be decompressed or does not parse becomes one
-row with `source_error` and no key or value, and reading goes on with the next batch; a batch cut short
-by the end of the file, or a header that cannot be a batch, becomes one such row and ends the file.
+Bad bytes are data: a batch that fails its CRC, cannot be decompressed (or inflates past the bound) or
+does not parse becomes one row with `source_error` and no key or value, and reading goes on with the
+next batch. Bytes that hold no trustworthy batch at all (a damaged length, a batch cut short by the end
+of the file) become one such row that says how many bytes it covers (`skipped_bytes`), and reading
+resumes at the next batch that verifies (`framing`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from offset_audit.segments.decoded import UntrustedBatch
-from offset_audit.segments.framing import Frame, FramingError, iter_frames
+from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES, Frame, Skipped, iter_frames
 from offset_audit.segments.legacy import decode_legacy_message
 from offset_audit.segments.record_batch import decode_default_batch
 from offset_audit.segments.rows import RowBuffer
@@ -55,13 +57,19 @@ def topic_from_path(path: str) -> str | None:
 
 
 def read_segment(
-    path: str, partition: int | None = None, batch_rows: int = DEFAULT_BATCH_ROWS, only_control: bool = False
+    path: str,
+    partition: int | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    only_control: bool = False,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of LOG_RECORD_SCHEMA, one row per record in file order, each at most `batch_rows` rows.
 
     `partition` overrides the one the folder name gives. An empty file yields nothing. `only_control`
     reads nothing but control batches (transaction markers), judged by the attributes in the batch
-    header: the light first pass that resolves transactions never decompresses or parses data batches.
+    header: the light first pass that resolves transactions never decompresses or parses data batches
+    (both passes frame the file alike). No batch larger than `max_batch_bytes`, read or inflated, is
+    held in memory.
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
@@ -73,17 +81,17 @@ def read_segment(
     rows = RowBuffer(source_file, partition, batch_rows)
     with open(source_file, "rb", buffering=_READ_BUFFER_BYTES) as segment_file:
         size = os.fstat(segment_file.fileno()).st_size
-        for item in iter_frames(segment_file, size, rows.source_file):
-            if isinstance(item, FramingError):
-                rows.add_error(item.position, item.base_offset, item.reason)
-                break
+        for item in iter_frames(segment_file, size, rows.source_file, max_batch_bytes):
+            if isinstance(item, Skipped):
+                rows.add_error(item.start, item.base_offset, item.reason, skipped_bytes=item.length)
+                continue
             if only_control and (item.magic != 2 or not item.data[_ATTRIBUTES_LOW_BYTE] & _CONTROL_BIT):
                 continue
             try:
                 if item.magic == 2:
-                    batch = decode_default_batch(item)
+                    batch = decode_default_batch(item, max_batch_bytes)
                 elif item.magic in (0, 1):
-                    batch = decode_legacy_message(item)
+                    batch = decode_legacy_message(item, max_batch_bytes)
                 else:
                     raise UntrustedBatch(
                         f"unknown magic {item.magic} (Kafka writes 0, 1 and 2)",

@@ -21,7 +21,7 @@ import struct
 from offset_audit.segments.compression import CODEC_NAMES, CODEC_NONE, decompress
 from offset_audit.segments.crc import crc32c
 from offset_audit.segments.decoded import DecodedBatch, UntrustedBatch
-from offset_audit.segments.framing import Frame
+from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES, Frame
 
 MAGIC_VALUE_V2 = 2
 ATTRIBUTES_OFFSET = 21  # the CRC covers attributes to the end of the batch
@@ -48,8 +48,9 @@ _UNCHECKED_BASE_MIN = _INT64_MIN + 2**31
 _UNCHECKED_BASE_MAX = _INT64_MAX - 2**31
 
 
-def decode_default_batch(frame: Frame) -> DecodedBatch:
-    """The records of one magic 2 batch, or UntrustedBatch."""
+def decode_default_batch(frame: Frame, max_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> DecodedBatch:
+    """The records of one magic 2 batch, or UntrustedBatch; compressed records inflate to at most
+    `max_bytes`."""
     data = frame.data
     (
         _leader_epoch,
@@ -65,7 +66,7 @@ def decode_default_batch(frame: Frame) -> DecodedBatch:
         count,
     ) = _BATCH_HEADER.unpack_from(data, 12)
     try:
-        computed_crc = crc32c(data[ATTRIBUTES_OFFSET:])
+        computed_crc = stored_crc if frame.verified else crc32c(data[ATTRIBUTES_OFFSET:])
         if computed_crc != stored_crc:
             # Kafka's wording (DefaultRecordBatch.ensureValid), so the row can be matched with broker logs.
             raise ValueError(f"record batch is corrupt (stored crc = {stored_crc}, computed crc = {computed_crc})")
@@ -84,7 +85,7 @@ def decode_default_batch(frame: Frame) -> DecodedBatch:
         if codec == CODEC_NONE:
             records, start = data, RECORD_BATCH_OVERHEAD
         else:
-            records, start = decompress(codec, data[RECORD_BATCH_OVERHEAD:], MAGIC_VALUE_V2), 0
+            records, start = decompress(codec, data[RECORD_BATCH_OVERHEAD:], MAGIC_VALUE_V2, max_bytes), 0
         # The record timestamp is always baseTimestamp + timestampDelta, even when the delete-horizon flag
         # (0x40) makes baseTimestamp the horizon: the cleaner rewrites the deltas against it
         # (MemoryRecordsBuilder, DefaultRecord.readFrom). Only LogAppendTime overrides it, with maxTimestamp.

@@ -22,6 +22,8 @@ from offset_audit.escaping import stored_text
 from offset_audit.segments.decoded import NO_TIMESTAMP, DecodedBatch
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
+_STRING = pa.string()
+
 
 class RowBuffer:
     """The rows read so far from one file and not yet handed out."""
@@ -51,6 +53,7 @@ class RowBuffer:
         self.control_types: dict[int, str] = {}
         self.errors: dict[int, str] = {}
         self.notes: dict[int, str] = {}
+        self.skipped_bytes: dict[int, int] = {}
 
     def __len__(self) -> int:
         pending = self._pending.num_rows if self._pending is not None else 0
@@ -74,9 +77,12 @@ class RowBuffer:
         if batch.control_types is not None:
             self.control_types.update(enumerate(batch.control_types, first_row))
 
-    def add_error(self, position: int, offset: int | None, reason: str) -> None:
-        """One row standing for bytes that could not be read: no key, no value, no timestamp."""
+    def add_error(self, position: int, offset: int | None, reason: str, skipped_bytes: int | None = None) -> None:
+        """One row standing for bytes that could not be read: no key, no value, no timestamp; with
+        `skipped_bytes` when it stands for bytes that held no batch (not for a batch refused as a whole)."""
         self.errors[len(self.offsets)] = reason
+        if skipped_bytes is not None:
+            self.skipped_bytes[len(self.offsets)] = skipped_bytes
         self.add_batch(position, DecodedBatch([offset], [NO_TIMESTAMP], [None], [None]))
 
     def full_batches(self) -> Iterator[pa.RecordBatch]:
@@ -111,13 +117,13 @@ class RowBuffer:
         def per_batch(values: list, arrow_type: pa.DataType) -> pa.Array:
             return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, arrow_type)))
 
-        def sparse(values_by_row: dict[int, str]) -> pa.Array:
+        def sparse(values_by_row: dict, arrow_type: pa.DataType = _STRING) -> pa.Array:
             if not values_by_row:
-                return pa.nulls(count, pa.string())
-            column: list[str | None] = [None] * count
+                return pa.nulls(count, arrow_type)
+            column: list = [None] * count
             for row, value in values_by_row.items():
                 column[row] = value
-            return pa.array(column, pa.string())
+            return pa.array(column, arrow_type)
 
         timestamps = pa.array(self.timestamps_ms, pa.int64())
         # Kafka's milliseconds as they are (any long); only NO_TIMESTAMP means "none".
@@ -137,6 +143,7 @@ class RowBuffer:
             per_batch(self.positions, pa.int64()),
             sparse(self.errors),
             sparse(self.notes),
+            sparse(self.skipped_bytes, pa.int64()),
         ]
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=LOG_RECORD_SCHEMA)

@@ -19,12 +19,13 @@ the ShareGroupMetadata one, `ShareGroup.createGroupTombstoneRecords`) this is th
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from offset_audit import constants as K
+from offset_audit.commands import delete_share_group
+from offset_audit.escaping import NotAShellArgument
 from offset_audit.share.assignor import (
     MemberDifference,
     ShareAssignorError,
@@ -79,8 +80,6 @@ UNREAD_BROKER_SETTING = "UNREAD_BROKER_SETTING"
 """check_settings warnings: a group.share.* name the audit does not read (Kafka 4.1's renames, typos)."""
 
 Severity = Literal["error", "warning", "info"]
-
-SHARE_GROUPS_COMMAND = "kafka-share-groups.sh"
 
 
 @dataclass(frozen=True)
@@ -418,11 +417,13 @@ def share_group_rows(groups: Sequence[ShareGroup], has_state: set[str], bootstra
     return rows
 
 
-def delete_command(group_id: str, bootstrap: str) -> str:
-    """The kafka-share-groups.sh call that deletes the group, quoted so a shell passes each value unchanged."""
-    return (
-        f"{SHARE_GROUPS_COMMAND} --bootstrap-server {shlex.quote(bootstrap)} --delete --group {shlex.quote(group_id)}"
-    )
+def delete_command(group_id: str, bootstrap: str) -> str | None:
+    """The kafka-share-groups.sh call that deletes the group, its name one inert shell word
+    (offset_audit.commands); None for a name no command line can carry."""
+    try:
+        return delete_share_group(group_id, bootstrap)
+    except NotAShellArgument:
+        return None
 
 
 def _member_row(group: ShareGroup, member: ShareGroupMember) -> dict[str, Any]:

@@ -43,7 +43,7 @@ _DECODED = parse_type(
     "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
     "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,"
     "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
-    "record_type:smallint,value_version:smallint,reason:string,key:binary,value:binary>"
+    "record_type:smallint,value_version:smallint,reason:string,key:binary,value:binary,skipped_bytes:bigint>"
 )
 
 
@@ -74,6 +74,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
     # Log segments bring a reader's error rows and transaction labels (the share coordinator writes no
     # transactions, but a marker must never be read as a state record).
     error = F.col("source_error") if "source_error" in raw.columns else F.lit(None).cast("string")
+    skipped = F.col("skipped_bytes") if "skipped_bytes" in raw.columns else F.lit(None).cast("bigint")
     marker = F.col("transaction").isin("marker", "aborted") if "transaction" in raw.columns else F.lit(False)
     frame = raw.select(
         "source_partition",
@@ -83,6 +84,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
         "value",
         (other | F.coalesce(marker, F.lit(False))).alias("other"),
         error.alias("source_error"),
+        skipped.alias("skipped_bytes"),
     )
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -97,6 +99,7 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
                     continue
                 if item["source_error"] is not None:
                     unread = {"reason": item["source_error"], "key": item["key"], "value": item["value"]}
+                    unread["skipped_bytes"] = item["skipped_bytes"]
                     rows.append({**coords, "record_class": QUARANTINE, **unread})
                     continue
                 rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"], keys)})

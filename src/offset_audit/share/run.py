@@ -83,7 +83,9 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
         "reason",
         "key",
         "value",
+        "skipped_bytes",
     )
+    report.bytes_skipped = quarantine.agg(F.sum("skipped_bytes")).collect()[0][0] or 0
     replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
     return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
 
@@ -107,6 +109,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeRep
         ),
         F.lit(None).cast("binary").alias("key"),
         F.encode("text", "utf-8").alias("value"),
+        F.lit(None).cast("bigint").alias("skipped_bytes"),
     )
     replayed = job.replay_kip932(lines, limit).persist(StorageLevel.MEMORY_AND_DISK)
     return lines, replayed, quarantine, F.col("topic")

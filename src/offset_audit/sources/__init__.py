@@ -123,7 +123,7 @@ def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tu
     remote = [p for p in paths if "://" in p and not p.startswith("file://")]
     if remote:
         raise UserError(f"{settings.input_format} inputs are read from local or mounted files, not '{remote[0]}'")
-    units = log_files.log_files(paths, settings.input_format, settings.partition)
+    units = log_files.log_files(paths, settings.input_format, settings.partition, settings.max_batch_bytes)
     return units, log_files.gather_markers(spark, units)
 
 

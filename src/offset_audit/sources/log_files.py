@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from offset_audit import transactions
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.escaping import stored_text
+from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
 SEGMENTS = "segments"
@@ -41,6 +42,7 @@ class LogFile:
     partition: int | None  # --partition; otherwise the reader takes it from the path or the text
     size: int
     topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES  # decode.max_batch_mib: the most one batch may take
 
 
 def _walk(path: str, keep) -> list[str]:
@@ -58,7 +60,9 @@ def _segment_sort_key(path: str) -> tuple:
     return (partition is None, partition or 0, os.path.dirname(path), os.path.basename(path))
 
 
-def log_files(paths: list[str], input_format: str, partition: int | None = None) -> list[LogFile]:
+def log_files(
+    paths: list[str], input_format: str, partition: int | None = None, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+) -> list[LogFile]:
     """The files of the dump, in log order within each partition (segment names are base offsets)."""
     files: list[str] = []
     for path in paths:
@@ -84,7 +88,7 @@ def log_files(paths: list[str], input_format: str, partition: int | None = None)
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
     topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
-    return [LogFile(f, input_format, partition, os.path.getsize(f), topic_of(f)) for f in files]
+    return [LogFile(f, input_format, partition, os.path.getsize(f), topic_of(f), max_batch_bytes) for f in files]
 
 
 def _segment_topic(path: str) -> str | None:
@@ -99,7 +103,9 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
     if unit.input_format == SEGMENTS:
         from offset_audit.segments.reader import read_segment
 
-        yield from read_segment(unit.path, unit.partition, batch_rows, only_control=only_control)
+        yield from read_segment(
+            unit.path, unit.partition, batch_rows, only_control=only_control, max_batch_bytes=unit.max_batch_bytes
+        )
     elif unit.input_format == DUMP_LOG:
         from offset_audit.textdumps import read_dump_log
 
@@ -136,7 +142,7 @@ def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_top
     names = list(_RAW)
     columns.append(pa.array([other_topic] * batch.num_rows, pa.bool_()))
     names.append("other_topic")
-    for name in ("source_error", "source_note"):
+    for name in ("source_error", "source_note", "skipped_bytes"):
         columns.append(batch.column(name))
         names.append(name)
     columns.append(transactions.label(batch, markers))
@@ -175,7 +181,7 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
 
 RAW_LOG_DDL = (
     "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
-    "source_error string, source_note string, transaction string, source_topic string"
+    "source_error string, source_note string, skipped_bytes bigint, transaction string, source_topic string"
 )
 
 

@@ -25,6 +25,9 @@ Columns:
   with this reason. Null otherwise.
 - source_note: what this format could not tell about the record (for example "commit timestamp taken
   from the batch CreateTime"); the summary lists each note with its count. Null otherwise.
+- skipped_bytes: on an error row that stands for bytes holding no readable batch or line (a damaged
+  segment stretch between two good batches, the invalid tail kafka-dump-log reports): how many bytes
+  it covers; the runs table sums them. Null otherwise.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ LOG_RECORD_SCHEMA = pa.schema(
         pa.field("source_position", pa.int64()),
         pa.field("source_error", pa.string()),
         pa.field("source_note", pa.string()),
+        pa.field("skipped_bytes", pa.int64()),
     ]
 )
 

@@ -228,6 +228,7 @@ class ConsoleReader:
             "source_position": line,
             "source_error": error,
             "source_note": None if error else note,
+            "skipped_bytes": None,
         }
 
 

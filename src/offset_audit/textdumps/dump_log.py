@@ -252,7 +252,9 @@ class DumpLogReader:
         if trailing:
             # The segment ends in bytes that are not a whole batch: the records there are lost.
             return self.error_row(
-                line_no, f"kafka-dump-log found {trailing['bytes']} invalid bytes at the end of {trailing['file']}"
+                line_no,
+                f"kafka-dump-log found {trailing['bytes']} invalid bytes at the end of {trailing['file']}",
+                skipped_bytes=int(trailing["bytes"]),
             )
         return self.error_row(line_no, f"unparseable line {line_no}: {line[:200]}")
 
@@ -566,9 +568,10 @@ class DumpLogReader:
             "source_position": record.line_no,
             "source_error": error,
             "source_note": note if note is not None else (record.note if error is None else None),
+            "skipped_bytes": None,
         }
 
-    def error_row(self, line_no: int, reason: str) -> Row:
+    def error_row(self, line_no: int, reason: str, skipped_bytes: int | None = None) -> Row:
         """A line that stands for no readable record: kept (quarantined) so it is counted, never dropped."""
         self.ordinal += 1
         return {
@@ -586,6 +589,7 @@ class DumpLogReader:
             "source_position": line_no,
             "source_error": reason,
             "source_note": None,
+            "skipped_bytes": skipped_bytes,
         }
 
 
