@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +28,7 @@ from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
 from offset_audit.session import has_delta, scoped_conf
 from offset_audit.sinks.delta import WriteResult, local_folder, write_delta
+from offset_audit.sinks.scratch import scratch_folder
 from offset_audit.sources.tables import read_table
 from offset_audit.tables import table_schema
 
@@ -122,10 +121,12 @@ def coordinator_state(
     decode and keep everything.
     """
     decoded_dir = str(Path(output) / DECODED)
-    scratch = None
-    if not keep_decoded and not has_delta(spark):
-        scratch = local_folder(output) / f"_replay-{uuid.uuid4().hex[:12]}"
-    try:
+    with ExitStack() as stack:
+        scratch = None
+        if not keep_decoded and not has_delta(spark):
+            # Removed when the block ends, also when decoding or loading fails; a later run clears it
+            # if this process is killed (offset_audit.sinks.scratch).
+            scratch = stack.enter_context(scratch_folder(local_folder(output)))
         decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
         report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
@@ -147,10 +148,6 @@ def coordinator_state(
                 yield state
             finally:
                 state.release()
-    finally:
-        # Also when decoding or loading fails: no _replay-* folder is left in the output.
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _merge_on_driver(files: list[str], scratch: Path) -> Path:

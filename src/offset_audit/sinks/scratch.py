@@ -1,0 +1,69 @@
+"""A run's scratch folder in the output, and the clearing of scratch that dead runs left behind.
+
+The audit's decode tasks leave each key's last commit in `_replay-*` inside the output folder; the run
+removes it when it ends, but a run killed with SIGKILL (or a lost machine) cannot. Each scratch folder
+therefore holds an `.owner` file its run keeps locked (flock) for as long as it lives: the kernel drops
+the lock when the process dies, however it dies. A later run takes the lock of every `_replay-*` it
+finds; where it gets it, the owner is gone and the folder is removed; where it does not, a run is still
+going (two audits into one folder at once) and its scratch is left alone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PREFIX = "_replay-"
+OWNER = ".owner"
+# A scratch folder without an owner file was made by an older version of this tool, or by a run killed in
+# the instant between creating the folder and locking its file: left alone until it is this old.
+UNOWNED_GRACE_SECONDS = 3600
+
+
+@contextmanager
+def scratch_folder(root: Path) -> Iterator[Path]:
+    """A fresh scratch folder under `root`, locked for the block and removed after it; scratch of dead
+    runs is cleared first."""
+    root.mkdir(parents=True, exist_ok=True)
+    clear_dead_scratch(root)
+    folder = root / f"{PREFIX}{uuid.uuid4().hex[:12]}"
+    folder.mkdir()
+    owner = open(folder / OWNER, "w")  # noqa: SIM115 - held open: the lock lives as long as the run
+    try:
+        fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield folder
+    finally:
+        owner.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def clear_dead_scratch(root: Path) -> list[Path]:
+    """Remove the scratch folders under `root` whose run is gone; the folders removed."""
+    removed = []
+    for folder in sorted(root.glob(f"{PREFIX}*")):
+        if folder.is_dir() and not _owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _owner_alive(folder: Path) -> bool:
+    owner = folder / OWNER
+    try:
+        handle = open(owner)  # noqa: SIM115 - closed below, after the lock test
+    except FileNotFoundError:
+        try:
+            return time.time() - folder.stat().st_mtime < UNOWNED_GRACE_SECONDS
+        except FileNotFoundError:  # another run cleared it just now
+            return True
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
