@@ -337,7 +337,7 @@ def whatif(
         per_group=per_group,
         keep_decoded=keep_decoded,
     )
-    click.echo(f"What-if for {report.input} (snapshot {report.snapshot_id}):")
+    click.echo(f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):")
     click.echo(whatif_summary(rows))
 
 
@@ -536,7 +536,7 @@ def generate(
         )
         click.echo(
             f"wrote {result['records']:,} __share_group_state records of {result['share_partitions']:,} "
-            f"share-partitions in {result['partitions']} partitions to {output}"
+            f"share-partitions in {result['partitions']} partitions to {terminal(output)}"
         )
         return
     if output_format == "parquet":
@@ -549,7 +549,7 @@ def generate(
         where = f"({written['segments']} segment files, {compression} compression)"
     click.echo(
         f"wrote {result['records']:,} records of {result['groups']:,} groups in {result['partitions']} "
-        f"__consumer_offsets partitions to {output} {where}"
+        f"__consumer_offsets partitions to {terminal(output)} {where}"
     )
 
 

@@ -9,9 +9,12 @@ A batch's CRC covers everything after its crc field but not its length, so a len
 when the batch verifies, or when a batch that verifies starts where the length says this one ends (a
 batch whose records are damaged). Otherwise the length may be what is damaged, and jumping by it would
 skip good batches silently or land mid-batch. Reading then resynchronises: it scans forward for the
-next position where a header is plausible (magic 0-2, a size within the bound and the file, an offset
-in the segment's range and after the last good batch) and the CRC verifies (a false match is about one
-in 2^32), and reports the bytes in between as skipped, with their start, end and length.
+next position where a header is plausible (magic 0-2, a size within the bound and the file, attribute
+bits Kafka defines, for magic 2 a record count its offset delta allows, and an offset in the segment's
+range when its file name gives it) and the CRC verifies (a false match is about one in 2^32), and
+reports the bytes in between as skipped, with their start, end and length. Offsets of good batches are
+not used as bounds: the offset field is outside the CRC too, so one damaged offset must not hide the
+batches after it.
 
 Where Kafka quietly stops (a partial batch at the end of the file, which the broker truncates on
 recovery), this reader says so: a segment copied while the broker was writing, or a preallocated one,
@@ -47,6 +50,11 @@ DEFAULT_MAX_BATCH_BYTES = 64 << 20
 _SEGMENT_SPAN = 2**31
 _SEGMENT_NAME = re.compile(r"(\d{1,20})\.log")
 _SCAN_WINDOW = 1 << 20
+# Bytes screened at a candidate position: through a magic 2 header's record count. Near the end of the
+# file fewer are there; they are padded with zeros, which only a legacy message (26 bytes at least, its
+# fields all in the first 18) can be screened on, as a magic 2 batch needs 61 bytes to fit at all.
+_SCREENED = 61
+_PAD = np.zeros(_SCREENED - HEADER_SIZE_UP_TO_MAGIC, np.uint8)
 
 _LOG_OVERHEAD_STRUCT = struct.Struct(">qi")
 _CRC = struct.Struct(">I")
@@ -101,21 +109,12 @@ def segment_base_offset(path: str) -> int | None:
 
 
 class _Bounds:
-    """Where the next batch's offset may lie: after the last good one, within the segment's span (from
-    its file name, or else from its first good batch). The offset field is outside the CRC, so one that
-    leaves the span is not taken as a bound."""
+    """Where a batch's offset may lie: within the segment's span, from its file name (any offset from 0
+    when the name does not tell)."""
 
     def __init__(self, base: int | None) -> None:
-        self.known = base is not None
         self.lower = base if base is not None else 0
         self.upper = base + _SEGMENT_SPAN if base is not None else 2**63
-
-    def passed(self, frame: Frame) -> None:
-        if not self.lower <= frame.base_offset < self.upper:
-            return
-        if not self.known:
-            self.known, self.upper = True, frame.base_offset + _SEGMENT_SPAN
-        self.lower = frame.base_offset + 1
 
 
 def iter_frames(
@@ -136,7 +135,6 @@ def iter_frames(
         if frame is not None:
             if crc_matches(frame.data, frame.magic):
                 frame.verified = True
-                bounds.passed(frame)
                 yield frame
                 position += len(frame.data)
                 continue
@@ -204,15 +202,42 @@ def _verified_batch_at(segment_file: BinaryIO, position: int, size: int, bounds:
     if size - position < HEADER_SIZE_UP_TO_MAGIC:
         return False
     segment_file.seek(position)
-    head = segment_file.read(HEADER_SIZE_UP_TO_MAGIC)
-    base_offset, batch_size = _LOG_OVERHEAD_STRUCT.unpack_from(head)
-    magic = head[MAGIC_OFFSET]
-    if magic > 2 or not MIN_SIZE_BY_MAGIC[magic] <= batch_size <= max_bytes:
+    head = segment_file.read(_SCREENED)
+    screened = np.concatenate([np.frombuffer(head, np.uint8), _PAD])
+    if not _plausible(screened, np.zeros(1, np.int64), position, size, bounds, max_bytes)[0]:
         return False
-    if position + LOG_OVERHEAD + batch_size > size or not bounds.lower <= base_offset < bounds.upper:
-        return False
-    data = head + segment_file.read(LOG_OVERHEAD + batch_size - HEADER_SIZE_UP_TO_MAGIC)
-    return bool(crc_matches(data, magic))
+    batch_size = _LOG_OVERHEAD_STRUCT.unpack_from(head)[1]
+    data = head + segment_file.read(LOG_OVERHEAD + batch_size - len(head))
+    return bool(crc_matches(data, head[MAGIC_OFFSET]))
+
+
+def _plausible(
+    buf: np.ndarray, at: np.ndarray, buf_start: int, size: int, bounds: _Bounds, max_bytes: int
+) -> np.ndarray:
+    """Which positions `at` of `buf` (which starts at file position `buf_start`, and holds _SCREENED bytes
+    from each) hold a header Kafka could have written: what a batch must be, before its CRC is asked.
+
+    Magic 2 (DefaultRecordBatch): attribute bits above the delete-horizon flag (0x40) unset, a codec id of
+    0-4, a last offset delta and a record count that agree (a compacted batch keeps fewer records than
+    its offsets span, never more). Magic 0/1 (LegacyRecord): attribute bits above the timestamp type
+    unset, a codec id of 0-3.
+    """
+    magic = buf[at + MAGIC_OFFSET].astype(np.int64)
+    ok = magic <= 2
+    magic = np.where(ok, magic, 0)
+    sizes = _big_endian(buf, at + 8, 4)
+    ok &= (sizes >= _MIN_SIZES[magic]) & (sizes <= max_bytes) & (buf_start + at + LOG_OVERHEAD + sizes <= size)
+    offsets = _big_endian(buf, at, 8)
+    ok &= (offsets >= bounds.lower) & (offsets < bounds.upper)
+    v2 = magic == 2
+    attributes = _big_endian(buf, at + 21, 2)
+    ok &= ~v2 | (((attributes & ~0x7F) == 0) & ((attributes & 0x07) <= 4))
+    last_delta = _big_endian(buf, at + 23, 4)
+    count = _big_endian(buf, at + 57, 4)
+    ok &= ~v2 | ((last_delta >= 0) & (count >= 0) & (count <= last_delta + 1))
+    legacy_attributes = buf[at + MAGIC_OFFSET + 1].astype(np.int64)
+    ok &= v2 | (((legacy_attributes & ~0x0F) == 0) & ((legacy_attributes & 0x07) <= 3))
+    return ok
 
 
 def _next_verified_batch(segment_file: BinaryIO, start: int, size: int, bounds: _Bounds, max_bytes: int) -> int:
@@ -228,14 +253,10 @@ def _next_verified_batch(segment_file: BinaryIO, start: int, size: int, bounds: 
         positions = len(buf) - HEADER_SIZE_UP_TO_MAGIC + 1
         if positions <= 0:
             break
+        buf = np.concatenate([buf, _PAD])
         candidates = np.flatnonzero(buf[MAGIC_OFFSET : MAGIC_OFFSET + positions] <= 2)
         if len(candidates):
-            magic = buf[candidates + MAGIC_OFFSET].astype(np.int64)
-            sizes = _big_endian(buf, candidates + 8, 4).astype(np.int64)
-            offsets = _big_endian(buf, candidates, 8)
-            plausible = (sizes >= _MIN_SIZES[magic]) & (sizes <= max_bytes)
-            plausible &= window_start + candidates + LOG_OVERHEAD + sizes <= size
-            plausible &= (offsets >= bounds.lower) & (offsets < bounds.upper)
+            plausible = _plausible(buf, candidates, window_start, size, bounds, max_bytes)
             for candidate in candidates[plausible].tolist():
                 if _verified_batch_at(segment_file, window_start + candidate, size, bounds, max_bytes):
                     return window_start + candidate
