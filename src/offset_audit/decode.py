@@ -129,8 +129,9 @@ class DecodedBatch:
     counts by class, record type, value version, layout and tombstone that the summary reconciles."""
 
     offset_commits: pa.Table
-    # The layout era of each row of `offset_commits` (null for tombstones).
-    commit_eras: pa.Array
+    # The layout era of the generic reader's commits, which come last in `offset_commits` (the fast
+    # path's, first, are of the first layout: `_commit_eras`); only the DataFrame transport needs them.
+    generic_eras: list[str | None]
     rare: dict[str, list[dict[str, Any]]]
     # Each rare record that is not an offset commit: its class, its count key and its row (the DataFrame
     # route turns these into JSON payloads).
@@ -241,16 +242,12 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     keys = batch.column("key")
     values = batch.column("value")
     parts = []
-    part_eras: list[pa.Array] = []
     if use_fast_path and pending.any():
-        eras = _commit_eras(codec)
         fast = decode_offset_commits(keys, values, allowed=pending)
         if len(fast.rows):
             pending[fast.rows] = False
-            table, fast_counts = _fast_commits(batch, fast, eras)
+            table, fast_counts = _fast_commits(batch, fast, _commit_eras(codec))
             parts.append(table)
-            key_eras = pc.if_else(pc.equal(table.column("key_type"), 0), eras[0], eras[1])
-            part_eras.append(pc.if_else(table.column("is_tombstone"), pa.scalar(None, pa.string()), key_eras))
             counts.update(fast_counts)
 
     rare: dict[str, list[dict[str, Any]]] = {name: [] for name in CLASS_TABLE.values()}
@@ -299,11 +296,9 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     generic_commits = rare.pop("offset_commits")
     if generic_commits:
         parts.append(rows_to_table("offset_commits", generic_commits))
-        part_eras.append(pa.array(generic_eras, pa.string()))
     commits = pa.concat_tables(parts) if parts else arrow_schema("offset_commits").empty_table()
-    commit_eras = pa.chunked_array(part_eras, pa.string()).combine_chunks()
     others = [c for c in classified if c["class"] != records.OFFSET_COMMIT]
-    return DecodedBatch(commits, commit_eras, rare, others, counts)
+    return DecodedBatch(commits, generic_eras, rare, others, counts)
 
 
 # The DataFrame transport ---------------------------------------------------------------------------
@@ -339,12 +334,21 @@ def decoded_schema() -> StructType:
     )
 
 
-def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _commit_era_column(decoded: DecodedBatch, eras: dict[int, str]) -> pa.Array:
+    """The layout era of each offset commit: the fast path's by key type, then the generic reader's."""
+    commits = decoded.offset_commits
+    fast = commits.slice(0, commits.num_rows - len(decoded.generic_eras))
+    by_key = pc.if_else(pc.equal(fast.column("key_type"), 0), eras[0], eras[1])
+    fast_eras = pc.if_else(fast.column("is_tombstone"), pa.scalar(None, pa.string()), by_key)
+    return pa.concat_arrays([*fast_eras.chunks, pa.array(decoded.generic_eras, pa.string())])
+
+
+def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema, eras: dict[int, str]) -> Iterator[pa.RecordBatch]:
     commits = decoded.offset_commits
     if commits.num_rows:
         extra = {
             "record_class": pa.array([records.OFFSET_COMMIT] * commits.num_rows, pa.string()),
-            "layout_era": decoded.commit_eras,
+            "layout_era": _commit_era_column(decoded, eras),
             "payload": pa.nulls(commits.num_rows, pa.string()),
         }
         arrays = [commits.column(f.name) if f.name in commits.schema.names else extra[f.name] for f in schema]
@@ -384,8 +388,9 @@ def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_p
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         codec = RecordCodec(layouts)
+        eras = _commit_eras(codec)
         for batch in batches:
-            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow)
+            yield from _decoded_arrow_batches(decode_batch(batch, codec, use_fast_path), arrow, eras)
 
     if "source_topic" not in raw.columns:
         raw = raw.withColumn("source_topic", F.lit(None).cast("string"))
