@@ -177,6 +177,12 @@ def _bad_end_offsets(tmp_path):
     return str(path)
 
 
+def _end_offsets_with_words(tmp_path):
+    path = tmp_path / "words.csv"
+    path.write_text("topic,partition,log_start_offset,log_end_offset\norders,0,0,lots\n")
+    return str(path)
+
+
 def _bad_conf(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text("[audit]\nretention_minutes = 5000000000\n")
@@ -208,6 +214,7 @@ REFUSED = {
     "bad as-of among several": (["whatif", "--retention-minutes", "60", "--as-of", "now", "--as-of", "x"], "not 'x'"),
     "end offsets without a column": (["audit", "--end-offsets", _bad_end_offsets], "no column log_end_offset"),
     "end offsets missing": (["audit", "--end-offsets", "/nonexistent/ends.csv"], "does not exist"),
+    "end offsets not numbers": (["audit", "--end-offsets", _end_offsets_with_words], "'lots' for log_end_offset"),
     "config value out of range": (["audit", "--conf", _bad_conf], "retention_minutes takes 1 to"),
     "key column of type string": (["decode", "--input", _string_keys], "must be binary"),
     "latest as-of of a console dump": (["audit", "--input", _console_text], "console-consumer dumps do not have"),
@@ -255,3 +262,22 @@ def test_an_empty_folder_where_a_table_goes_is_fine(spark, small_dump, tmp_path)
     (tmp_path / "out" / "offset_commits").mkdir(parents=True)
     result = run("decode", "--input", small_dump, "--output", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
+
+
+def test_a_snapshot_column_of_another_type_is_one_sentence(no_spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "strings.parquet"
+    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"], "partition": ["zero"], "offset": [0]}), path)
+    result = run("decode", "--input", str(path), "--output", str(tmp_path / "out"))
+    assert result.exit_code == 2 and "column 'partition'" in result.output and "must be an integer" in result.output
+
+
+def test_the_dataframe_route_checks_the_same_types(spark):
+    from offset_audit.errors import UserError
+    from offset_audit.sources.snapshot import to_raw_records
+
+    frame = spark.createDataFrame([(b"k", b"v", 0, "x")], "key binary, value binary, partition int, offset string")
+    with pytest.raises(UserError, match="column 'offset' must be an integer"):
+        to_raw_records(frame)

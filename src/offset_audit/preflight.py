@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offset_audit.config import Settings
@@ -72,19 +73,38 @@ def check_as_of(spec: str, input_format: str) -> None:
 
 
 def check_end_offsets(path: str) -> None:
-    """--end-offsets exists and has the columns (CSV header or Parquet schema)."""
+    """--end-offsets exists, has the columns (CSV header or Parquet schema), and holds whole numbers
+    where numbers go (a CSV is read here whole: one line per topic partition)."""
     if not os.path.isfile(path):
         raise InputNotFound(f"the end-offsets file '{path}' does not exist")
     if path.endswith(".csv"):
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            columns = next(csv.reader(handle), [])
-    else:
-        try:
-            columns = pq.read_schema(path).names
-        except Exception as err:
+            rows = csv.reader(handle)
+            columns = next(rows, [])
+            _check_end_offset_columns(path, columns)
+            numbers = [columns.index(c) for c in END_OFFSET_COLUMNS[1:]]
+            for line, row in enumerate(rows, start=2):
+                for index in numbers:
+                    value = row[index].strip() if index < len(row) else ""
+                    if value and not value.lstrip("-").isdigit():
+                        raise UserError(
+                            f"the end-offsets file '{path}' has '{value[:40]}' for {columns[index]} on line {line}, "
+                            "not a whole number"
+                        )
+        return
+    try:
+        schema = pq.read_schema(path)
+    except Exception as err:
+        raise UserError(f"the end-offsets file '{path}' is neither CSV (.csv) nor readable Parquet ({err})") from err
+    _check_end_offset_columns(path, schema.names)
+    for name in END_OFFSET_COLUMNS[1:]:
+        if not pa.types.is_integer(schema.field(name).type):
             raise UserError(
-                f"the end-offsets file '{path}' is neither CSV (.csv) nor readable Parquet ({err})"
-            ) from err
+                f"column {name} of the end-offsets file '{path}' is {schema.field(name).type}, not an integer"
+            )
+
+
+def _check_end_offset_columns(path: str, columns: list[str]) -> None:
     missing = [c for c in END_OFFSET_COLUMNS if c not in columns]
     if missing:
         raise UserError(f"the end-offsets file '{path}' has no column {', '.join(missing)}")

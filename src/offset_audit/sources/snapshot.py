@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegralType
+from pyspark.sql.types import BinaryType, IntegralType, StringType, TimestampNTZType, TimestampType
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.timestamps import millis_from_arrow
@@ -90,11 +90,22 @@ def check_snapshot_schema(schema: pa.Schema, file: str) -> None:
     """A Kafka-source snapshot's columns, checked from a Parquet footer on the driver: a wrong type must
     be one sentence before any task runs, not an exception in every task."""
     _check_columns(schema.names)
-    for name in ("key", "value"):
-        kind = schema.field(name).type
-        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+    expected = {
+        "key": ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+        "value": ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+        "partition": ("an integer", pa.types.is_integer),
+        "offset": ("an integer", pa.types.is_integer),
+        "timestamp": (
+            "a timestamp (or epoch milliseconds)",
+            lambda t: pa.types.is_timestamp(t) or pa.types.is_integer(t),
+        ),
+        "topic": ("a string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+    }
+    for name, (what, fits) in expected.items():
+        if name in schema.names and not fits(schema.field(name).type):
             raise UserError(
-                f"column '{name}' of {file} must be binary (as Spark's Kafka source writes it), found {kind}"
+                f"column '{name}' of {file} must be {what}, as Spark's Kafka source writes it, found "
+                f"{schema.field(name).type}"
             )
 
 
@@ -119,11 +130,19 @@ def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> 
 def to_raw_records(frame: DataFrame) -> DataFrame:
     """Normalise a Kafka-source frame to the raw-record columns (see offset_audit.sources)."""
     columns = set(frame.columns)
-    for name in ("key", "value"):
-        kind = frame.schema[name].dataType
-        if not isinstance(kind, BinaryType):
+    expected = {
+        "key": ("binary", (BinaryType,)),
+        "value": ("binary", (BinaryType,)),
+        "partition": ("an integer", (IntegralType,)),
+        "offset": ("an integer", (IntegralType,)),
+        "timestamp": ("a timestamp (or epoch milliseconds)", (TimestampType, TimestampNTZType, IntegralType)),
+        "topic": ("a string", (StringType,)),
+    }
+    for name, (what, kinds) in expected.items():
+        if name in columns and not isinstance(frame.schema[name].dataType, kinds):
             raise UserError(
-                f"column '{name}' must be binary (as Spark's Kafka source writes it), found {kind.simpleString()}"
+                f"column '{name}' must be {what}, as Spark's Kafka source writes it, found "
+                f"{frame.schema[name].dataType.simpleString()}"
             )
     topic = F.col("topic").cast("string") if "topic" in columns else F.lit(None).cast("string")
     if "timestamp" in columns and isinstance(frame.schema["timestamp"].dataType, IntegralType):
