@@ -141,11 +141,10 @@ SCENARIO = [
 AS_OF = "2026-01-10T00:00:00Z"
 
 
-@pytest.fixture(scope="module")
-def dump(tmp_path_factory):
-    path = tmp_path_factory.mktemp("scenario")
-    keys, values, stamps = zip(*SCENARIO, strict=True)
-    table = pa.table(
+def snapshot_table(records) -> pa.Table:
+    """(key, value, timestamp ms) records as a Kafka-source snapshot of partition 0, offsets in order."""
+    keys, values, stamps = zip(*records, strict=True)
+    return pa.table(
         {
             "key": pa.array(keys, pa.binary()),
             "value": pa.array(values, pa.binary()),
@@ -157,7 +156,12 @@ def dump(tmp_path_factory):
         },
         schema=SNAPSHOT_SCHEMA,
     )
-    pq.write_table(table, path / "part-0.parquet")
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scenario")
+    pq.write_table(snapshot_table(SCENARIO), path / "part-0.parquet")
     return str(path)
 
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from test_audit import commit
+from test_audit import commit, snapshot_table
 
-from offset_audit import constants as K
 from offset_audit.cli import main
-from offset_audit.generator import SNAPSHOT_SCHEMA
 
 HOSTILE_GROUPS = [
     "nl\ntouch X",
@@ -38,20 +35,7 @@ def audit_dir(spark, tmp_path_factory):
     """Simple groups with hostile names whose offsets have expired: every one is a deletion candidate."""
     root = tmp_path_factory.mktemp("hostile")
     records = [commit(g, topic, 0, 1, 1) for g in [*HOSTILE_GROUPS, NUL_GROUP] for topic in ("orders", "-t")]
-    keys, values, stamps = zip(*records, strict=True)
-    table = pa.table(
-        {
-            "key": pa.array(keys, pa.binary()),
-            "value": pa.array(values, pa.binary()),
-            "topic": [K.OFFSETS_TOPIC] * len(keys),
-            "partition": pa.array([0] * len(keys), pa.int32()),
-            "offset": pa.array(range(len(keys)), pa.int64()),
-            "timestamp": pa.array([s * 1000 for s in stamps], pa.timestamp("us", tz="UTC")),
-            "timestampType": pa.array([0] * len(keys), pa.int32()),
-        },
-        schema=SNAPSHOT_SCHEMA,
-    )
-    pq.write_table(table, root / "dump.parquet")
+    pq.write_table(snapshot_table(records), root / "dump.parquet")
     result = CliRunner().invoke(
         main,
         ["audit", "--input", str(root / "dump.parquet"), "--output", str(root / "out"), "--as-of", "2026-03-01"],

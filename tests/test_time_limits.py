@@ -5,21 +5,18 @@ input format. Once, 2^62-1 ms came out as 1969-12-31 23:59:59.999 and the offset
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from audit_frames import AS_OF, WEEK, at, frames, group, offset
 from deltalake import DeltaTable
 from segment_files import batch
-from test_audit import LAYOUTS, T0
+from test_audit import LAYOUTS, T0, snapshot_table
 
 from offset_audit import constants as K
 from offset_audit import rules, verdicts
 from offset_audit.audit import run_audit
 from offset_audit.config import load_settings
-from offset_audit.generator import SNAPSHOT_SCHEMA
 from offset_audit.layouts.encoder import encode_key, encode_value
 
 FAR_FUTURE = 2**62 - 1
@@ -114,12 +111,8 @@ def _json_commit(key: dict, commit_ms: int) -> tuple[str, str]:
 
 
 def write_parquet(folder):
-    rows = [
-        {"key": k, "value": v, "topic": "__consumer_offsets", "partition": 0, "offset": i}
-        | {"timestamp": datetime.fromtimestamp(RECORD_TS / 1000, UTC), "timestampType": 0}
-        for i, (k, v) in enumerate([_commit(KEY_FAR, FAR_FUTURE), _commit(KEY_PAST, FAR_PAST)])
-    ]
-    pq.write_table(pa.Table.from_pylist(rows, schema=SNAPSHOT_SCHEMA), folder / "dump.parquet")
+    records = [(*_commit(KEY_FAR, FAR_FUTURE), RECORD_TS), (*_commit(KEY_PAST, FAR_PAST), RECORD_TS)]
+    pq.write_table(snapshot_table(records), folder / "dump.parquet")
     return str(folder / "dump.parquet")
 
 
