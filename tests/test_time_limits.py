@@ -178,3 +178,23 @@ def test_every_input_format_keeps_the_milliseconds_and_the_broker_verdict(spark,
         ("far", "INACTIVE_GROUP"),
         ("past", "EXPIRED_AWAITING_SWEEP"),
     }
+
+
+def _java_minus(a: int, b: int) -> int:
+    """Java's long subtraction: the difference wrapped into [-2^63, 2^63)."""
+    return (a - b + 2**63) % 2**64 - 2**63
+
+
+def test_the_difference_wraps_exactly_as_javas(spark):
+    import random
+
+    from pyspark.sql import functions as F
+
+    edges = [0, 1, -1, LONG_MAX, LONG_MIN, LONG_MAX - 1, LONG_MIN + 1, FAR_FUTURE, FAR_PAST, 1_767_225_600_000]
+    rng = random.Random(7)
+    pairs = [(a, b) for a in edges for b in edges] + [
+        (rng.randrange(LONG_MIN, 2**63), rng.randrange(LONG_MIN, 2**63)) for _ in range(200)
+    ]
+    frame = spark.createDataFrame(pairs, "later long, earlier long")
+    got = frame.select("later", "earlier", rules.java_long_difference(F.col("later"), F.col("earlier")).alias("d"))
+    assert {(r.later, r.earlier): r.d for r in got.collect()} == {(a, b): _java_minus(a, b) for a, b in pairs}

@@ -10,8 +10,6 @@ Every function takes Columns of the joined offset + group row and returns a Colu
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -171,12 +169,21 @@ def expires_at_ms(rule: Column, base_ms: Column, expire_timestamp_ms: Column, re
 
 def java_long_difference(later_ms: Column, earlier_ms: Column) -> Column:
     """`later - earlier` as Java computes it on longs: exact where it fits, wrapped around 2^64 where it
-    does not (Spark's ANSI arithmetic would fail there, and try_subtract would give null)."""
+    does not (Spark's ANSI arithmetic would fail there, and try_subtract gives null).
+
+    Only operands of opposite signs overflow. later >= 0 > earlier passes Long.MAX_VALUE and wraps to
+    (later - 2^63) + (-earlier - 2^63); later < 0 <= earlier passes Long.MIN_VALUE and wraps to
+    (later + 2^63) + (2^63 - earlier). Each term fits a long, and so does their sum, the wrapped value.
+    """
     exact = F.try_subtract(later_ms, earlier_ms)
-    wide = later_ms.cast("decimal(20,0)") - earlier_ms.cast("decimal(20,0)")
-    two_to_64 = F.lit(Decimal(2**64)).cast("decimal(21,0)")
-    wrapped = F.when(wide > 0, wide - two_to_64).otherwise(wide + two_to_64).cast("long")
-    return F.when(exact.isNotNull() | later_ms.isNull() | earlier_ms.isNull(), exact).otherwise(wrapped)
+    largest, smallest = F.lit(2**63 - 1), F.lit(-(2**63))
+    wrapped_down = (later_ms - largest - 1) + (-(earlier_ms + 1) - largest)
+    wrapped_up = (later_ms - smallest) + (largest - earlier_ms) + 1
+    return (
+        F.when(exact.isNotNull() | later_ms.isNull() | earlier_ms.isNull(), exact)
+        .when(later_ms >= 0, wrapped_down)
+        .otherwise(wrapped_up)
+    )
 
 
 def is_expired(
