@@ -24,7 +24,7 @@ def _skip_detail(report: DecodeReport) -> str:
 def _quarantine_detail(report: DecodeReport) -> str:
     if not report.bytes_skipped:
         return "(see quarantine)"
-    return f"(see quarantine; {_n(report.bytes_skipped)} unreadable bytes skipped, reading resumed after them)"
+    return f"(see quarantine; {_n(report.bytes_skipped)} unreadable bytes skipped)"
 
 
 def format_notes(report: DecodeReport) -> list[str]:
