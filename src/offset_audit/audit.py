@@ -221,9 +221,7 @@ def _write(shaped: DataFrame, output: str, table: str, snapshot_id: str, report:
         replace_where={"snapshot_id": snapshot_id},
         run_id=report.run_id,
     )
-    report.table_rows[table] = result.rows
-    if result.version is not None:
-        report.table_versions[table] = result.version
+    report.wrote(table, result)
     return result
 
 

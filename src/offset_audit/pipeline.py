@@ -144,9 +144,7 @@ def decode_dump(
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
         for name, written in commit_decoded(output, result.files, run_id=report.run_id).items():
-            report.table_rows[name] = written.rows
-            if written.version is not None:
-                report.table_versions[name] = written.version
+            report.wrote(name, written)
         return decoded
     raw = load_raw_records(spark, inputs, settings)
     report.records_read = raw.count()
@@ -162,10 +160,7 @@ def decode_dump(
             report.format_notes = {row.source_note: row["count"] for row in notes}
         _check(report)
         for name, build in decode.TABLE_BUILDERS.items():
-            written = write_delta(build(decoded), str(Path(output) / name), run_id=report.run_id)
-            report.table_rows[name] = written.rows
-            if written.version is not None:
-                report.table_versions[name] = written.version
+            report.wrote(name, write_delta(build(decoded), str(Path(output) / name), run_id=report.run_id))
     finally:
         decoded.unpersist()
     return Decoded()

@@ -53,6 +53,12 @@ class DecodeReport:
             input_format=input_format,
         )
 
+    def wrote(self, table: str, written) -> None:
+        """Note a table this run committed (a sinks.delta.WriteResult): its rows, and its version."""
+        self.table_rows[table] = written.rows
+        if written.version is not None:
+            self.table_versions[table] = written.version
+
     @property
     def records_decoded(self) -> int:
         return sum(n for c, n in self.by_class.items() if c in records.DECODED_CLASSES)

@@ -51,12 +51,8 @@ class ShareResult:
 
 
 def _write(frame: DataFrame, output: str, name: str, report: DecodeReport) -> None:
-    written = write_delta(
-        frame.select(*table_schema(name).column_names()), str(Path(output) / name), run_id=report.run_id
-    )
-    report.table_rows[name] = written.rows
-    if written.version is not None:
-        report.table_versions[name] = written.version
+    columns = frame.select(*table_schema(name).column_names())
+    report.wrote(name, write_delta(columns, str(Path(output) / name), run_id=report.run_id))
 
 
 def _quarantine_rows(frame: DataFrame) -> DataFrame:
