@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 RECORDS ?= 5000000
 DEMO_RECORDS ?= 300000
 
-.PHONY: setup check-java demo test lint bench package clean
+.PHONY: setup check-java demo test lint bench package package-driver clean
 
 setup: $(STAMP)
 
@@ -39,8 +39,15 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/run_bench.py --records $(RECORDS)
 
+# For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
+# PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.
 package: setup
 	$(BIN)/python jobs/package_py_files.py dist/offset_audit.zip
+	$(BIN)/python jobs/package_env.py executors dist/offset_audit_env.tar.gz $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
+
+# Cluster deploy mode (YARN, Kubernetes): the driver runs in the cluster and needs delta-rs and click too.
+package-driver: package
+	$(BIN)/python jobs/package_env.py driver dist/offset_audit_driver_env.tar.gz $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
 clean:
 	rm -rf demo-input demo-output bench-data dist spark-warehouse .pytest_cache

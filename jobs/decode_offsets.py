@@ -1,18 +1,16 @@
-"""spark-submit entry for `decode`: the same code as the CLI, on the cluster's session.
+"""spark-submit entry for `decode`: the same code and flags as `offset-audit decode`, on the submitted cluster.
 
-    spark-submit --py-files kafka_offset_audit.zip jobs/decode_offsets.py --input s3://... --output ...
-
-Under spark-submit the active session (and its master) is used; nothing here builds a local one.
+See the README's "Run it on a cluster" for the whole spark-submit line (the executors' Python
+environment, the package zip). Nothing is started here: the arguments and inputs are checked first,
+so a mistake is one sentence (exit 2) before Spark asks the cluster for executors; the session is then
+built from what was submitted (master, --conf), see offset_audit.session.
 """
 
 from __future__ import annotations
 
 import sys
 
-from pyspark.sql import SparkSession
-
 from offset_audit.cli import main
 
 if __name__ == "__main__":
-    SparkSession.builder.getOrCreate()  # the cluster's session; get_spark() then reuses it
-    sys.exit(main(["decode", *sys.argv[1:]]))
+    main(["decode", *sys.argv[1:]], prog_name="offset-audit")

@@ -27,4 +27,5 @@ def build(output: Path) -> Path:
 
 
 if __name__ == "__main__":
-    print(build(Path(sys.argv[1] if len(sys.argv) > 1 else "dist/offset_audit.zip")))
+    archive = build(Path(sys.argv[1] if len(sys.argv) > 1 else "dist/offset_audit.zip"))
+    print(f"{archive}: {archive.stat().st_size / 2**10:,.0f} KiB")

@@ -1,17 +1,16 @@
-"""spark-submit entry for `whatif`: the same code as the CLI, on the cluster's session.
+"""spark-submit entry for `whatif`: the same code and flags as `offset-audit whatif`, on the submitted cluster.
 
-    spark-submit --py-files dist/offset_audit.zip jobs/whatif_retention.py --input ... --output ... \
-        --retention-minutes 1440,10080,43200
+See the README's "Run it on a cluster" for the whole spark-submit line (the executors' Python
+environment, the package zip). Nothing is started here: the arguments and inputs are checked first,
+so a mistake is one sentence (exit 2) before Spark asks the cluster for executors; the session is then
+built from what was submitted (master, --conf), see offset_audit.session.
 """
 
 from __future__ import annotations
 
 import sys
 
-from pyspark.sql import SparkSession
-
 from offset_audit.cli import main
 
 if __name__ == "__main__":
-    SparkSession.builder.getOrCreate()  # the cluster's session; get_spark() then reuses it
-    sys.exit(main(["whatif", *sys.argv[1:]]))
+    main(["whatif", *sys.argv[1:]], prog_name="offset-audit")

@@ -163,7 +163,7 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
         "source_topic string",
     )
     scratch = tmp_path / "scratch"
-    result = decode_to_files(spark, frame.coalesce(1), str(tmp_path / "out"), "__consumer_offsets", True, scratch)
+    result = decode_to_files(spark, frame.coalesce(1), str(tmp_path / "out"), "__consumer_offsets", True, str(scratch))
     skipped = {k: n for k, n in result.counts.items() if k[0] == SKIPPED_SUPERSEDED}
     assert sum(skipped.values()) == 2
     assert sum(n for k, n in result.counts.items() if k[0] == "quarantine") == 0

@@ -20,8 +20,8 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from offset_audit.sinks.scratch import scratch_folder
-with scratch_folder(Path(sys.argv[1])) as folder:
-    (folder / "part-00000.parquet").write_bytes(b"commits")
+with scratch_folder(sys.argv[1]) as folder:
+    (Path(folder) / "part-00000.parquet").write_bytes(b"commits")
     print(folder, flush=True)
     time.sleep(600)
 """

@@ -44,7 +44,7 @@ def test_tables_checkpoint_every_ten_commits(tmp_path):
     for version in range(11):
         file = tmp_path / f"f{version}.parquet"
         pq.write_table(pa.table({"x": [version]}, schema=schema), file)
-        commit_files(tmp_path, [DataFile(file, 1, {})], schema)
+        commit_files(str(tmp_path), [DataFile(str(file), 1, file.stat().st_size)], schema)
     log = sorted(p.name for p in (tmp_path / "_delta_log").iterdir())
     assert [n for n in log if "checkpoint.parquet" in n] == ["00000000000000000009.checkpoint.parquet"]
     table = DeltaTable(str(tmp_path))
@@ -70,11 +70,16 @@ def test_delta_spark_route(spark, tmp_path):
     assert result.rows == 1 and DeltaTable(path).count() == 1
 
 
-def test_object_store_output_without_delta_spark_is_a_user_error(spark):
-    from offset_audit.errors import UserError
-
-    with pytest.raises(UserError, match="not a local path"):
-        write_delta(spark.createDataFrame([(1,)], "x int"), "s3a://bucket/table", force_route="delta-rs")
+def test_partition_values_that_are_no_safe_folder_name_are_kept_exactly(spark, tmp_path):
+    """Folder names are cosmetic (the log holds the values): a snapshot id with slashes, spaces or dots
+    must come back as given and never make a folder outside the table."""
+    path = tmp_path / "t"
+    odd = ["../../escape", "a b/c", "é", None]
+    frame = spark.createDataFrame([(i, v) for i, v in enumerate(odd)], "x int, snap string")
+    write_delta(frame, str(path), partition_by=["snap"])
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    assert sorted((r["x"], r["snap"]) for r in rows) == sorted(enumerate(odd), key=lambda r: r[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
 
 
 def test_a_folder_of_other_files_is_never_taken_over_as_a_table(spark, tmp_path):

@@ -5,12 +5,10 @@ delete-plan commands. Orchestration only; the logic lives in replay.py, rules.py
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,9 +25,12 @@ from offset_audit.errors import InputNotFound, UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
 from offset_audit.session import has_delta, scoped_conf
-from offset_audit.sinks.delta import WriteResult, local_folder, write_delta
+from offset_audit.sinks.delta import WriteResult, write_delta
 from offset_audit.sinks.scratch import scratch_folder
+from offset_audit.sources.end_offsets import read_end_offsets
+from offset_audit.sources.parquet_files import read_parquet_files
 from offset_audit.sources.tables import read_table
+from offset_audit.storage import LOCAL, Storage, for_settings, join, normalize, spark_path
 from offset_audit.tables import table_schema
 
 DECODED = "decoded"
@@ -68,6 +69,7 @@ def load_state(
     transactions: bool = False,
     commits_latest: bool = False,
     single_partition: bool = False,
+    storage: Storage = LOCAL,
 ) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log.
 
@@ -77,10 +79,10 @@ def load_state(
     pending transactional commits (log segments, dump-log); `single_partition` replays a small state in
     one partition (see `SMALL_STATE_ROWS`).
     """
-    commits = read_table(spark, decoded_dir, "offset_commits") if commits is None else commits
-    metadata = read_table(spark, decoded_dir, "group_metadata")
-    members = read_table(spark, decoded_dir, "group_members")
-    modern = read_table(spark, decoded_dir, "modern_group_records")
+    commits = read_table(spark, decoded_dir, "offset_commits", storage) if commits is None else commits
+    metadata = read_table(spark, decoded_dir, "group_metadata", storage)
+    members = read_table(spark, decoded_dir, "group_members", storage)
+    modern = read_table(spark, decoded_dir, "modern_group_records", storage)
     if single_partition:
         commits, metadata, members, modern = (f.coalesce(1) for f in (commits, metadata, members, modern))
     pending = replay.pending_commits(commits) if transactions else None
@@ -120,13 +122,14 @@ def coordinator_state(
     instead of writing the commit history. delta-spark sessions decode through DataFrames and always
     decode and keep everything.
     """
-    decoded_dir = str(Path(output) / DECODED)
+    decoded_dir = join(output, DECODED)
+    storage = for_settings(settings)
     with ExitStack() as stack:
         scratch = None
         if not keep_decoded and not has_delta(spark):
             # Removed when the block ends, also when decoding or loading fails; a later run clears it
             # if this process is killed (offset_audit.sinks.scratch).
-            scratch = stack.enter_context(scratch_folder(local_folder(output)))
+            scratch = stack.enter_context(scratch_folder(output, storage))
         decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
         report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
@@ -138,24 +141,25 @@ def coordinator_state(
         commits, latest = None, False
         if files is not None:
             if small and files:
-                files, latest = [str(_merge_on_driver(files, scratch))], True
-            schema = table_schema("offset_commits").struct()
-            commits = spark.read.schema(schema).parquet(*files) if files else spark.createDataFrame([], schema)
+                files, latest = [_merge_on_driver(files, scratch, storage)], True
+            commits = read_parquet_files(spark, files, table_schema("offset_commits").struct(), storage)
         transactions = report.input_format in TRANSACTIONAL_FORMATS
         with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
-            state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small)
+            state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small, storage)
             try:
                 yield state
             finally:
                 state.release()
 
 
-def _merge_on_driver(files: list[str], scratch: Path) -> Path:
+def _merge_on_driver(files: list[str], scratch: str, storage: Storage) -> str:
     """The decode tasks' compacted commits as one file of one record per key (see
     `offset_audit.compaction.latest_commits`); only for a small state, which the driver holds easily."""
-    merged = latest_commits(pa.concat_tables([pq.read_table(f, schema=arrow_schema("offset_commits")) for f in files]))
-    path = scratch / "latest-commits.parquet"
-    pq.write_table(merged, path)
+    schema = arrow_schema("offset_commits")
+    parts = [pq.read_table(storage.parquet_source(file), schema=schema) for file in files]
+    path = join(scratch, "latest-commits.parquet")
+    with storage.open_output_stream(path) as sink:
+        pq.write_table(latest_commits(pa.concat_tables(parts)), sink)
     return path
 
 
@@ -179,47 +183,32 @@ def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
 def snapshot_id_for(inputs: list[str], as_of: datetime, given: str | None) -> str:
     if given:
         return given
-    digest = hashlib.sha1("\n".join([*sorted(os.path.abspath(i) for i in inputs), as_of.isoformat()]).encode())
+    digest = hashlib.sha1("\n".join([*sorted(normalize(i) for i in inputs), as_of.isoformat()]).encode())
     return f"{as_of:%Y%m%dT%H%M%SZ}-{digest.hexdigest()[:8]}"
-
-
-def read_end_offsets(spark: SparkSession, path: str) -> DataFrame:
-    """--end-offsets: Parquet or CSV (with a header) of topic, partition, log_start_offset, log_end_offset."""
-    if not os.path.exists(path):
-        raise InputNotFound(f"the end-offsets file '{path}' does not exist")
-    if path.endswith(".csv"):
-        frame = spark.read.option("header", "true").csv(path)
-    else:
-        frame = spark.read.parquet(path)
-    wanted = ["topic", "partition", "log_start_offset", "log_end_offset"]
-    missing = [c for c in wanted if c not in frame.columns]
-    if missing:
-        raise UserError(f"the end-offsets file has no column {', '.join(missing)} (needs {', '.join(wanted)})")
-    return frame.select(
-        F.col("topic").cast("string"),
-        F.col("partition").cast("int"),
-        F.col("log_start_offset").cast("bigint"),
-        F.col("log_end_offset").cast("bigint"),
-    )
 
 
 def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str) -> DataFrame:
     return frame.withColumn("snapshot_id", F.lit(snapshot_id)).select(*table_schema(table).column_names())
 
 
-def _write_snapshot(frame: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport) -> None:
+def _write_snapshot(
+    frame: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport, storage: Storage
+) -> None:
     """Replace this snapshot's rows of `table` in one commit; other snapshots stay for history."""
-    _write(_with_snapshot(frame, snapshot_id, table), output, table, snapshot_id, report)
+    _write(_with_snapshot(frame, snapshot_id, table), output, table, snapshot_id, report, storage)
 
 
-def _write(shaped: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport) -> WriteResult:
+def _write(
+    shaped: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport, storage: Storage
+) -> WriteResult:
     """Write rows already in the table's shape (`_with_snapshot`), noting rows and version in `report`."""
     result = write_delta(
         shaped,
-        str(Path(output) / table),
+        join(output, table),
         partition_by=["snapshot_id"],
         replace_where={"snapshot_id": snapshot_id},
         run_id=report.run_id,
+        storage=storage,
     )
     report.wrote(table, result)
     return result
@@ -231,17 +220,25 @@ class Written:
 
     frame: DataFrame
     result: WriteResult
+    storage: Storage = LOCAL
 
     def columns(self, names: list[str]) -> pa.Table:
         """A few columns on the driver, for the printed summary: with delta-rs, straight from the new
         Parquet files (no Spark job; three of them cost 0.4-0.7 s); otherwise through Spark."""
         if not self.result.data_files:
             return self.frame.select(*names).toArrow()
-        return pa.concat_tables([pq.read_table(f, columns=names) for f in self.result.data_files])
+        files = self.result.data_files
+        return pa.concat_tables([pq.read_table(self.storage.parquet_source(f), columns=names) for f in files])
 
 
 def _write_and_read_back(
-    spark: SparkSession, frame: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport
+    spark: SparkSession,
+    frame: DataFrame,
+    output: str,
+    table: str,
+    snapshot_id: str,
+    report: DecodeReport,
+    storage: Storage,
 ) -> Written:
     """Write this snapshot's rows of `table`, then give them back as read from the files just written.
 
@@ -249,14 +246,12 @@ def _write_and_read_back(
     which cost more than the write itself: 2.8 s to cache 132k partition verdicts against a 0.6 s scan.
     """
     shaped = _with_snapshot(frame, snapshot_id, table)
-    result = _write(shaped, output, table, snapshot_id, report)
+    result = _write(shaped, output, table, snapshot_id, report, storage)
     shape = shaped.drop("snapshot_id")
     if result.route == "delta-spark":
-        written = spark.read.format("delta").load(result.path).where(F.col("snapshot_id") == snapshot_id)
-        return Written(written.select(*shape.columns), result)
-    if not result.data_files:
-        return Written(spark.createDataFrame([], shape.schema), result)
-    return Written(spark.read.schema(shape.schema).parquet(*result.data_files), result)
+        written = spark.read.format("delta").load(spark_path(result.path)).where(F.col("snapshot_id") == snapshot_id)
+        return Written(written.select(*shape.columns), result, storage)
+    return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
 
 
 @dataclass
@@ -298,12 +293,12 @@ def _judge(
 ) -> AuditResult:
     as_of = resolve_as_of(settings.as_of, state.newest_record)
     snapshot = snapshot_id_for(inputs, as_of, snapshot_id)
-    ends = read_end_offsets(spark, end_offsets) if end_offsets else None
-
+    storage = for_settings(settings)
+    ends = read_end_offsets(spark, end_offsets, storage) if end_offsets else None
     retention, interval = settings.retention_minutes, settings.check_interval_ms
 
     def written(frame: DataFrame, table: str) -> Written:
-        return _write_and_read_back(spark, frame, output, table, snapshot, report)
+        return _write_and_read_back(spark, frame, output, table, snapshot, report, storage)
 
     judged = verdicts.judged_offsets(state.offsets, state.groups)
     partitions = written(verdicts.partition_verdicts(judged, as_of, retention, interval, ends), "partition_verdicts")
@@ -315,7 +310,7 @@ def _judge(
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)
+    write_run(spark, report, output, storage)
     return result
 
 
@@ -390,32 +385,33 @@ def _compare(
     groups = verdicts.whatif_groups(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         table = verdicts.whatif(groups)
-        _write_snapshot(table, output, "whatif", snapshot, report)
+        storage = for_settings(settings)
+        _write_snapshot(table, output, "whatif", snapshot, report, storage)
         if per_group:
-            _write_snapshot(groups, output, "whatif_groups", snapshot, report)
+            _write_snapshot(groups, output, "whatif_groups", snapshot, report, storage)
         rows = [r.asDict() for r in table.collect()]
     finally:
         groups.unpersist()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)
+    write_run(spark, report, output, for_settings(settings))
     return report, rows
 
 
-def check_audit_dir(audit_dir: str) -> Path:
+def check_audit_dir(audit_dir: str, storage: Storage = LOCAL) -> str:
     """The deletion_candidates table of an audit's output folder, which must exist."""
-    path = Path(audit_dir) / "deletion_candidates"
-    if not (path / "_delta_log").is_dir():
+    path = join(audit_dir, "deletion_candidates")
+    if not storage.is_dir(join(path, "_delta_log")):
         raise InputNotFound(f"'{audit_dir}' holds no deletion_candidates table: run offset-audit audit --output first")
     return path
 
 
-def delete_plan(audit_dir: str, snapshot_id: str | None = None) -> tuple[str, list[dict]]:
+def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> tuple[str, list[dict]]:
     """The deletion candidates of one snapshot (the newest by default), for `delete-plan`: a small table,
     read with delta-rs and pyarrow, so the command answers in a second and never starts Spark."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(str(check_audit_dir(audit_dir)))
+    table = DeltaTable(check_audit_dir(audit_dir, storage), storage_options=storage.delta_options)
     if snapshot_id is None:
         snapshots = table.to_pyarrow_table(columns=["snapshot_id", "as_of"])
         if not snapshots.num_rows:

@@ -13,6 +13,7 @@ from offset_audit.commands import DEFAULT_BOOTSTRAP
 from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
+from offset_audit.storage import normalize
 
 
 def _fail(message: str) -> None:
@@ -52,14 +53,35 @@ class _Commands(click.Group):
             _fail(f"{err.format_message()} (see {where} --help)")
 
 
-def _kafka_options(values: tuple[str, ...]) -> dict[str, str]:
+def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     options = {}
     for item in values:
         name, sep, value = item.partition("=")
-        if not sep:
-            raise UserError(f"--kafka-option takes NAME=VALUE, got '{item}'")
+        if not sep or not name:
+            raise UserError(f"{option} takes NAME=VALUE, got '{item}'")
         options[name] = value
     return options
+
+
+def _session(settings, inputs: list[str]):
+    """The run's SparkSession; under spark-submit, with shuffles sized to the dump and the cluster."""
+    from offset_audit.session import fit_to_cluster, get_spark, under_spark_submit
+    from offset_audit.sources import input_bytes
+
+    spark = get_spark(settings.spark)
+    if under_spark_submit():
+        size = input_bytes(inputs, settings)
+        for name, value in fit_to_cluster(spark, size).items():
+            cores = spark.sparkContext.defaultParallelism
+            dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
+            click.echo(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", err=True)
+    return spark
+
+
+def _paths(values: tuple[str, ...] | list[str]) -> list[str]:
+    """Paths as the tool keeps them, worked out here on the driver: a relative path made absolute (an
+    executor would resolve it from its own work folder), file:// dropped, s3a:// read as s3://."""
+    return [normalize(v) for v in values]
 
 
 class _RetentionMinutes(click.ParamType):
@@ -90,6 +112,16 @@ RUNS = "runs"
 @click.version_option(package_name="kafka-offset-audit")
 def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
+
+
+STORAGE_OPTION = click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="for s3:// paths, as delta-rs names them (AWS_ENDPOINT_URL, AWS_REGION, ...); over the AWS_* "
+    "environment and the config's [storage] (repeatable).",
+)
 
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -124,6 +156,7 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="extra option for Spark's Kafka source (repeatable).",
         ),
         click.option("--topic", default=None, help="topic of the dump (default __consumer_offsets)."),
+        STORAGE_OPTION,
         click.option(
             "--conf",
             "conf_file",
@@ -143,13 +176,21 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--no-fast-path", is_flag=True, help="decode every record with the generic reader.")
 @_user_errors
 def decode(
-    inputs, input_format, partition, bootstrap_servers, kafka_options, topic, conf_file, output, no_fast_path
+    inputs,
+    input_format,
+    partition,
+    bootstrap_servers,
+    kafka_options,
+    topic,
+    storage_options,
+    conf_file,
+    output,
+    no_fast_path,
 ) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import preflight
     from offset_audit.decode import TABLES
     from offset_audit.pipeline import run_decode
-    from offset_audit.session import get_spark
     from offset_audit.summary import decode_summary
 
     settings = _input_settings(
@@ -160,24 +201,29 @@ def decode(
         bootstrap_servers,
         kafka_options,
         topic,
+        storage_options,
         fast_path=False if no_fast_path else None,
     )
-    settings = preflight.check_inputs(list(inputs), settings)
+    inputs, output = _paths(inputs), normalize(output)
+    settings = preflight.check_inputs(inputs, settings)
     preflight.check_output(output, [*TABLES, RUNS], settings)
-    spark = get_spark(settings.spark)
-    report = run_decode(spark, list(inputs), output, settings)
+    spark = _session(settings, inputs)
+    report = run_decode(spark, inputs, output, settings)
     click.echo(decode_summary(report, output))
 
 
-def _input_settings(inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, **overrides):
+def _input_settings(
+    inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, storage_options, **overrides
+):
     """Settings from the shared input options (plus command-specific overrides); an input is required."""
     settings = load_settings(
         conf_file,
         input_format=input_format,
         partition=partition,
         bootstrap_servers=bootstrap_servers,
-        kafka_options=_kafka_options(kafka_options),
+        kafka_options=_pairs(kafka_options, "--kafka-option"),
         topic=topic,
+        storage=_pairs(storage_options, "--storage-option"),
         **overrides,
     )
     if settings.input_format != "kafka" and not inputs:
@@ -222,6 +268,7 @@ def audit(
     bootstrap_servers,
     kafka_options,
     topic,
+    storage_options,
     conf_file,
     output,
     as_of,
@@ -233,7 +280,6 @@ def audit(
     """Judge every committed offset and group as the broker's expiry sweep would."""
     from offset_audit import preflight
     from offset_audit.audit import AUDIT_TABLES, run_audit
-    from offset_audit.session import get_spark
     from offset_audit.summary import audit_summary
 
     settings = _input_settings(
@@ -244,18 +290,21 @@ def audit(
         bootstrap_servers,
         kafka_options,
         topic,
+        storage_options,
         as_of=as_of,
         retention_minutes=retention_minutes,
     )
-    settings = preflight.check_inputs(list(inputs), settings)
+    inputs, output = _paths(inputs), normalize(output)
+    settings = preflight.check_inputs(inputs, settings)
     preflight.check_as_of(settings.as_of, settings.input_format)
     if end_offsets:
-        preflight.check_end_offsets(end_offsets)
+        end_offsets = normalize(end_offsets)
+        preflight.check_end_offsets(end_offsets, settings)
     preflight.check_output(output, [*AUDIT_TABLES, RUNS, *_decoded_tables()], settings)
-    spark = get_spark(settings.spark)
+    spark = _session(settings, inputs)
     result = run_audit(
         spark,
-        list(inputs),
+        inputs,
         output,
         settings,
         snapshot_id=snapshot_id,
@@ -304,6 +353,7 @@ def whatif(
     bootstrap_servers,
     kafka_options,
     topic,
+    storage_options,
     conf_file,
     output,
     retentions,
@@ -315,20 +365,22 @@ def whatif(
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit import preflight
     from offset_audit.audit import WHATIF_TABLES, run_whatif
-    from offset_audit.session import get_spark
     from offset_audit.summary import whatif_summary
 
-    settings = _input_settings(inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic)
+    settings = _input_settings(
+        inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, storage_options
+    )
     minutes = _minutes_list(retentions)
     points = list(as_of_points) or [settings.as_of]
-    settings = preflight.check_inputs(list(inputs), settings)
+    inputs, output = _paths(inputs), normalize(output)
+    settings = preflight.check_inputs(inputs, settings)
     for point in points:
         preflight.check_as_of(point, settings.input_format)
     preflight.check_output(output, [*WHATIF_TABLES, RUNS, *_decoded_tables()], settings)
-    spark = get_spark(settings.spark)
+    spark = _session(settings, inputs)
     report, rows = run_whatif(
         spark,
-        list(inputs),
+        inputs,
         output,
         settings,
         minutes,
@@ -380,6 +432,7 @@ def share(
     bootstrap_servers,
     kafka_options,
     topic,
+    storage_options,
     conf_file,
     output,
     groups_inputs,
@@ -393,33 +446,41 @@ def share(
 
     from offset_audit import preflight
     from offset_audit.constants import OFFSETS_TOPIC
-    from offset_audit.session import get_spark
     from offset_audit.share.run import SHARE_TABLES, check_share_input_format, run_share
     from offset_audit.summary import share_summary
 
     settings = _input_settings(
-        inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic or "__share_group_state"
+        inputs,
+        conf_file,
+        input_format,
+        partition,
+        bootstrap_servers,
+        kafka_options,
+        topic or "__share_group_state",
+        storage_options,
     )
-    settings = preflight.check_inputs(list(inputs), settings, share=True)
+    inputs, output, groups_inputs = _paths(inputs), normalize(output), _paths(groups_inputs)
+    settings = preflight.check_inputs(inputs, settings, share=True)
     check_share_input_format(settings.input_format)
     tables = [*SHARE_TABLES, RUNS]
     if groups_inputs:
         group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
-        preflight.check_inputs(list(groups_inputs), group_settings)
+        preflight.check_inputs(groups_inputs, group_settings)
         tables += _decoded_tables()
     if end_offsets:
-        preflight.check_end_offsets(end_offsets)
+        end_offsets = normalize(end_offsets)
+        preflight.check_end_offsets(end_offsets, settings)
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")
     preflight.check_output(output, tables, settings)
-    spark = get_spark(settings.spark)
+    spark = _session(settings, inputs + groups_inputs)
     result = run_share(
         spark,
-        list(inputs),
+        inputs,
         output,
         settings,
         delivery_count_limit=delivery_count_limit,
-        groups_inputs=list(groups_inputs),
+        groups_inputs=groups_inputs,
         end_offsets=end_offsets,
         broker_config=broker_config,
         bootstrap=bootstrap_server,
@@ -439,8 +500,16 @@ def share(
 @click.option(
     "--script", type=click.Path(dir_okay=False), default=None, help="write the commands to this file instead."
 )
+@STORAGE_OPTION
+@click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file overlaying conf/default.toml (its [storage] is used).",
+)
 @_user_errors
-def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
+def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_options, conf_file) -> None:
     """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates.
 
     Reads the audit's deletion_candidates table directly (no Spark). Every group and topic name in the
@@ -452,12 +521,15 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script) -> None:
     from offset_audit import preflight
     from offset_audit.audit import check_audit_dir
     from offset_audit.audit import delete_plan as plan
+    from offset_audit.storage import for_settings
     from offset_audit.summary import delete_plan_lines
 
-    check_audit_dir(audit_dir)
+    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    audit_dir = normalize(audit_dir)
+    check_audit_dir(audit_dir, storage)
     if script:
         preflight.check_script_path(script)
-    snapshot, candidates = plan(audit_dir, snapshot_id)
+    snapshot, candidates = plan(audit_dir, snapshot_id, storage)
     if not candidates:
         click.echo(f"no deletion candidates in {terminal(audit_dir)}")
         return

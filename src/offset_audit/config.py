@@ -31,6 +31,8 @@ class Settings:
     # decode.max_batch_mib in bytes: the most one log-segment batch may take, stored or inflated.
     max_batch_bytes: int = 64 << 20
     spark: dict[str, str] = field(default_factory=dict)
+    # [storage] of the config and --storage-option: object-store options, as delta-rs names them.
+    storage: dict[str, str] = field(default_factory=dict)
     retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
@@ -73,6 +75,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "fast_path": bool(section("decode").get("fast_path", default.fast_path)),
         "max_batch_bytes": _whole_number(section("decode"), "max_batch_mib", default.max_batch_bytes >> 20) << 20,
         "spark": {str(k): str(v) for k, v in section("spark").items()},
+        "storage": {str(k): str(v) for k, v in section("storage").items()},
         "retention_minutes": _whole_number(audit, "retention_minutes", default.retention_minutes),
         "check_interval_ms": _whole_number(audit, "check_interval_ms", default.check_interval_ms),
         "as_of": str(audit.get("as_of", default.as_of)),
@@ -80,7 +83,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     for name, value in overrides.items():
         if value is None:
             continue
-        if name == "kafka_options":
+        if name in ("kafka_options", "storage"):
             values[name] = {**values[name], **value}
         else:
             values[name] = value

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -21,9 +20,10 @@ from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
-from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, local_folder, write_delta
+from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.sources import FileUnits, load_raw_records, raw_source, resolved
+from offset_audit.storage import LOCAL, Storage, for_settings, join
 from offset_audit.tables import table_schema
 
 
@@ -52,15 +52,15 @@ def fill_counts(report: DecodeReport, counts: Counter) -> None:
     )
 
 
-def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
+def write_run(spark: SparkSession, report: DecodeReport, output: str, storage: Storage = LOCAL) -> None:
     """Append the run's row to `runs`: one row, so without delta-spark it is written without a Spark job."""
     schema = table_schema("runs").struct()
-    path = str(Path(output) / "runs")
+    path = join(output, "runs")
     if not has_delta(spark):
         from deltalake import write_deltalake
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        check_table_dir(local_folder(path))
+        check_table_dir(path, storage)
         row = report.as_row()
         for name in ("table_rows", "table_versions", "skipped_by_reason", "format_notes"):
             row[name] = list(row[name].items())
@@ -73,19 +73,23 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str) -> None:
             schema_mode="merge",
             configuration=TABLE_PROPERTIES,
             commit_properties=commit_properties(report.run_id),
+            storage_options=storage.delta_options,
         )
     else:
-        write_delta(spark.createDataFrame([report.as_row()], schema), path, mode="append", run_id=report.run_id)
+        frame = spark.createDataFrame([report.as_row()], schema)
+        write_delta(frame, path, mode="append", run_id=report.run_id, storage=storage)
 
 
-def bytes_skipped(quarantine_files: list) -> int:
+def bytes_skipped(quarantine_files: list, storage: Storage = LOCAL) -> int:
     """The bytes the quarantine rows of these files stand for (log segment stretches holding no batch)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    return sum(
-        int(pc.sum(pq.read_table(f.path, columns=["skipped_bytes"]).column(0)).as_py() or 0) for f in quarantine_files
-    )
+    total = 0
+    for file in quarantine_files:
+        column = pq.read_table(storage.parquet_source(file.path), columns=["skipped_bytes"]).column(0)
+        total += int(pc.sum(column).as_py() or 0)
+    return total
 
 
 def _check(report: DecodeReport) -> None:
@@ -114,7 +118,7 @@ def decode_dump(
     settings: Settings,
     report: DecodeReport,
     route: str | None = None,
-    compact_commits_to: Path | None = None,
+    compact_commits_to: str | None = None,
 ) -> Decoded:
     """Decode the dump into the decode tables under `output`, filling `report`'s counts.
 
@@ -125,6 +129,7 @@ def decode_dump(
     offset_commits, which is then committed empty.
     """
     settings = resolved(settings, inputs)
+    storage = for_settings(settings)
     report.input_format = settings.input_format
     route = route or ("dataframe" if has_delta(spark) else "direct")
     if route == "direct":
@@ -132,18 +137,18 @@ def decode_dump(
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
         # their readers turn unreadable input into error rows, so nothing escapes the count.
         known = source.rows if isinstance(source, FileUnits) else source.count()
-        result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to)
+        result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to, storage)
         report.records_read = result.records_read if known is None else known
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
-        report.bytes_skipped = bytes_skipped(result.files["quarantine"])
+        report.bytes_skipped = bytes_skipped(result.files["quarantine"], storage)
         _check(report)  # nothing is committed unless every record is accounted for
         decoded = Decoded(result.newest_record)
         if compact_commits_to is not None:
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
-        for name, written in commit_decoded(output, result.files, run_id=report.run_id).items():
+        for name, written in commit_decoded(output, result.files, run_id=report.run_id, storage=storage).items():
             report.wrote(name, written)
         return decoded
     raw = load_raw_records(spark, inputs, settings)
@@ -160,7 +165,8 @@ def decode_dump(
             report.format_notes = {row.source_note: row["count"] for row in notes}
         _check(report)
         for name, build in decode.TABLE_BUILDERS.items():
-            report.wrote(name, write_delta(build(decoded), str(Path(output) / name), run_id=report.run_id))
+            written = write_delta(build(decoded), join(output, name), run_id=report.run_id, storage=storage)
+            report.wrote(name, written)
     finally:
         decoded.unpersist()
     return Decoded()
@@ -173,5 +179,5 @@ def run_decode(
     report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
     decode_dump(spark, inputs, output, settings, report, route)
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)
+    write_run(spark, report, output, for_settings(settings))
     return report

@@ -7,34 +7,42 @@ the CLI prints and exits 2 on. The checks read only file names, headers and Parq
 
 from __future__ import annotations
 
-import csv
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.fs as pafs
 
 from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
-from offset_audit.sinks.delta import check_table_dir, is_local
+from offset_audit.sinks.delta import check_table_dir
+from offset_audit.storage import Storage, for_settings, is_remote, join
 
 END_OFFSET_COLUMNS = ("topic", "partition", "log_start_offset", "log_end_offset")
 
 
 def check_output(output: str, tables: Iterable[str], settings: Settings) -> None:
     """`output` can hold the tables this run writes (paths relative to it): it is a folder or can
-    become one, it is writable, and no table's place holds anything but that Delta table."""
-    if not is_local(output):
-        extensions = settings.spark.get("spark.sql.extensions", "")
-        if "DeltaSparkSessionExtension" not in extensions:
+    become one, it is writable (an object store: reachable, its bucket there), and no table's place holds
+    anything but that Delta table. A delta-spark session writes any URI through Spark's own connectors
+    (hdfs://, abfss://, s3a:// with hadoop-aws), which it alone can check."""
+    from offset_audit.session import delta_spark_configured
+
+    if "://" in output:
+        if delta_spark_configured(settings.spark):
+            return  # written by Spark, through its own connectors and their credentials
+        if not is_remote(output):
             raise UserError(
-                f"--output {output} is not a local path: without Delta's Spark jars, tables are written with "
-                "delta-rs to local or mounted folders (run with delta-spark for object stores)"
+                f"--output takes a local path or an s3:// URI, not {output} (other file systems need a "
+                "delta-spark session: see docs/cluster.md)"
             )
+        storage = for_settings(settings)
+        check_reachable(output, storage)
+        for table in tables:
+            check_table_dir(join(output, table), storage)
         return
-    root = Path(output.removeprefix("file://"))
+    root = Path(output)
     if root.exists() and not root.is_dir():
         raise UserError(f"--output {output} is a file, not a folder")
     existing = root
@@ -47,7 +55,23 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     except OSError as err:
         raise UserError(f"--output {output} cannot be written: {existing}: {err.strerror}") from err
     for table in tables:
-        check_table_dir(root / table)
+        check_table_dir(str(root / table))
+
+
+def check_reachable(path: str, storage: Storage) -> None:
+    """An object-store path's bucket exists and answers with the credentials given (the AWS_* variables,
+    [storage] in the config, --storage-option), asked once before anything starts."""
+    bucket = path.split("://", 1)[1].split("/", 1)[0]
+    scheme = path.split("://", 1)[0]
+    try:
+        found = storage.info(f"{scheme}://{bucket}").type
+    except OSError as err:
+        raise UserError(f"cannot reach {path}: {str(err).splitlines()[0]}") from err
+    if found == pafs.FileType.NotFound:
+        raise UserError(
+            f"the bucket of {path} does not exist or cannot be seen with these credentials (AWS_* variables, "
+            "[storage] in the config, --storage-option)"
+        )
 
 
 def check_retention_minutes(minutes: int, option: str = "--retention-minutes") -> None:
@@ -72,42 +96,12 @@ def check_as_of(spec: str, input_format: str) -> None:
     resolve_as_of(spec, None)
 
 
-def check_end_offsets(path: str) -> None:
-    """--end-offsets exists, has the columns (CSV header or Parquet schema), and holds whole numbers
-    where numbers go (a CSV is read here whole: one line per topic partition)."""
-    if not os.path.isfile(path):
-        raise InputNotFound(f"the end-offsets file '{path}' does not exist")
-    if path.endswith(".csv"):
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            rows = csv.reader(handle)
-            columns = next(rows, [])
-            _check_end_offset_columns(path, columns)
-            numbers = [columns.index(c) for c in END_OFFSET_COLUMNS[1:]]
-            for line, row in enumerate(rows, start=2):
-                for index in numbers:
-                    value = row[index].strip() if index < len(row) else ""
-                    if value and not value.lstrip("-").isdigit():
-                        raise UserError(
-                            f"the end-offsets file '{path}' has '{value[:40]}' for {columns[index]} on line {line}, "
-                            "not a whole number"
-                        )
-        return
-    try:
-        schema = pq.read_schema(path)
-    except Exception as err:
-        raise UserError(f"the end-offsets file '{path}' is neither CSV (.csv) nor readable Parquet ({err})") from err
-    _check_end_offset_columns(path, schema.names)
-    for name in END_OFFSET_COLUMNS[1:]:
-        if not pa.types.is_integer(schema.field(name).type):
-            raise UserError(
-                f"column {name} of the end-offsets file '{path}' is {schema.field(name).type}, not an integer"
-            )
+def check_end_offsets(path: str, settings: Settings) -> None:
+    """--end-offsets exists, has the columns, and holds whole numbers where numbers go (read here whole:
+    one line per topic partition)."""
+    from offset_audit.sources.end_offsets import load_end_offsets
 
-
-def _check_end_offset_columns(path: str, columns: list[str]) -> None:
-    missing = [c for c in END_OFFSET_COLUMNS if c not in columns]
-    if missing:
-        raise UserError(f"the end-offsets file '{path}' has no column {', '.join(missing)}")
+    load_end_offsets(path, for_settings(settings))
 
 
 def check_file(path: str, option: str) -> None:
@@ -130,22 +124,22 @@ def check_script_path(path: str) -> None:
 def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> Settings:
     """The inputs exist and are what the run expects; returns the settings with the input format worked
     out (`auto` replaced), so the run does not work it out again."""
-    from offset_audit.sources import KIP932_JSON, local_snapshot, log_files, resolved
-    from offset_audit.sources.snapshot import _expand, check_snapshot_schema, local_data_files, read_footer
+    from offset_audit.sources import KIP932_JSON, log_files, log_units, resolved
+    from offset_audit.sources.snapshot import check_snapshot_schema, data_files, read_by_workers, read_footer
 
     if settings.input_format == "kafka":
         if not settings.bootstrap_servers:
             raise UserError("--input-format kafka needs --bootstrap-servers HOST:PORT[,HOST:PORT]")
         return settings
+    storage = for_settings(settings)
+    for item in inputs:
+        if is_remote(item):
+            check_reachable(item, storage)
     settings = resolved(settings, inputs, share)
     kind = settings.input_format
     if kind in log_files.LOG_FORMATS or kind == KIP932_JSON:
-        paths = _expand(inputs)
-        remote = [p for p in paths if not is_local(p)]
-        if remote:
-            raise UserError(f"{kind} inputs are read from local or mounted files, not '{remote[0]}'")
-        log_files.log_files(paths, kind, settings.partition)
-    elif local_snapshot(inputs):
-        for file in local_data_files(inputs, kind):
-            check_snapshot_schema(read_footer(file).schema.to_arrow_schema(), file)
+        log_units(inputs, settings)
+    elif read_by_workers(inputs):
+        for file in data_files(inputs, kind, storage):
+            check_snapshot_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
     return settings

@@ -24,9 +24,9 @@ from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES, Frame, Skippe
 from offset_audit.segments.legacy import decode_legacy_message
 from offset_audit.segments.record_batch import decode_default_batch
 from offset_audit.segments.rows import RowBuffer
+from offset_audit.storage import LOCAL, Storage, basename, is_remote, parent
 
 DEFAULT_BATCH_ROWS = 50_000
-_READ_BUFFER_BYTES = 1 << 20  # batches are read a header at a time: let the buffer absorb the small reads
 
 # A partition's log directory is "<topic>-<partition>", with ".<id>-delete", "-future" or "-stray" added
 # while the broker deletes, moves or quarantines it (LocalLog.parseTopicPartitionName).
@@ -41,8 +41,7 @@ _CONTROL_BIT = 0x20
 def partition_from_path(path: str) -> int | None:
     """The partition a segment belongs to, from its folder's name; None when the folder is not a
     `__consumer_offsets-N` (or `__share_group_state-N`) log directory (a copy elsewhere needs it given)."""
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    match = _OFFSETS_LOG_DIR.fullmatch(folder)
+    match = _OFFSETS_LOG_DIR.fullmatch(_folder_name(path))
     if match is None:
         return None
     partition = int(match.group(2))
@@ -52,8 +51,15 @@ def partition_from_path(path: str) -> int | None:
 def topic_from_path(path: str) -> str | None:
     """The internal topic a segment belongs to (__consumer_offsets or __share_group_state), from its
     folder's name; None when the folder does not say."""
-    match = _OFFSETS_LOG_DIR.fullmatch(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    match = _OFFSETS_LOG_DIR.fullmatch(_folder_name(path))
     return match.group(1) if match else None
+
+
+def _folder_name(path: str) -> str:
+    """The name of the folder a segment sits in (local or object-store path)."""
+    if is_remote(path):
+        return basename(parent(path))
+    return os.path.basename(os.path.dirname(os.path.abspath(path)))
 
 
 def read_segment(
@@ -62,6 +68,7 @@ def read_segment(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     only_control: bool = False,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    storage: Storage = LOCAL,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of LOG_RECORD_SCHEMA, one row per record in file order, each at most `batch_rows` rows.
 
@@ -79,8 +86,8 @@ def read_segment(
     if partition is None:
         partition = partition_from_path(source_file)
     rows = RowBuffer(source_file, partition, batch_rows)
-    with open(source_file, "rb", buffering=_READ_BUFFER_BYTES) as segment_file:
-        size = os.fstat(segment_file.fileno()).st_size
+    with storage.open_input_file(source_file) as segment_file:
+        size = storage.size(source_file)
         for item in iter_frames(segment_file, size, rows.source_file, max_batch_bytes):
             if isinstance(item, Skipped):
                 rows.add_error(item.start, item.base_offset, item.reason, skipped_bytes=item.length)

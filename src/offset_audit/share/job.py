@@ -30,6 +30,7 @@ from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.share import chain, state
 from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
+from offset_audit.storage import LOCAL, Storage
 from offset_audit.tables import parse_type, table_schema
 from offset_audit.timestamps import ms_column, spark_timestamp
 
@@ -206,13 +207,13 @@ _KIP932_LINES = parse_type(
 )
 
 
-def read_kip932_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage = LOCAL) -> DataFrame:
     """One row per non-blank line, its share-partition read out so Spark can group by it; a line that is
     not a JSON object with GroupId, topic and partition keeps its text and an error instead."""
 
     def lines(paths: Iterator[str]) -> Iterator[tuple]:
         for path in paths:
-            with open(path, encoding="utf-8", errors="replace") as handle:
+            with storage.open_text(path, errors="replace") as handle:
                 for number, text in enumerate(handle, start=1):
                     if not text.strip():
                         continue

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit.audit import read_end_offsets
 from offset_audit.config import Settings
 from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.errors import UserError
@@ -21,9 +19,10 @@ from offset_audit.share import job
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
 from offset_audit.sinks.delta import write_delta
-from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, resolved
-from offset_audit.sources.snapshot import _expand
+from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, log_units, resolved
+from offset_audit.sources.end_offsets import read_end_offsets
 from offset_audit.sources.tables import read_table
+from offset_audit.storage import Storage, for_settings, join
 from offset_audit.tables import table_schema
 from offset_audit.timestamps import spark_timestamp
 
@@ -50,9 +49,9 @@ class ShareResult:
     problems: list[dict]
 
 
-def _write(frame: DataFrame, output: str, name: str, report: DecodeReport) -> None:
+def _write(frame: DataFrame, output: str, name: str, report: DecodeReport, storage: Storage) -> None:
     columns = frame.select(*table_schema(name).column_names())
-    report.wrote(name, write_delta(columns, str(Path(output) / name), run_id=report.run_id))
+    report.wrote(name, write_delta(columns, join(output, name), run_id=report.run_id, storage=storage))
 
 
 def _quarantine_rows(frame: DataFrame) -> DataFrame:
@@ -86,9 +85,10 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
     return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
 
 
-def _state_from_kip932(spark: SparkSession, inputs: list[str], report: DecodeReport, limit: int):
-    files = log_files.log_files(_expand(inputs), KIP932_JSON)
-    lines = job.read_kip932_lines(spark, [u.path for u in files]).persist(StorageLevel.MEMORY_AND_DISK)
+def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+    files = log_units(inputs, dataclasses.replace(settings, input_format=KIP932_JSON))
+    lines = job.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
+    lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     errors = lines.where(F.col("error").isNotNull())
     report.records_read = lines.count()
     bad = errors.count()
@@ -169,6 +169,7 @@ def run_share(
     from offset_audit.share import limits
 
     settings = resolved(settings, inputs, share=True)
+    storage = for_settings(settings)
     report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
     limits_config = limits.load_broker_config(broker_config) if broker_config else {}
     setting_findings = limits.check_settings(limits_config)
@@ -181,7 +182,7 @@ def run_share(
         delivery_count_limit = effective_delivery_limit(effective)
     check_share_input_format(settings.input_format)
     if settings.input_format == KIP932_JSON:
-        source, replayed, quarantine, log = _state_from_kip932(spark, inputs, report, delivery_count_limit)
+        source, replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
     else:
         source, replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
     try:
@@ -192,9 +193,9 @@ def run_share(
             group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
             # --input-format and --topic describe the share-state input; the groups dump is detected.
             group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
-            decode_dump(spark, groups_inputs, str(Path(output) / "decoded"), group_settings, group_report)
+            decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report)
             report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
-            modern = read_table(spark, str(Path(output) / "decoded"), "modern_group_records")
+            modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
             share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
             group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
             topics = [
@@ -203,7 +204,7 @@ def run_share(
             if topics:
                 names = spark.createDataFrame(sorted(set(topics)), "topic_id string, topic_name string")
         tables = job.with_topic_names(job.share_tables(replayed), names)
-        ends = read_end_offsets(spark, end_offsets) if end_offsets else None
+        ends = read_end_offsets(spark, end_offsets, storage) if end_offsets else None
         tables["share_partitions"] = job.with_share_lag(tables["share_partitions"], ends).persist(
             StorageLevel.MEMORY_AND_DISK
         )
@@ -223,11 +224,11 @@ def run_share(
         tables["share_findings"] = spark.createDataFrame(findings, table_schema("share_findings").struct())
         problems = [r.asDict() for r in tables["share_problems"].limit(20).collect()]
         for name in SHARE_TABLES:
-            _write(tables[name], output, name, report)
+            _write(tables[name], output, name, report, storage)
         tables["share_partitions"].unpersist()
     finally:
         replayed.unpersist()
         source.unpersist()
     report.finished_at = datetime.now(UTC)
-    write_run(spark, report, output)  # last: a run without its row did not finish
+    write_run(spark, report, output, storage)  # last: a run without its row did not finish
     return ShareResult(report, dict(report.table_rows), partition_rows, group_table, findings, problems)

@@ -2,29 +2,38 @@
 
 - A session with Delta configured (a cluster started with delta-spark) writes `format("delta")`.
 - Otherwise (the embedded default: Delta's Spark jars come from Maven Central, which is not always
-  reachable) Spark writes the Parquet data files in parallel straight into the table folder, and
-  delta-rs commits them to the Delta log in one transaction. The data never passes through the driver;
-  the driver only reads the new files' footers for their row counts.
+  reachable) the Python workers write the Parquet data files in parallel straight into the table
+  folder, through pyarrow.fs, so local folders, mounted ones and S3-compatible stores alike; delta-rs
+  then commits them to the Delta log in one transaction. The data never passes through the driver;
+  the tasks report each file's path, rows and size.
 
-Either way a commit is atomic: readers see the previous version of the table until it lands.
+Either way a commit is atomic: readers see the previous version of the table until it lands. On S3,
+delta-rs commits with the store's conditional writes (put-if-absent), so concurrent runs of this tool
+into one table are safe; a writer that does not use them (delta-spark's default S3 log store) must not
+commit to the same table at the same time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
+import re
 import time
 import uuid
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import unquote
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
 from offset_audit.session import has_delta
+from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
+from offset_audit.tables import parse_type
 
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
 # without a checkpoint each open replays every JSON commit of the log: opening a table took 15-20 ms
@@ -48,36 +57,20 @@ class WriteResult:
     version: int | None = None  # the table version this write committed, when a run id was given
 
 
-def is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
-def _local(path: str) -> Path:
-    return Path(path[len("file://") :] if path.startswith("file://") else path)
-
-
-def local_folder(path: str) -> Path:
-    """The absolute local folder for a delta-rs write; object stores need delta-spark."""
-    if not is_local(path):
-        raise UserError(
-            f"'{path}' is not a local path: without Delta's Spark jars, tables are written with delta-rs to local "
-            "or mounted folders; for object stores run in a session started with delta-spark"
-        )
-    return _local(path).resolve()
-
-
-def check_table_dir(table_dir: Path) -> None:
+def check_table_dir(table_dir: str, storage: Storage = LOCAL) -> None:
     """Refuse a table's place when something else is there: a file, or a folder that holds files but
     is no Delta table (someone's data, or a table of another format). Writing into it would take it
     over silently. An empty folder, a missing one, or a Delta table (a run before this one) is fine."""
-    if table_dir.is_symlink() or table_dir.exists():
-        if not table_dir.is_dir():
-            raise UserError(f"{table_dir} is a file where this run writes a table; move it or give another --output")
-        if not (table_dir / "_delta_log").is_dir() and any(table_dir.iterdir()):
-            raise UserError(
-                f"{table_dir} holds files but is not a Delta table; this run would take it over: empty it, move "
-                "it, or give another --output"
-            )
+    if not storage.exists(table_dir):
+        return
+    if not storage.is_dir(table_dir):
+        raise UserError(f"{table_dir} is a file where this run writes a table; move it or give another --output")
+    entries = storage.entries(table_dir)
+    if entries and "_delta_log" not in entries:
+        raise UserError(
+            f"{table_dir} holds files but is not a Delta table; this run would take it over: empty it, move "
+            "it, or give another --output"
+        )
 
 
 def write_delta(
@@ -89,8 +82,9 @@ def write_delta(
     replace_where: dict[str, str] | None = None,
     force_route: str | None = None,
     run_id: str | None = None,
+    storage: Storage = LOCAL,
 ) -> WriteResult:
-    """Write `df` to the Delta table at `path`.
+    """Write `df` to the Delta table at `path` (a local path or s3:// URI, see offset_audit.storage).
 
     mode "overwrite" replaces the table's rows (only those matching `replace_where`, a column -> value
     map, when given), "append" adds to them. With `run_id` the commit carries it, and the result says
@@ -98,21 +92,38 @@ def write_delta(
     """
     route = force_route or ("delta-spark" if has_delta(df.sparkSession) else "delta-rs")
     if route == "delta-spark":
-        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id)
-    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id)
+        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id, storage)
+    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, storage)
 
 
-def committed_version(path: str, run_id: str | None) -> int | None:
+def committed_version(path: str, run_id: str | None, storage: Storage = LOCAL) -> int | None:
     """The version of the table at `path` that carries `run_id` in its commit info: the commit this run
-    made, even when other writers committed since (two audits into one folder at once)."""
+    made, even when other writers committed since (two audits into one folder at once). Read from the
+    commit files themselves, newest first: delta-rs' history numbers its entries from the version the
+    table was opened at, so a commit landing meanwhile shifts them by one."""
     if run_id is None:
         return None
     from deltalake import DeltaTable
 
-    for commit in DeltaTable(path).history(limit=100):
+    latest = DeltaTable(path, storage_options=storage.delta_options).version()
+    for version in range(latest, max(-1, latest - 100), -1):
+        commit = _commit_info(path, version, storage)
         if commit.get(RUN_ID_KEY) == run_id or commit.get("userMetadata") == run_id:
-            return int(commit["version"])
+            return version
     return None
+
+
+def _commit_info(path: str, version: int, storage: Storage) -> dict:
+    try:
+        with storage.open_input_file(join(path, "_delta_log", f"{version:020d}.json")) as handle:
+            lines = handle.read().splitlines()
+    except (FileNotFoundError, OSError):  # gone: a log cleaned up after a checkpoint
+        return {}
+    for line in lines:
+        action = json.loads(line) if line.strip() else {}
+        if "commitInfo" in action:
+            return action["commitInfo"]
+    return {}
 
 
 def commit_properties(run_id: str | None):
@@ -128,6 +139,7 @@ def _write_with_spark(
     partition_by: list[str] | None,
     replace_where: dict[str, str] | None,
     run_id: str | None,
+    storage: Storage,
 ) -> WriteResult:
     writer = df.write.format("delta").mode(mode)
     if run_id:
@@ -141,34 +153,36 @@ def _write_with_spark(
         writer = writer.option("overwriteSchema", "true")
     else:
         writer = writer.option("mergeSchema", "true")
-    writer.save(path)
-    rows = df.sparkSession.read.format("delta").load(path).count()
-    version = committed_version(path, run_id) if is_local(path) else None
-    return WriteResult(Path(path).name, path, rows, -1, "delta-spark", version=version)
+    target = spark_path(path)
+    writer.save(target)
+    rows = df.sparkSession.read.format("delta").load(target).count()
+    return WriteResult(basename(path), path, rows, -1, "delta-spark", version=committed_version(path, run_id, storage))
 
 
 @dataclass(frozen=True)
 class DataFile:
     """A Parquet file already written inside a table folder, waiting to be committed."""
 
-    path: Path
+    path: str
     rows: int
-    partition_values: dict[str, str | None]
+    size: int
+    partition_values: dict[str, str | None] = field(default_factory=dict)
 
 
-def new_run_dir(table_dir: Path) -> Path:
+def new_run_dir(table_dir: str) -> str:
     """A fresh folder inside the table for one write's files; Delta tracks files, not folders."""
-    return table_dir / f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    return join(table_dir, f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
 
 
 def commit_files(
-    table_dir: Path,
+    table_dir: str,
     files: list[DataFile],
     arrow_schema,
     mode: str = "overwrite",
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
     run_id: str | None = None,
+    storage: Storage = LOCAL,
 ) -> int | None:
     """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs); the
     version made, when `run_id` is given.
@@ -179,20 +193,22 @@ def commit_files(
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import AddAction, create_table_with_add_actions
 
+    root = table_dir.rstrip("/") + "/"
     actions = [
         AddAction(
-            path=f.path.relative_to(table_dir).as_posix(),
-            size=f.path.stat().st_size,
+            path=f.path[len(root) :] if f.path.startswith(root) else f.path,
+            size=f.size,
             partition_values=f.partition_values,
-            modification_time=int(f.path.stat().st_mtime * 1000),
+            modification_time=int(time.time() * 1000),
             data_change=True,
             stats=json.dumps({"numRecords": f.rows}),
         )
         for f in files
     ]
+    options = storage.delta_options
     partition_filters = [(k, "=", v) for k, v in (replace_where or {}).items()] or None
-    if DeltaTable.is_deltatable(str(table_dir)):
-        DeltaTable(str(table_dir)).create_write_transaction(
+    if DeltaTable.is_deltatable(table_dir, storage_options=options):
+        DeltaTable(table_dir, storage_options=options).create_write_transaction(
             actions,
             mode=mode,
             schema=arrow_schema,
@@ -202,15 +218,80 @@ def commit_files(
         )
     else:
         create_table_with_add_actions(
-            str(table_dir),
+            table_dir,
             Schema.from_arrow(arrow_schema),
             actions,
             mode="overwrite",
             partition_by=partition_by,
             configuration=TABLE_PROPERTIES,
+            storage_options=options,
             commit_properties=commit_properties(run_id),
         )
-    return committed_version(str(table_dir), run_id)
+    return committed_version(table_dir, run_id, storage)
+
+
+_WRITTEN = parse_type("struct<path:string,rows:bigint,size:bigint,partition_value:string>")
+
+
+def write_parquet_files(
+    df: DataFrame, run_dir: str, partition_by: list[str] | None, storage: Storage = LOCAL
+) -> list[DataFile]:
+    """Each task writes its rows as a Parquet file (one per partition value) under `run_dir`, through
+    pyarrow.fs; their paths, rows and sizes come back to the driver. At most one partition column (the
+    tables here are partitioned by snapshot_id, one value per write); it is kept out of the files, as
+    Delta stores partition values in the log."""
+    if partition_by and len(partition_by) > 1:
+        raise ValueError("write_parquet_files takes at most one partition column")
+    column = partition_by[0] if partition_by else None
+    arrow = to_arrow_schema(df.schema, timezone="UTC")
+    data_schema = pa.schema([f for f in arrow if f.name != column])
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        context = TaskContext.get()
+        prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
+        writers: dict[str | None, tuple] = {}
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            values = [None] if column is None else pc.unique(table.column(column)).to_pylist()
+            for value in values:
+                part = table if column is None else table.filter(_equals(table.column(column), value))
+                if value not in writers:
+                    folder = run_dir if column is None else join(run_dir, f"{column}={_escape(value)}")
+                    path = join(folder, f"{prefix}.parquet")
+                    sink = storage.open_output_stream(path)
+                    writers[value] = (path, sink, pq.ParquetWriter(sink, data_schema, compression="snappy"), [0])
+                _, _, writer, rows = writers[value]
+                writer.write_table(part.select(data_schema.names).cast(data_schema))
+                rows[0] += part.num_rows
+        out = []
+        for value, (path, sink, writer, rows) in writers.items():
+            writer.close()
+            size = sink.tell()
+            sink.close()
+            out.append({"path": path, "rows": rows[0], "size": size, "partition_value": value})
+        yield pa.RecordBatch.from_pylist(out, schema=to_arrow_schema(_WRITTEN))
+
+    written = df.mapInArrow(write, _WRITTEN).collect()
+    return [
+        DataFile(r.path, r.rows, r.size, {column: r.partition_value} if column else {})
+        for r in sorted(written, key=lambda r: r.path)
+    ]
+
+
+def _equals(column: pa.ChunkedArray, value) -> pa.ChunkedArray:
+    return pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def _escape(value) -> str:
+    """A partition value as a folder name. Only cosmetic: the value itself goes to the Delta log, and a
+    value with other characters is named by a hash, so no path ever needs URL encoding."""
+    if value is None:
+        return "__HIVE_DEFAULT_PARTITION__"
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) else "h" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def _write_with_delta_rs(
@@ -220,32 +301,11 @@ def _write_with_delta_rs(
     partition_by: list[str] | None,
     replace_where: dict[str, str] | None,
     run_id: str | None,
+    storage: Storage,
 ) -> WriteResult:
-    table_dir = local_folder(path)
-    check_table_dir(table_dir)
-    table_dir.mkdir(parents=True, exist_ok=True)
-    run_dir = new_run_dir(table_dir)
-    writer = df.write.mode("error")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(str(run_dir))
-    _remove_spark_markers(run_dir)
-    files = []
-    for file in sorted(run_dir.rglob("*.parquet")):
-        partition_values = {}
-        for part in file.parent.relative_to(run_dir).parts:
-            name, _, value = part.partition("=")
-            partition_values[name] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
-        files.append(DataFile(file, pq.read_metadata(file).num_rows, partition_values))
+    check_table_dir(path, storage)
+    files = write_parquet_files(df, new_run_dir(path), partition_by, storage)
     schema = to_arrow_schema(df.schema, timezone="UTC")
-    version = commit_files(table_dir, files, schema, mode, partition_by, replace_where, run_id)
+    version = commit_files(path, files, schema, mode, partition_by, replace_where, run_id, storage)
     rows = sum(f.rows for f in files)
-    return WriteResult(
-        table_dir.name, str(table_dir), rows, len(files), "delta-rs", tuple(str(f.path) for f in files), version
-    )
-
-
-def _remove_spark_markers(run_dir: Path) -> None:
-    """Spark leaves _SUCCESS and Hadoop .crc files beside the data; Delta never reads them."""
-    for marker in list(run_dir.rglob("_SUCCESS")) + list(run_dir.rglob(".*.crc")):
-        os.remove(marker)
+    return WriteResult(basename(path), path, rows, len(files), "delta-rs", tuple(f.path for f in files), version)

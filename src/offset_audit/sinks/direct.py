@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -32,8 +31,9 @@ from offset_audit.decode import SKIPPED_SUPERSEDED, TABLES, arrow_schema, decode
 from offset_audit.fastpath import key_types
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, local_folder, new_run_dir
+from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
 from offset_audit.sources import FileUnits
+from offset_audit.storage import LOCAL, Storage, join
 from offset_audit.tables import parse_type
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
@@ -45,21 +45,25 @@ STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
 # epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
 TASK_REPORT = parse_type(
-    "struct<kind:string,table_name:string,path:string,rows:bigint,"
+    "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
     "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
 )
 _REPORT_ARROW = to_arrow_schema(TASK_REPORT)
 
 
 class _TableFile:
-    """One task's Parquet file for one table, written in row groups of ROW_GROUP_ROWS."""
+    """One task's Parquet file for one table, written in row groups of ROW_GROUP_ROWS through pyarrow
+    (a local file, or an object in an S3-compatible store)."""
 
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
+    def __init__(self, path: str, schema: pa.Schema, storage: Storage) -> None:
         self.path = path
         self.schema = schema
+        self.storage = storage
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
         self.rows = 0
+        self.size = 0
+        self.sink = None
         self.writer: pq.ParquetWriter | None = None
 
     def add(self, table: pa.Table) -> None:
@@ -72,11 +76,11 @@ class _TableFile:
         if not self.pending_rows:
             return
         if self.writer is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.sink = self.storage.open_output_stream(self.path)
             # Dictionary encoding pays off for the repetitive strings (group, topic, metadata), not for
             # offsets and timestamps, which are nearly all distinct.
             strings = [f.name for f in self.schema if pa.types.is_string(f.type)]
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy", use_dictionary=strings)
+            self.writer = pq.ParquetWriter(self.sink, self.schema, compression="snappy", use_dictionary=strings)
         self.writer.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP_ROWS)
         self.rows += self.pending_rows
         self.pending, self.pending_rows = [], 0
@@ -85,6 +89,8 @@ class _TableFile:
         self.flush()
         if self.writer is not None:
             self.writer.close()
+            self.size = self.sink.tell()
+            self.sink.close()
 
 
 def _newer(stamp: int | None, newest: int | None) -> int | None:
@@ -111,7 +117,12 @@ def _newest_state_record(batch: pa.RecordBatch, state: np.ndarray, newest: int |
 
 
 def _decode_and_write(
-    batches: Iterator[pa.RecordBatch], run_dirs: dict[str, str], layouts, use_fast_path: bool, compact: bool
+    batches: Iterator[pa.RecordBatch],
+    run_dirs: dict[str, str],
+    layouts,
+    use_fast_path: bool,
+    compact: bool,
+    storage: Storage,
 ) -> list[dict]:
     """One task: decode raw batches, write each table's rows to this task's file for it, report.
 
@@ -121,7 +132,9 @@ def _decode_and_write(
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
     codec = RecordCodec(layouts)
-    files = {name: _TableFile(Path(run_dirs[name]) / f"{prefix}.parquet", arrow_schema(name)) for name in TABLES}
+    files = {
+        name: _TableFile(join(run_dirs[name], f"{prefix}.parquet"), arrow_schema(name), storage) for name in TABLES
+    }
     latest = LatestPerKey((RAW_KEY,)) if compact else None
     state_types = np.array(sorted(layouts), np.int64)
     counts: Counter = Counter()
@@ -165,7 +178,7 @@ def _decode_and_write(
     for name, file in files.items():
         file.close()
         if file.rows:
-            report.append({"kind": "file", "table_name": name, "path": str(file.path), "rows": file.rows})
+            report.append({"kind": "file", "table_name": name, "path": file.path, "rows": file.rows, "size": file.size})
     for (cls, key_type, version, era, tombstone), n in counts.items():
         report.append(
             {
@@ -200,7 +213,8 @@ def decode_to_files(
     output: str,
     topic: str,
     use_fast_path: bool = True,
-    compact_commits_to: Path | None = None,
+    compact_commits_to: str | None = None,
+    storage: Storage = LOCAL,
 ) -> DecodedFiles:
     """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
 
@@ -212,13 +226,12 @@ def decode_to_files(
     `compact_commits_to` (a scratch folder) makes every task decode only its last record of each key
     and write its commits there: what the audit's replay needs, not the commit history.
     """
-    out = local_folder(output)
     for name in TABLES:
-        check_table_dir(out / name)
-    run_dirs = {name: str(new_run_dir(out / name)) for name in TABLES}
+        check_table_dir(join(output, name), storage)
+    run_dirs = {name: new_run_dir(join(output, name)) for name in TABLES}
     compact = compact_commits_to is not None
     if compact:
-        run_dirs["offset_commits"] = str(compact_commits_to)
+        run_dirs["offset_commits"] = compact_commits_to
     layouts = record_layouts()
 
     if isinstance(source, FileUnits):
@@ -226,7 +239,7 @@ def decode_to_files(
 
         def unit_task(units: Iterator) -> Iterator[dict]:
             batches = (batch for unit in units for batch in read(unit))
-            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact)
+            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage)
 
         # A few tasks per core, each reading several units: enough slack for uneven units, and with
         # `compact`, fewer tasks means fewer copies of each key for the replay to sort through.
@@ -237,7 +250,7 @@ def decode_to_files(
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_pylist(
-                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact), schema=_REPORT_ARROW
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage), schema=_REPORT_ARROW
             )
 
         reports = for_decode(source, topic).mapInArrow(arrow_task, TASK_REPORT).collect()
@@ -249,7 +262,7 @@ def decode_to_files(
     read = 0
     for row in reports:
         if row.kind == "file":
-            files[row.table_name].append(DataFile(Path(row.path), row.rows, {}))
+            files[row.table_name].append(DataFile(row.path, row.rows, row.size))
         elif row.kind == "newest":
             newest = row.rows if newest is None else max(newest, row.rows)
         elif row.kind == "note":
@@ -263,16 +276,18 @@ def decode_to_files(
 
 
 def commit_decoded(
-    output: str, files: dict[str, list[DataFile]], tables: tuple[str, ...] = TABLES, run_id: str | None = None
+    output: str,
+    files: dict[str, list[DataFile]],
+    tables: tuple[str, ...] = TABLES,
+    run_id: str | None = None,
+    storage: Storage = LOCAL,
 ) -> dict[str, WriteResult]:
     """Replace each decode table's rows with its new files, one Delta commit per table (each carrying
     `run_id`)."""
-    out = local_folder(output)
     results = {}
     for name in tables:
-        table_dir = out / name
-        table_dir.mkdir(parents=True, exist_ok=True)
-        version = commit_files(table_dir, files[name], arrow_schema(name), run_id=run_id)
+        table_dir = join(output, name)
+        version = commit_files(table_dir, files[name], arrow_schema(name), run_id=run_id, storage=storage)
         rows = sum(f.rows for f in files[name])
-        results[name] = WriteResult(name, str(table_dir), rows, len(files[name]), "delta-rs", version=version)
+        results[name] = WriteResult(name, table_dir, rows, len(files[name]), "delta-rs", version=version)
     return results

@@ -18,6 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow.fs as pafs
+
+from offset_audit.storage import LOCAL, Storage, is_remote, join
+
 PREFIX = "_replay-"
 OWNER = ".owner"
 # A scratch folder without an owner file was made by an older version of this tool, or by a run killed in
@@ -26,20 +30,47 @@ UNOWNED_GRACE_SECONDS = 3600
 
 
 @contextmanager
-def scratch_folder(root: Path) -> Iterator[Path]:
+def scratch_folder(root: str, storage: Storage = LOCAL) -> Iterator[str]:
     """A fresh scratch folder under `root`, locked for the block and removed after it; scratch of dead
-    runs is cleared first."""
-    root.mkdir(parents=True, exist_ok=True)
-    clear_dead_scratch(root)
-    folder = root / f"{PREFIX}{uuid.uuid4().hex[:12]}"
+    runs is cleared first. In an object store, which has no locks, scratch is cleared once it is
+    UNOWNED_GRACE_SECONDS old (no run writes to its scratch for that long: it is written while decoding)."""
+    name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
+    if is_remote(root):
+        clear_stale_remote_scratch(root, storage)
+        folder = join(root, name)
+        try:
+            yield folder
+        finally:
+            storage.delete_dir(folder)
+        return
+    local = Path(root)
+    local.mkdir(parents=True, exist_ok=True)
+    clear_dead_scratch(local)
+    folder = local / name
     folder.mkdir()
     owner = open(folder / OWNER, "w")  # noqa: SIM115 - held open: the lock lives as long as the run
     try:
         fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        yield folder
+        yield str(folder)
     finally:
         owner.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def clear_stale_remote_scratch(root: str, storage: Storage) -> list[str]:
+    """Remove the scratch folders under an object-store `root` whose newest file is past the grace."""
+    removed = []
+    fs, inner = storage.filesystem(root)
+    for name in storage.entries(root):
+        if not name.startswith(PREFIX):
+            continue
+        folder = join(root, name)
+        infos = fs.get_file_info(pafs.FileSelector(f"{inner.rstrip('/')}/{name}", recursive=True))
+        newest = max((i.mtime.timestamp() for i in infos if i.mtime is not None), default=0.0)
+        if time.time() - newest >= UNOWNED_GRACE_SECONDS:
+            storage.delete_dir(folder)
+            removed.append(folder)
+    return removed
 
 
 def clear_dead_scratch(root: Path) -> list[Path]:

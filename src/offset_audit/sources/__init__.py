@@ -10,7 +10,6 @@ in which a null value is a tombstone; log-file dumps add source_error, source_no
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -26,12 +25,13 @@ from offset_audit.sources.kafka import read_kafka
 from offset_audit.sources.snapshot import (
     _expand,
     _is_delta,
-    local_snapshot,
+    read_by_workers,
     read_piece,
     read_snapshot,
     snapshot_pieces,
     to_raw_records,
 )
+from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
 from offset_audit.transactions import Markers
 
 KIP932_JSON = "kip932-json"
@@ -48,9 +48,9 @@ class FileUnits:
     rows: int | None  # records in the input when known before reading (Parquet footers)
 
 
-def _sniff(path: str) -> str:
-    """The format of one local file, from its first bytes."""
-    with open(path, "rb") as handle:
+def _sniff(path: str, storage: Storage) -> str:
+    """The format of one file, from its first bytes."""
+    with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
         head = handle.read(log_files.SNIFF_BYTES)
     if head.startswith(b"PAR1"):
         return "parquet"
@@ -71,33 +71,32 @@ def _sniff(path: str) -> str:
     )
 
 
-def _format_of(path: str) -> str:
-    if "://" in path and not path.startswith("file://"):
-        return "parquet"  # object stores: a Kafka-source snapshot read by Spark
-    path = path[len("file://") :] if path.startswith("file://") else path
-    if os.path.isdir(path):
-        if _is_delta(path):
+def _format_of(path: str, storage: Storage) -> str:
+    if "://" in path and not is_remote(path):
+        return "parquet"  # another store: a Kafka-source snapshot read by Spark
+    if storage.is_dir(path):
+        if _is_delta(path, storage):
             return "delta"
+        root = path.rstrip("/") + "/"
         kinds = set()
-        for _folder, dirs, names in os.walk(path):
+        for file in storage.files_under(path):
+            folders = file[len(root) :].split("/")[:-1]
             # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
-            dirs[:] = [d for d in dirs if d.startswith("__") or not d.startswith((".", "_"))]
-            for name in names:
-                if name.endswith(".parquet"):
-                    kinds.add("parquet")
-                elif name.endswith(".log"):
-                    kinds.add(log_files.SEGMENTS)
-            if kinds:
-                break
+            if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
+                continue
+            if file.endswith(".parquet"):
+                kinds.add("parquet")
+            elif file.endswith(".log"):
+                kinds.add(log_files.SEGMENTS)
         if len(kinds) == 1:
             return kinds.pop()
         raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
-    return _sniff(path)
+    return _sniff(path, storage)
 
 
-def detect_format(inputs: list[str]) -> str:
+def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
     """--input-format auto: the one format all inputs share."""
-    kinds = {_format_of(path) for path in _expand(inputs)}
+    kinds = {_format_of(path, storage) for path in _expand(inputs, storage)}
     if kinds == {"parquet", "delta"}:
         return "parquet"  # the parquet reader takes Delta folders too
     if len(kinds) != 1:
@@ -111,19 +110,25 @@ def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Sett
     if settings.input_format == "auto":
         if not inputs:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
-        settings = dataclasses.replace(settings, input_format=detect_format(inputs))
+        settings = dataclasses.replace(settings, input_format=detect_format(inputs, for_settings(settings)))
     if settings.input_format == KIP932_JSON and not share:
         raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")
     return settings
 
 
+def log_units(inputs: list[str], settings: Settings) -> list[log_files.LogFile]:
+    """The dump's files (local, mounted or in an object store), in log order."""
+    storage = for_settings(settings)
+    paths = _expand(inputs, storage)
+    other = [p for p in paths if "://" in p and not is_remote(p)]
+    if other:
+        raise UserError(f"{settings.input_format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
+    return log_files.log_files(paths, settings.input_format, settings.partition, settings.max_batch_bytes, storage)
+
+
 def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:
     """The dump's files, and its transaction markers (the first, light pass)."""
-    paths = _expand(inputs)
-    remote = [p for p in paths if "://" in p and not p.startswith("file://")]
-    if remote:
-        raise UserError(f"{settings.input_format} inputs are read from local or mounted files, not '{remote[0]}'")
-    units = log_files.log_files(paths, settings.input_format, settings.partition, settings.max_batch_bytes)
+    units = log_units(inputs, settings)
     return units, log_files.gather_markers(spark, units)
 
 
@@ -133,7 +138,7 @@ def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings,
         return to_raw_records(read_kafka(spark, settings))
     if settings.input_format in log_files.LOG_FORMATS:
         return log_files.raw_dataframe(spark, *_log_units(spark, inputs, settings))
-    return to_raw_records(read_snapshot(spark, inputs, settings.input_format))
+    return to_raw_records(read_snapshot(spark, inputs, settings.input_format, for_settings(settings)))
 
 
 def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
@@ -143,7 +148,23 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     if settings.input_format in log_files.LOG_FORMATS:
         units, markers = _log_units(spark, inputs, settings)
         return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None)
-    if settings.input_format != "kafka" and local_snapshot(inputs):
-        pieces = snapshot_pieces(inputs, settings.input_format)
+    if settings.input_format != "kafka" and read_by_workers(inputs):
+        pieces = snapshot_pieces(inputs, settings.input_format, storage=for_settings(settings))
         return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))
     return load_raw_records(spark, inputs, settings)
+
+
+def input_bytes(inputs: list[str], settings: Settings) -> int | None:
+    """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
+    if settings.input_format == "kafka":
+        return None
+    storage = for_settings(settings)
+    total = 0
+    for path in _expand(inputs, storage):
+        if "://" in path and not is_remote(path):
+            return None
+        if storage.is_dir(path):
+            total += sum(storage.size(f) for f in storage.files_under(path))
+        else:
+            total += storage.size(path)
+    return total

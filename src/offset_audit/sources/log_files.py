@@ -9,9 +9,6 @@ passes: a light one gathering the COMMIT/ABORT markers, resolved on the driver
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,6 +20,7 @@ from offset_audit.errors import InputNotFound, UserError
 from offset_audit.escaping import stored_text
 from offset_audit.segments.framing import DEFAULT_MAX_BATCH_BYTES
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
+from offset_audit.storage import LOCAL, Storage, basename, parent
 
 SEGMENTS = "segments"
 DUMP_LOG = "dump-log"
@@ -43,36 +41,37 @@ class LogFile:
     size: int
     topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES  # decode.max_batch_mib: the most one batch may take
+    storage: Storage = LOCAL  # how to reach it (an object store's options travel with the unit)
 
 
-def _walk(path: str, keep) -> list[str]:
-    found = []
-    for folder, dirs, names in os.walk(path):
-        dirs.sort()
-        found += [os.path.join(folder, n) for n in sorted(names) if keep(n)]
-    return found
+def _walk(path: str, keep, storage: Storage) -> list[str]:
+    return [f for f in storage.files_under(path) if keep(basename(f))]
 
 
 def _segment_sort_key(path: str) -> tuple:
     from offset_audit.segments.reader import partition_from_path
 
     partition = partition_from_path(path)
-    return (partition is None, partition or 0, os.path.dirname(path), os.path.basename(path))
+    return (partition is None, partition or 0, parent(path), basename(path))
 
 
 def log_files(
-    paths: list[str], input_format: str, partition: int | None = None, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    paths: list[str],
+    input_format: str,
+    partition: int | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    storage: Storage = LOCAL,
 ) -> list[LogFile]:
     """The files of the dump, in log order within each partition (segment names are base offsets)."""
     files: list[str] = []
     for path in paths:
-        if os.path.isdir(path):
+        if storage.is_dir(path):
             if input_format == SEGMENTS:
-                files += _walk(path, lambda n: n.endswith(".log"))
+                files += _walk(path, lambda n: n.endswith(".log"), storage)
             elif input_format == "kip932-json":
-                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")))
+                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), storage)
             else:
-                files += _walk(path, lambda n: not n.startswith((".", "_")))
+                files += _walk(path, lambda n: not n.startswith((".", "_")), storage)
         else:
             files.append(path)
     if not files:
@@ -88,7 +87,7 @@ def log_files(
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
     topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
-    return [LogFile(f, input_format, partition, os.path.getsize(f), topic_of(f), max_batch_bytes) for f in files]
+    return [LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage) for f in files]
 
 
 def _segment_topic(path: str) -> str | None:
@@ -104,16 +103,21 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
         from offset_audit.segments.reader import read_segment
 
         yield from read_segment(
-            unit.path, unit.partition, batch_rows, only_control=only_control, max_batch_bytes=unit.max_batch_bytes
+            unit.path,
+            unit.partition,
+            batch_rows,
+            only_control=only_control,
+            max_batch_bytes=unit.max_batch_bytes,
+            storage=unit.storage,
         )
     elif unit.input_format == DUMP_LOG:
         from offset_audit.textdumps import read_dump_log
 
-        yield from read_dump_log(unit.path, unit.partition, batch_rows)
+        yield from read_dump_log(unit.path, unit.partition, batch_rows, unit.storage)
     else:
         from offset_audit.textdumps import read_console_dump
 
-        yield from read_console_dump(unit.path, unit.partition, batch_rows)
+        yield from read_console_dump(unit.path, unit.partition, batch_rows, unit.storage)
 
 
 def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Markers:
@@ -176,8 +180,8 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
         yield to_raw_batch(_located_errors(batch, unit), markers, other)
 
 
-# The DataFrame route (sessions with delta-spark) reads the same units through a Spark Python data
-# source, so that Spark schedules one partition per file and the raw records arrive as Arrow batches.
+# The DataFrame route (sessions with delta-spark) reads the same units in the Python workers, one Spark
+# partition per file, the raw records arriving as Arrow batches.
 
 RAW_LOG_DDL = (
     "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
@@ -185,52 +189,15 @@ RAW_LOG_DDL = (
 )
 
 
-def _data_source():
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    class _UnitPartition(InputPartition):
-        def __init__(self, unit: LogFile) -> None:
-            super().__init__(unit.path)
-            self.unit = unit
-
-    class _Reader(DataSourceReader):
-        def __init__(self, units: list[LogFile], markers: transactions.Markers) -> None:
-            self.units, self.markers = units, markers
-
-        def partitions(self):
-            return [_UnitPartition(unit) for unit in self.units]
-
-        def read(self, partition):
-            unit = partition.unit
-            for batch in read_raw(unit, self.markers):
-                topics = pa.array([unit.topic] * batch.num_rows, pa.string())
-                yield batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
-
-    class LogFilesSource(DataSource):
-        """Options: "units" and "markers", as JSON (see `raw_dataframe`)."""
-
-        @classmethod
-        def name(cls) -> str:
-            return "offset_audit_log_files"
-
-        def schema(self) -> str:
-            return RAW_LOG_DDL
-
-        def reader(self, schema):
-            units = [LogFile(**u) for u in json.loads(self.options["units"])]
-            return _Reader(units, transactions.Markers.from_json(self.options["markers"]))
-
-    return LogFilesSource
-
-
 def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
     """The log dump as a raw-record DataFrame (with the optional columns of log dumps)."""
-    source = _data_source()
-    spark.dataSource.register(source)
-    frame = (
-        spark.read.format(source.name())
-        .option("units", json.dumps([dataclasses.asdict(u) for u in units]))
-        .option("markers", markers.to_json())
-        .load()
-    )
-    return frame
+    from offset_audit.sources.parquet_files import read_units
+
+    def read(unit: LogFile) -> Iterator[pa.RecordBatch]:
+        topics = None
+        for batch in read_raw(unit, markers):
+            if topics is None or len(topics) != batch.num_rows:
+                topics = pa.array([unit.topic] * batch.num_rows, pa.string())
+            yield batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
+
+    return read_units(spark, units, read, RAW_LOG_DDL)

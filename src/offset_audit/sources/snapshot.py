@@ -16,23 +16,35 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegralType, StringType, TimestampNTZType, TimestampType
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.storage import LOCAL, Storage, is_remote, join, spark_path
 from offset_audit.timestamps import millis_from_arrow
 
 REQUIRED = ("key", "value", "partition", "offset")
 _GLOB_CHARS = set("*?[{")
 
 
-def _is_delta(path: str) -> bool:
-    return os.path.isdir(os.path.join(path, "_delta_log"))
+def _is_delta(path: str, storage: Storage = LOCAL) -> bool:
+    return storage.is_dir(join(path, "_delta_log"))
 
 
-def _expand(inputs: list[str]) -> list[str]:
+def _expand(inputs: list[str], storage: Storage = LOCAL) -> list[str]:
     if not inputs:
         raise UserError("no input given; pass --input PATH (a file, folder or glob; repeatable)")
     paths = []
     for item in inputs:
-        if "://" in item and not item.startswith("file://"):
-            paths.append(item)  # object stores: let Spark resolve and report
+        if is_remote(item):
+            if _GLOB_CHARS & set(item):
+                raise UserError(f"the input '{item}' is a pattern; patterns work on local paths, give the folder")
+            try:
+                found = storage.exists(item)
+            except OSError as err:
+                raise UserError(f"cannot reach the input '{item}': {err}") from err
+            if not found:
+                raise InputNotFound(f"the input '{item}' does not exist")
+            paths.append(item)
+            continue
+        if "://" in item:
+            paths.append(item)  # another store: Spark reads it, with its own connectors
             continue
         if _GLOB_CHARS & set(item):
             matches = sorted(glob.glob(item))
@@ -46,12 +58,12 @@ def _expand(inputs: list[str]) -> list[str]:
     return paths
 
 
-def _delta_files(path: str) -> list[str]:
+def _delta_files(path: str, storage: Storage = LOCAL) -> list[str]:
     """The data files of a Delta table's current version, read through delta-rs, so a Delta snapshot
     needs no Delta jars in Spark."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(path)
+    table = DeltaTable(path, storage_options=storage.delta_options)
     if "deletionVectors" in set(table.protocol().reader_features or []):
         # Reading the data files alone would resurrect deleted rows.
         raise UserError(
@@ -61,15 +73,17 @@ def _delta_files(path: str) -> list[str]:
     return table.file_uris()
 
 
-def snapshot_files(inputs: list[str], input_format: str) -> list[str]:
+def snapshot_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
     """The inputs as Spark should read them: files, folders and Delta tables' current data files."""
-    paths = _expand(inputs)
+    paths = _expand(inputs, storage)
     files: list[str] = []
     for path in paths:
-        if input_format == "delta" or _is_delta(path):
-            if not _is_delta(path):
+        if "://" in path and not is_remote(path):
+            files.append(path)  # another store, read by Spark
+        elif input_format == "delta" or _is_delta(path, storage):
+            if not _is_delta(path, storage):
                 raise UserError(f"'{path}' is not a Delta table (it has no _delta_log folder)")
-            files.extend(_delta_files(path))
+            files.extend(_delta_files(path, storage))
         else:
             files.append(path)
     if not files:
@@ -109,20 +123,22 @@ def check_snapshot_schema(schema: pa.Schema, file: str) -> None:
             )
 
 
-def local_data_files(inputs: list[str], input_format: str) -> list[str]:
-    """Every Parquet data file of a local snapshot (folders walked, Delta tables' live files)."""
-    return [f for item in snapshot_files(inputs, input_format) for f in _parquet_files(_local_path(item))]
+def data_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
+    """Every Parquet data file of a snapshot Python workers can read (folders walked, Delta tables' live
+    files), local or in an object store."""
+    return [f for item in snapshot_files(inputs, input_format, storage) for f in _parquet_files(item, storage)]
 
 
-def read_footer(file: str) -> pq.FileMetaData:
+def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
     try:
-        return pq.read_metadata(file)
+        return pq.read_metadata(storage.parquet_source(file))
     except (OSError, pa.ArrowInvalid) as err:
         raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
 
 
-def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str) -> DataFrame:
-    frame = spark.read.option("recursiveFileLookup", "false").parquet(*snapshot_files(inputs, input_format))
+def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str, storage: Storage = LOCAL) -> DataFrame:
+    files = snapshot_files(inputs, input_format, storage)
+    frame = spark.read.option("recursiveFileLookup", "false").parquet(*[spark_path(f) for f in files])
     _check_columns(frame.columns)
     return frame
 
@@ -171,52 +187,51 @@ class Piece:
     path: str
     row_groups: tuple[int, ...]
     rows: int
+    storage: Storage = LOCAL
 
 
-def _local_path(path: str) -> str:
-    return path[len("file://") :] if path.startswith("file://") else path
+def _parquet_files(path: str, storage: Storage = LOCAL) -> list[str]:
+    """The data files of a folder (not those in hidden or _bookkeeping folders, nor .crc), or the file."""
+    if not storage.is_dir(path):
+        return [path]
+    root = path.rstrip("/") + "/"
+    found = []
+    for file in storage.files_under(path):
+        parts = file[len(root) :].split("/")
+        if any(p.startswith(("_", ".")) for p in parts) or parts[-1].endswith(".crc"):
+            continue
+        found.append(file)
+    return found
 
 
-def _parquet_files(path: str) -> list[str]:
-    if os.path.isdir(path):
-        found = []
-        for folder, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-            found += [
-                os.path.join(folder, n)
-                for n in sorted(names)
-                if not n.startswith(("_", ".")) and not n.endswith(".crc")
-            ]
-        return found
-    return [path]
+def read_by_workers(inputs: list[str]) -> bool:
+    """Whether Python workers read every input themselves (local, mounted or S3), not Spark."""
+    return all("://" not in item or is_remote(item) for item in inputs)
 
 
-def local_snapshot(inputs: list[str]) -> bool:
-    """Whether every input is on a local or mounted file system (Python workers read those directly)."""
-    return all("://" not in item or item.startswith("file://") for item in inputs)
-
-
-def snapshot_pieces(inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000) -> list[Piece]:
+def snapshot_pieces(
+    inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000, storage: Storage = LOCAL
+) -> list[Piece]:
     """Split the snapshot into pieces of whole row groups, reading only the files' footers."""
     pieces = []
-    for file in local_data_files(inputs, input_format):
-        metadata = read_footer(file)
+    for file in data_files(inputs, input_format, storage):
+        metadata = read_footer(file, storage)
         check_snapshot_schema(metadata.schema.to_arrow_schema(), file)
         group, rows = [], 0
         for index in range(metadata.num_row_groups):
             group.append(index)
             rows += metadata.row_group(index).num_rows
             if rows >= rows_per_piece:
-                pieces.append(Piece(file, tuple(group), rows))
+                pieces.append(Piece(file, tuple(group), rows, storage))
                 group, rows = [], 0
         if group:
-            pieces.append(Piece(file, tuple(group), rows))
+            pieces.append(Piece(file, tuple(group), rows, storage))
     return pieces
 
 
 def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
     """Raw-record batches of one piece, as `offset_audit.decode.for_decode` would give them."""
-    parquet = pq.ParquetFile(piece.path)
+    parquet = pq.ParquetFile(piece.storage.parquet_source(piece.path))
     names = parquet.schema_arrow.names
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]
     check_snapshot_schema(parquet.schema_arrow, piece.path)  # the driver checked; the file may have changed

@@ -25,8 +25,9 @@ from typing import Any, TextIO
 import pyarrow as pa
 
 from offset_audit import constants as K
+from offset_audit.storage import LOCAL, Storage
 from offset_audit.textdumps import json_stream, reencode
-from offset_audit.textdumps.rows import Row, batches, checked, join_notes, open_text
+from offset_audit.textdumps.rows import Row, batches, checked, join_notes
 
 NOTE_CONSOLE = "console formatter: no record timestamp, partition, offset or transaction flags"
 
@@ -259,10 +260,12 @@ def _scala_members(text: str, line: int) -> list[dict[str, Any]]:
     return members
 
 
-def read_console_dump(path: str, partition: int | None = None, batch_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
+def read_console_dump(
+    path: str, partition: int | None = None, batch_rows: int = 50_000, storage: Storage = LOCAL
+) -> Iterator[pa.RecordBatch]:
     """Rows of LOG_RECORD_SCHEMA, one per printed record, in file order, read in bounded chunks."""
     reader = ConsoleReader(path, partition)
-    with open_text(path) as stream:
+    with storage.open_text(path) as stream:
         yield from batches(reader.rows(stream), batch_rows)
 
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from offset_audit import constants as K
 from offset_audit.segments.decoded import NO_TIMESTAMP
+from offset_audit.storage import LOCAL, Storage
 from offset_audit.textdumps import reencode
 from offset_audit.textdumps.rows import (
     LongLine,
@@ -38,7 +39,6 @@ from offset_audit.textdumps.rows import (
     bounded_lines,
     checked,
     join_notes,
-    open_text,
     partition_from_path,
 )
 
@@ -651,10 +651,12 @@ def _members_from_assignment(protocol_type: str, assignment: Any, line_no: int) 
     return members, lost_user_data
 
 
-def read_dump_log(path: str, partition: int | None = None, batch_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
+def read_dump_log(
+    path: str, partition: int | None = None, batch_rows: int = 50_000, storage: Storage = LOCAL
+) -> Iterator[pa.RecordBatch]:
     """Rows of LOG_RECORD_SCHEMA, one per record line, in file order, read line by line."""
     reader = DumpLogReader(path, partition)
-    with open_text(path) as stream:
+    with storage.open_text(path) as stream:
         yield from batches(reader.rows(bounded_lines(stream)), batch_rows)
 
 

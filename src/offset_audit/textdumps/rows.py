@@ -86,13 +86,6 @@ def batches(rows: Iterable[Row], batch_rows: int) -> Iterator[pa.RecordBatch]:
         yield record_batch(pending)
 
 
-def open_text(path: str):
-    """The dump as text. Kafka's tools print UTF-8; bytes that are not (a damaged file, a dump made on a
-    machine with another default charset) are kept as surrogate escapes, so re-encoding a name that
-    holds them fails and the record is quarantined instead of silently renamed."""
-    return open(path, encoding="utf-8", errors="surrogateescape", newline="\n")
-
-
 MAX_LINE_CHARS = 64 << 20
 """No line of a text dump is held beyond this many characters (a kafka-dump-log line is one record, at
 most a few MiB); past it the rest of the line is skipped and counted, so a binary file or a file with

@@ -1,0 +1,219 @@
+"""Real services the slow tests start on 127.0.0.1 and stop by pid: an S3-compatible server (moto in
+server mode) and a Spark standalone master with workers (the venv's pyspark, through spark-class).
+Each helper raises `Unavailable` with the exact reason when it cannot be had; the tests skip with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+LOOPBACK = "127.0.0.1"
+
+
+class Unavailable(Exception):
+    """The service cannot be started here; the message says why."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the process group, SIGKILL after 10 s: spark-class runs java under a shell."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def _start(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    handle = open(log, "wb")  # noqa: SIM115 - handed to the child, closed with it
+    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+# S3 ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class S3Server:
+    endpoint: str
+    bucket: str
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a user exports for an S3-compatible store: AWS's own variable names."""
+        return {
+            "AWS_ACCESS_KEY_ID": "offset-audit-test",
+            "AWS_SECRET_ACCESS_KEY": "offset-audit-test-secret",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def upload(self, local: Path, key: str) -> str:
+        """Copy a local file or folder to the bucket; its s3:// URL."""
+        from offset_audit.storage import Storage
+
+        storage = Storage.of(self.environment)
+        files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
+        for file in files:
+            name = key if local.is_file() else f"{key}/{file.relative_to(local).as_posix()}"
+            with storage.open_output_stream(self.url(name)) as sink:
+                sink.write(file.read_bytes())
+        return self.url(key)
+
+
+@contextmanager
+def s3_server(folder: Path) -> Iterator[S3Server]:
+    """moto's S3 in server mode on a free loopback port, with one bucket."""
+    try:
+        import moto.server  # noqa: F401
+    except ImportError as err:
+        raise Unavailable(f"moto[server] is not installed ({err}); `make setup` installs the test extras") from err
+    port = free_port()
+    process = _start(
+        [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)], folder / "moto.log", dict(os.environ)
+    )
+    endpoint = f"http://{LOOPBACK}:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(endpoint, timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log = (folder / "moto.log").read_text(errors="replace")[-2000:]
+                    raise Unavailable(f"moto's S3 server did not start on {endpoint}: {log}") from None
+                time.sleep(0.2)
+        server = S3Server(endpoint, "offset-audit")
+        import pyarrow.fs as pafs
+
+        env = server.environment
+        pafs.S3FileSystem(
+            access_key=env["AWS_ACCESS_KEY_ID"],
+            secret_key=env["AWS_SECRET_ACCESS_KEY"],
+            endpoint_override=f"{LOOPBACK}:{port}",
+            scheme="http",
+            region=env["AWS_REGION"],
+            allow_bucket_creation=True,
+        ).create_dir(server.bucket)
+        yield server
+    finally:
+        _stop(process)
+
+
+# Spark standalone ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cluster:
+    master: str
+    spark_home: Path
+    workers: int
+    cores_per_worker: int
+    master_log: Path
+
+    def applications(self) -> int:
+        """Applications the master has registered so far."""
+        return self.master_log.read_text(errors="replace").count("Registering app ")
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+@contextmanager
+def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: str = "2g") -> Iterator[Cluster]:
+    """A master and `workers` workers from the venv's pyspark, on 127.0.0.1, stopped by pid."""
+    home = spark_home()
+    if not (home / "bin" / "spark-class").exists():
+        raise Unavailable(f"pyspark at {home} has no bin/spark-class to start a standalone master with")
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": LOOPBACK, "SPARK_NO_DAEMONIZE": "1"}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    port, ui = free_port(), free_port()
+    master = f"spark://{LOOPBACK}:{port}"
+    processes = []
+    try:
+        processes.append(
+            _start(
+                [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                 "--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui)],
+                folder / "master.log",
+                env,
+            )
+        )  # fmt: skip
+        _wait_for(folder / "master.log", "I have been elected leader", processes[0], "the Spark master")
+        for index in range(workers):
+            log = folder / f"worker-{index}.log"
+            processes.append(
+                _start(
+                    [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
+                     "--host", LOOPBACK, "--cores", str(cores), "--memory", memory,
+                     "--webui-port", str(free_port()), "--work-dir", str(folder / f"work-{index}"), master],
+                    log,
+                    env,
+                )
+            )  # fmt: skip
+            _wait_for(log, "Successfully registered with master", processes[-1], f"Spark worker {index}")
+        yield Cluster(master, home, workers, cores, folder / "master.log")
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+def _wait_for(log: Path, line: str, process: subprocess.Popen, what: str, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if line in text:
+            return
+        if process.poll() is not None:
+            raise Unavailable(f"{what} exited with code {process.returncode}: {text[-1500:]}")
+        time.sleep(0.3)
+    raise Unavailable(f"{what} did not start within {seconds:.0f} s: {log.read_text(errors='replace')[-1500:]}")
+
+
+# Comparing tables ---------------------------------------------------------------------------------------
+
+# Columns that differ between two runs of the same data by nature: when and which run, and where a run's
+# scratch lived. Everything else must match row for row.
+RUN_COLUMNS = {"run_id", "started_at", "finished_at"}
+
+
+def table_rows(path: str, storage_options: dict[str, str] | None = None) -> pa.Table:
+    from deltalake import DeltaTable
+
+    from offset_audit.storage import Storage
+
+    options = Storage.of(storage_options or {}).delta_options  # as the tool reads them (http allowed)
+    table = DeltaTable(path, storage_options=options).to_pyarrow_table()
+    return table.drop_columns([c for c in table.column_names if c in RUN_COLUMNS])
+
+
+def sorted_rows(table: pa.Table) -> list[dict]:
+    """Every row as a dict, in a total order (by their repr, which covers lists and maps too)."""
+    return sorted(table.to_pylist(), key=repr)

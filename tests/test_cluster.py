@@ -1,0 +1,169 @@
+"""The README's cluster recipe, run as written against a live Spark standalone cluster (a master and two
+one-core workers on 127.0.0.1, started here from the venv's pyspark), with the archives `make package`
+builds: decode, audit and whatif give, table for table and row for row, what the local CLI gives, on
+relative, absolute, file:// and S3 (a local S3 server) paths; Spark's INFO logging stays off; and a
+mistake is answered before any application reaches the cluster."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from live_services import Unavailable, s3_server, sorted_rows, standalone_cluster, table_rows
+
+from offset_audit.cli import main
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = 200_000
+DECODE_TABLES = ["offset_commits", "group_metadata", "group_members", "modern_group_records", "other_records"]
+AUDIT_TABLES = ["partition_verdicts", "group_verdicts", "deletion_candidates"]
+README_MASTER = "spark://master-host:7077"
+
+
+def readme_recipe() -> list[str]:
+    """The standalone spark-submit line of the README, as argv, up to and including its job script."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- recipe: standalone -->", 1)[1].split("```", 2)[1]
+    lines = [line.split("  #", 1)[0].rstrip() for line in block.splitlines()]
+    command = " ".join(line.rstrip("\\").strip() for line in lines if line.strip() and not line.startswith(". "))
+    argv = shlex.split(command)
+    script = next(i for i, arg in enumerate(argv) if arg.startswith("jobs/"))
+    assert argv[0] == "spark-submit" and argv[script] == "jobs/audit_offsets.py", argv
+    assert README_MASTER in argv, argv
+    return argv[:script]
+
+
+def package_commands(dist: Path) -> list[list[str]]:
+    """`make package`'s recipe, its output folder moved to `dist`."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\npackage: setup\n", 1)[1].split("\n\n", 1)[0]
+    commands = []
+    for line in recipe.splitlines():
+        line = line.strip().replace("$(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))", "")
+        line = line.replace("$(BIN)/python", sys.executable).replace("dist/", f"{dist}/")
+        commands.append(shlex.split(line))
+    assert len(commands) == 2 and all(str(dist) in c[-1] for c in commands), commands
+    return commands
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    try:
+        with standalone_cluster(tmp_path_factory.mktemp("cluster")) as live:
+            yield live
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """A folder laid out as the repository after `make package`: jobs/, .venv, dist/ and a dump."""
+    folder = tmp_path_factory.mktemp("checkout")
+    (folder / "jobs").symlink_to(ROOT / "jobs")
+    (folder / ".venv").symlink_to(Path(sys.prefix))
+    for command in package_commands(folder / "dist"):
+        built = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        if built.returncode != 0:
+            pytest.skip(f"`make package` could not build {command[-1]}: {built.stderr.strip()[-500:]}")
+    from offset_audit.generator import generate_dump
+
+    generate_dump(str(folder / "dump"), RECORDS, seed=7, corrupt=12)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    try:
+        with s3_server(tmp_path_factory.mktemp("s3")) as server:
+            yield server
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+
+
+def submit(cluster, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None):
+    """The README's line with this master, job and arguments, from the checkout, the venv activated."""
+    argv = [cluster.master if a == README_MASTER else a for a in readme_recipe()] + [f"jobs/{job}", *args]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    bin_dir = str(checkout / ".venv" / "bin")
+    environment.update({"PATH": f"{bin_dir}:{environment['PATH']}", "VIRTUAL_ENV": str(checkout / ".venv")})
+    environment.update(env or {})
+    started = time.monotonic()
+    result = subprocess.run(argv, cwd=checkout, env=environment, capture_output=True, text=True, timeout=900)
+    result.seconds = time.monotonic() - started
+    print(f"spark-submit {job} {' '.join(args)}: {result.seconds:.1f} s")  # the README's times (pytest -s)
+    return result
+
+
+def assert_quiet_success(result, cores: int = 2) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[:6000]
+    assert " INFO " not in output, [line for line in output.splitlines() if " INFO " in line][:5]
+    assert f"spark.sql.shuffle.partitions={2 * cores} for {cores} cores" in output, output[-2000:]
+    assert len(result.stderr.splitlines()) <= 6, result.stderr  # spark-submit's own few lines before Python
+
+
+def local(*args: str) -> None:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+
+
+def assert_same_tables(mine: str, theirs: str, tables: list[str], options: dict[str, str] | None = None) -> None:
+    for table in tables:
+        expected, got = table_rows(os.path.join(mine, table)), table_rows(f"{theirs}/{table}", options)
+        assert expected.schema.equals(got.schema), f"{table}: {expected.schema} != {got.schema}"
+        assert sorted_rows(expected) == sorted_rows(got), table
+
+
+def test_decode_from_a_relative_path_to_a_file_url(spark, cluster, checkout, tmp_path):
+    result = submit(cluster, checkout, "decode_offsets.py", "--input", "dump", "--output", f"file://{tmp_path}/c")
+    assert_quiet_success(result)
+    local("decode", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"))
+    assert_same_tables(str(tmp_path / "l"), str(tmp_path / "c"), [*DECODE_TABLES, "quarantine"])
+    runs = table_rows(str(tmp_path / "c" / "runs")).to_pylist()
+    assert runs[0]["input"] == str(checkout / "dump")  # made absolute on the driver
+
+
+def test_audit_from_a_file_url_to_a_relative_path(spark, cluster, checkout, tmp_path):
+    name = f"audit-{tmp_path.name}"
+    result = submit(cluster, checkout, "audit_offsets.py", "--input", f"file://{checkout}/dump", "--output", name,
+                    "--snapshot-id", "cluster")  # fmt: skip
+    assert_quiet_success(result)
+    assert "Audited" in result.stdout
+    local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "cluster")
+    assert_same_tables(str(tmp_path / "l"), str(checkout / name), AUDIT_TABLES)
+    assert_same_tables(str(tmp_path / "l" / "decoded"), str(checkout / name / "decoded"), ["quarantine"])
+
+
+def test_whatif_between_absolute_paths(spark, cluster, checkout, tmp_path):
+    args = ["--retention-minutes", "1440,10080,43200", "--per-group", "--snapshot-id", "w"]
+    result = submit(cluster, checkout, "whatif_retention.py", "--input", str(checkout / "dump"), "--output",
+                    str(tmp_path / "c"), *args)  # fmt: skip
+    assert_quiet_success(result)
+    local("whatif", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), *args)
+    assert_same_tables(str(tmp_path / "l"), str(tmp_path / "c"), ["whatif", "whatif_groups"])
+
+
+def test_audit_from_and_to_s3(spark, cluster, checkout, s3, tmp_path):
+    dump = s3.upload(checkout / "dump", "cluster-dump")
+    result = submit(cluster, checkout, "audit_offsets.py", "--input", dump, "--output", s3.url("cluster-audit"),
+                    "--snapshot-id", "s3", env=s3.environment)  # fmt: skip
+    assert_quiet_success(result)
+    local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "s3")
+    assert_same_tables(str(tmp_path / "l"), s3.url("cluster-audit"), AUDIT_TABLES, s3.environment)
+
+
+def test_a_mistake_is_answered_before_the_cluster_sees_an_application(cluster, checkout, tmp_path):
+    applications = cluster.applications()
+    result = submit(cluster, checkout, "audit_offsets.py", "--input", "no-such-dump", "--output", str(tmp_path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
+    assert errors == [f"error: the input '{checkout}/no-such-dump' does not exist"], result.stdout + result.stderr
+    assert cluster.applications() == applications
