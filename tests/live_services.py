@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,22 +84,27 @@ class S3Server:
 
 
 @contextmanager
-def s3_server(folder: Path) -> Iterator[S3Server]:
-    """moto's S3 in server mode on a free loopback port, with one bucket."""
+def s3_server(folder: Path, checks_credentials: bool = False) -> Iterator[S3Server]:
+    """moto's S3 in server mode on a free loopback port, with one bucket. By default it takes any
+    credentials; `checks_credentials` makes it refuse all but its own (moto's IAM mode, which knows
+    no user at first: every signed request is refused once the bucket exists)."""
     try:
         import moto.server  # noqa: F401
     except ImportError as err:
         raise Unavailable(f"moto[server] is not installed ({err}); `make setup` installs the test extras") from err
     port = free_port()
+    environment = dict(os.environ)
+    if checks_credentials:
+        environment["INITIAL_NO_AUTH_ACTION_COUNT"] = "2"  # the bucket's creation (head, create), then IAM
     process = _start(
-        [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)], folder / "moto.log", dict(os.environ)
+        [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)], folder / "moto.log", environment
     )
     endpoint = f"http://{LOOPBACK}:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
-            try:
-                urllib.request.urlopen(endpoint, timeout=1).close()
+            try:  # a connection, not a request: in IAM mode moto counts requests
+                socket.create_connection((LOOPBACK, port), timeout=1).close()
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:

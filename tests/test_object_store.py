@@ -241,3 +241,21 @@ def test_an_unreachable_endpoint_is_one_sentence_before_spark(dumps, aws, no_spa
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: cannot reach") and result.output.count("\n") == 1, result.output
     assert not Path("/tmp/never-written").exists()
+
+
+def test_credentials_the_store_refuses_are_one_sentence_before_spark(tmp_path, no_spark, monkeypatch):
+    try:
+        with s3_server(tmp_path, checks_credentials=True) as strict:
+            for name, value in strict.environment.items():
+                monkeypatch.setenv(name, value)
+            result = CliRunner().invoke(
+                main, ["decode", "--input", strict.url("dump"), "--output", str(tmp_path / "o")]
+            )
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: cannot reach s3://offset-audit/dump: ") and "ACCESS_DENIED" in result.output
+    assert result.output.endswith(
+        "(check the credentials: AWS_* variables, [storage] in the config, --storage-option)\n"
+    )
+    assert not (tmp_path / "o").exists()

@@ -66,7 +66,10 @@ def check_reachable(path: str, storage: Storage) -> None:
     try:
         found = storage.info(f"{scheme}://{bucket}").type
     except OSError as err:
-        raise UserError(f"cannot reach {path}: {str(err).splitlines()[0]}") from err
+        reason = str(err).splitlines()[0]
+        if any(word in reason for word in ("ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "403")):
+            reason += " (check the credentials: AWS_* variables, [storage] in the config, --storage-option)"
+        raise UserError(f"cannot reach {path}: {reason}") from err
     if found == pafs.FileType.NotFound:
         raise UserError(
             f"the bucket of {path} does not exist or cannot be seen with these credentials (AWS_* variables, "
