@@ -11,6 +11,7 @@ UI, which suits a laptop, CI and the demo.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import re
@@ -164,7 +165,7 @@ def quiet_spark_logs(jvm) -> str | None:
     # kept until the driver exits: log4j reads it again if anything asks for a reconfiguration.
     with tempfile.NamedTemporaryFile("w", prefix="offset-audit-log4j2-", suffix=".properties", delete=False) as copy:
         copy.write(text)
-    atexit.register(os.unlink, copy.name)
+    atexit.register(_remove, copy.name)
     try:
         logging = jvm.java.lang.Class.forName("org.apache.spark.internal.Logging$").getField("MODULE$").get(None)
         getattr(logging, "org$apache$spark$internal$Logging$$defaultSparkLog4jConfig_$eq")(False)
@@ -172,6 +173,11 @@ def quiet_spark_logs(jvm) -> str | None:
         pass
     _load_log_settings(jvm, copy.name)
     return copy.name
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _load_log_settings(jvm, path: str) -> None:
