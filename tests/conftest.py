@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,47 @@ def spark():
     )
     yield session
     session.stop()
+
+
+AUDITED_RETENTIONS = [1440, 10080, 43200]
+
+
+@pytest.fixture(scope="session")
+def audited(spark, tmp_path_factory) -> Path:
+    """An audit output folder as the read commands (describe, delete-plan, report, metrics) meet it: a
+    generated dump audited at two times (two snapshots: history), the second with end offsets (lag),
+    and a what-if over three retentions. Built once per test run; tests must not write into it."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.compute as pc
+
+    from offset_audit.audit import run_audit, run_whatif
+    from offset_audit.config import load_settings
+    from offset_audit.generator import generate_dump
+    from offset_audit.results import read_snapshot, snapshots
+
+    root = tmp_path_factory.mktemp("audited")
+    dump, output = str(root / "dump"), str(root / "audit")
+    generate_dump(dump, 20_000, seed=7, corrupt=3)
+    first = run_audit(spark, [dump], output, load_settings(None))
+    committed = read_snapshot(output, "partition_verdicts", first.snapshot_id, columns=["topic", "partition", "committed_offset"])
+    ends = committed.group_by(["topic", "partition"], use_threads=False).aggregate([("committed_offset", "max")])
+    newest = ends.column("committed_offset_max")
+    # A lag that varies by partition (0 to 4,999 records past the newest commit), deterministic.
+    spread = pc.multiply(pc.add(ends.column("partition"), 1), 977)
+    lag = pc.cast(pc.subtract(spread, pc.multiply(pc.divide(spread, 5000), 5000)), pa.int64())
+    table = pa.table(
+        {
+            "topic": ends.column("topic"),
+            "partition": ends.column("partition"),
+            "log_start_offset": pa.array([0] * ends.num_rows, pa.int64()),
+            "log_end_offset": pc.add(newest, lag),
+        }
+    )
+    end_offsets = str(root / "end-offsets.csv")
+    pacsv.write_csv(table, end_offsets)
+    later = (first.as_of.replace(microsecond=0) + timedelta(days=3)).isoformat()
+    run_audit(spark, [dump], output, load_settings(None, as_of=later), end_offsets=end_offsets)
+    run_whatif(spark, [dump], output, load_settings(None), AUDITED_RETENTIONS, ["latest"])
+    assert len(snapshots(output)) == 2
+    return Path(output)

@@ -49,7 +49,7 @@ def read_end_offsets(spark: SparkSession, path: str, storage: Storage = LOCAL) -
 def _read_csv(path: str, handle) -> pa.Table:
     header = handle.read(1 << 16).split(b"\n", 1)[0].decode("utf-8", errors="replace").strip().split(",")
     handle.seek(0)
-    _check_columns(path, [c.strip() for c in header])
+    _check_columns(path, [c.strip().strip("\"") for c in header])
     types = {
         "topic": pa.string(),
         "partition": pa.string(),
