@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 RECORDS ?= 5000000
 DEMO_RECORDS ?= 300000
 
-.PHONY: setup check-java demo test lint bench package package-driver clean
+.PHONY: setup check-java browser demo test lint bench package package-driver clean
 
 setup: $(STAMP)
 
@@ -25,11 +25,23 @@ check-java:
 	  if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "Java 17+ is needed by Spark, found '$$v': install openjdk-17-jre-headless or point JAVA_HOME at a newer JDK." >&2; exit 2; fi
 
 demo: setup
-	$(BIN)/offset-audit generate --output demo-input --records $(DEMO_RECORDS) --seed 7 --corrupt 12
-	$(BIN)/offset-audit audit --input demo-input --output demo-output
+	$(BIN)/offset-audit generate --output demo-input --records $(DEMO_RECORDS) --seed 7 --corrupt 12 --end-offsets demo-end-offsets.txt
+	$(BIN)/offset-audit audit --input demo-input --output demo-output --end-offsets demo-end-offsets.txt
+	$(BIN)/offset-audit whatif --input demo-input --output demo-output --retention-minutes 1d,3d,7d,14d,30d --quiet
 	$(BIN)/offset-audit delete-plan --audit demo-output --script demo-output/delete-offsets.sh
+	$(BIN)/offset-audit report --audit demo-output --output demo-output/report.html
 
-test: setup
+# Chromium for the report's browser test (tests/test_html_report.py), from Debian packages. Never fails:
+# without it (not root, no apt-get) that one test skips and says why.
+browser:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then :; \
+	elif [ "$$(id -u)" != 0 ]; then echo "chromium not installed and not root: the report's browser test will skip (as root, make browser installs it)" >&2; \
+	elif ! command -v apt-get >/dev/null; then echo "chromium not installed and no apt-get here: the report's browser test will skip" >&2; \
+	else echo "installing chromium (Debian package) for the report's browser test" >&2; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; } >/dev/null \
+	  || echo "apt-get could not install chromium: the report's browser test will skip" >&2; fi
+
+test: setup browser
 	$(BIN)/pytest
 
 lint: setup
@@ -50,4 +62,4 @@ package-driver: package
 	$(BIN)/python jobs/package_env.py driver dist/offset_audit_driver_env.tar.gz $(if $(PYTHON_PREFIX),--python-prefix $(PYTHON_PREFIX))
 
 clean:
-	rm -rf demo-input demo-output bench-data dist spark-warehouse .pytest_cache
+	rm -rf demo-input demo-end-offsets.txt demo-output bench-data dist spark-warehouse .pytest_cache

@@ -42,8 +42,8 @@ def audited(spark, tmp_path_factory) -> Path:
     generated dump audited at two times (two snapshots: history), the second with end offsets (lag),
     and a what-if over three retentions. Built once per test run; tests must not write into it."""
     import pyarrow as pa
-    import pyarrow.csv as pacsv
     import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
 
     from offset_audit.audit import run_audit, run_whatif
     from offset_audit.config import load_settings
@@ -54,7 +54,9 @@ def audited(spark, tmp_path_factory) -> Path:
     dump, output = str(root / "dump"), str(root / "audit")
     generate_dump(dump, 20_000, seed=7, corrupt=3)
     first = run_audit(spark, [dump], output, load_settings(None))
-    committed = read_snapshot(output, "partition_verdicts", first.snapshot_id, columns=["topic", "partition", "committed_offset"])
+    committed = read_snapshot(
+        output, "partition_verdicts", first.snapshot_id, columns=["topic", "partition", "committed_offset"]
+    )
     ends = committed.group_by(["topic", "partition"], use_threads=False).aggregate([("committed_offset", "max")])
     newest = ends.column("committed_offset_max")
     # A lag that varies by partition (0 to 4,999 records past the newest commit), deterministic.

@@ -14,11 +14,12 @@ from deltalake import DeltaTable
 
 from offset_audit import audit, rules
 from offset_audit import constants as K
-from offset_audit.audit import delete_plan, run_audit, run_whatif
+from offset_audit.audit import run_audit, run_whatif
 from offset_audit.config import load_settings
 from offset_audit.generator import SNAPSHOT_SCHEMA
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts
+from offset_audit.results import delete_plan
 
 LAYOUTS = record_layouts()
 DAY = 86_400_000
@@ -259,10 +260,19 @@ def test_the_printed_summary_counts_what_the_tables_hold(audited):
     assert {(t, s, d): n for t, s, d, n in result.group_summary} == by_state
     assert [(t, s) for t, s, _, _ in result.group_summary] == sorted((t, s) for t, s, _, _ in result.group_summary)
     day = 86_400_000
-    ttl = [r["time_to_expiry_ms"] for r in partitions.values() if r["time_to_expiry_ms"] is not None]
+    ttl = [
+        r["time_to_expiry_ms"] for r in partitions.values() if not r["expired"] and r["time_to_expiry_ms"] is not None
+    ]
     assert result.offsets == len(partitions) and result.expired == sum(r["expired"] for r in partitions.values())
-    assert result.expiring_24h == sum(0 <= t < day for t in ttl)
-    assert result.expiring_7d == sum(0 <= t < 7 * day for t in ttl)
+    assert result.expiring_24h == sum(0 <= t < day for t in ttl) == result.expiring_within(day)
+    assert result.expiring_1_to_7d == sum(day <= t < 7 * day for t in ttl)
+    assert result.expiring_later == sum(t >= 7 * day for t in ttl)
+    never = sum(not r["expired"] and r["time_to_expiry_ms"] is None for r in partitions.values())
+    assert result.not_expiring == never and never > 0
+    active = {"Empty", "Dead"}
+    assert result.expired_in_active_groups() == sum(
+        r["expired"] and r["group_state"] not in active for r in partitions.values()
+    )
     candidates = DeltaTable(f"{output}/deletion_candidates").to_pyarrow_table().to_pylist()
     per_topic = Counter((c["priority"], c["reason"], c["group_id"], c["topic"]) for c in candidates)
     expected = sorted(per_topic.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][2], kv[0][3]))[:10]

@@ -45,7 +45,7 @@ def test_bad_config_file(tmp_path):
 
 def test_kafka_needs_bootstrap_servers(spark, tmp_path):
     result = run("decode", "--input-format", "kafka", "--output", str(tmp_path))
-    assert result.exit_code == 2 and "--bootstrap-servers" in result.output
+    assert result.exit_code == 2 and "needs --bootstrap-server HOST:PORT" in result.output
 
 
 def test_kafka_without_the_connector_says_which_package_to_add(spark, tmp_path):

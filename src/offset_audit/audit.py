@@ -17,11 +17,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import replay, verdicts
+from offset_audit import progress, replay, verdicts
 from offset_audit.compaction import latest_commits
 from offset_audit.config import Settings
 from offset_audit.decode import arrow_schema
-from offset_audit.errors import InputNotFound, UserError
+from offset_audit.errors import UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
 from offset_audit.session import has_delta, scoped_conf
@@ -30,7 +30,7 @@ from offset_audit.sinks.scratch import scratch_folder
 from offset_audit.sources.end_offsets import read_end_offsets
 from offset_audit.sources.parquet_files import read_parquet_files
 from offset_audit.sources.tables import read_table
-from offset_audit.storage import LOCAL, Storage, for_settings, join, normalize, spark_path
+from offset_audit.storage import LOCAL, Storage, for_settings, join, spark_path
 from offset_audit.tables import table_schema
 
 DECODED = "decoded"
@@ -144,6 +144,7 @@ def coordinator_state(
                 files, latest = [_merge_on_driver(files, scratch, storage)], True
             commits = read_parquet_files(spark, files, table_schema("offset_commits").struct(), storage)
         transactions = report.input_format in TRANSACTIONAL_FORMATS
+        progress.begin("rebuilding the coordinator's groups and offsets")
         with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
             state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small, storage)
             try:
@@ -180,10 +181,20 @@ def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def snapshot_id_for(inputs: list[str], as_of: datetime, given: str | None) -> str:
+def snapshot_id_for(report: DecodeReport, newest_record: datetime | None, as_of: datetime, given: str | None) -> str:
+    """The snapshot's name: the as_of time, then a digest of the dump, so that the same dump gets the
+    same id wherever it lies (copied, mounted elsewhere, on S3) and a re-run replaces its rows, while
+    another dump judged at the same time does not. The digest covers what every route and decode mode
+    agrees on: the records read and the newest record's time (to the millisecond). Two dumps that
+    agree on both and are judged at the same time share an id; name them with --snapshot-id."""
     if given:
         return given
-    digest = hashlib.sha1("\n".join([*sorted(normalize(i) for i in inputs), as_of.isoformat()]).encode())
+    counts = [
+        report.records_read,
+        None if newest_record is None else newest_record.isoformat(),
+        as_of.isoformat(),
+    ]
+    digest = hashlib.sha1(repr(counts).encode())
     return f"{as_of:%Y%m%dT%H%M%SZ}-{digest.hexdigest()[:8]}"
 
 
@@ -256,15 +267,39 @@ def _write_and_read_back(
 
 @dataclass
 class AuditResult:
+    """What an audit found, as the summary, --json and the alert exit codes need it. The offset counts
+    are exclusive buckets that add up to `offsets`."""
+
     report: DecodeReport
     as_of: datetime
     snapshot_id: str
     group_summary: list[tuple[str, str, bool, int]] = field(default_factory=list)
-    expiring_24h: int = 0
-    expiring_7d: int = 0
     expired: int = 0
+    expiring_24h: int = 0
+    expiring_1_to_7d: int = 0
+    expiring_later: int = 0
+    not_expiring: int = 0
     offsets: int = 0
     top_candidates: list[dict] = field(default_factory=list)
+    # expired, time_to_expiry_ms and group_state of every offset: what the alert thresholds test.
+    expiry: pa.Table | None = None
+
+    def expiring_within(self, ms: int) -> int:
+        """Offsets not yet expired that expire within `ms` of as_of."""
+        if self.expiry is None:
+            return 0
+        ttl = self.expiry.column("time_to_expiry_ms")
+        ahead = pc.and_(pc.invert(pc.fill_null(self.expiry.column("expired"), False)), pc.greater_equal(ttl, 0))
+        return _true_count(pc.and_(ahead, pc.less(ttl, ms)))
+
+    def expired_in_active_groups(self) -> int:
+        """Expired offsets of groups that have members (not Empty or Dead): a consumer still runs there,
+        and reads from its reset policy when it comes back to that partition (KIP-496's unsubscribed
+        topics, or a simple group's commits)."""
+        if self.expiry is None:
+            return 0
+        idle = pc.is_in(self.expiry.column("group_state"), pa.array(["Empty", "Dead"]))
+        return _true_count(pc.and_(self.expiry.column("expired"), pc.invert(pc.fill_null(idle, False))))
 
 
 def run_audit(
@@ -273,7 +308,7 @@ def run_audit(
     output: str,
     settings: Settings,
     snapshot_id: str | None = None,
-    end_offsets: str | None = None,
+    end_offsets: str | pa.Table | None = None,
     keep_decoded: bool = False,
 ) -> AuditResult:
     report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
@@ -289,15 +324,16 @@ def _judge(
     settings: Settings,
     report: DecodeReport,
     snapshot_id: str | None,
-    end_offsets: str | None,
+    end_offsets: str | pa.Table | None,
 ) -> AuditResult:
     as_of = resolve_as_of(settings.as_of, state.newest_record)
-    snapshot = snapshot_id_for(inputs, as_of, snapshot_id)
+    snapshot = snapshot_id_for(report, state.newest_record, as_of, snapshot_id)
     storage = for_settings(settings)
-    ends = read_end_offsets(spark, end_offsets, storage) if end_offsets else None
+    ends = read_end_offsets(spark, end_offsets, storage) if end_offsets is not None else None
     retention, interval = settings.retention_minutes, settings.check_interval_ms
 
     def written(frame: DataFrame, table: str) -> Written:
+        progress.begin(f"judging and writing {table}")
         return _write_and_read_back(spark, frame, output, table, snapshot, report, storage)
 
     judged = verdicts.judged_offsets(state.offsets, state.groups)
@@ -310,6 +346,7 @@ def _judge(
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
     write_run(spark, report, output, storage)
     return result
 
@@ -326,14 +363,19 @@ def _summarise(result: AuditResult, partitions: Written, groups: Written, candid
     result.group_summary = [
         (r["group_type"], r["group_state"], r["would_delete"], r["count_all"]) for r in by_state.to_pylist()
     ]
-    offsets = partitions.columns(["expired", "time_to_expiry_ms"])
+    offsets = partitions.columns(["expired", "time_to_expiry_ms", "group_state"])
     day = 86_400_000
     ttl = offsets.column("time_to_expiry_ms")
-    ahead = pc.greater_equal(ttl, 0)
+    expired = pc.fill_null(offsets.column("expired"), False)
+    ahead = pc.and_(pc.invert(expired), pc.greater_equal(ttl, 0))
     result.offsets = offsets.num_rows
-    result.expired = _true_count(offsets.column("expired"))
+    result.expiry = offsets
+    result.expired = _true_count(expired)
     result.expiring_24h = _true_count(pc.and_(ahead, pc.less(ttl, day)))
-    result.expiring_7d = _true_count(pc.and_(ahead, pc.less(ttl, 7 * day)))
+    result.expiring_1_to_7d = _true_count(pc.and_(ahead, pc.and_(pc.greater_equal(ttl, day), pc.less(ttl, 7 * day))))
+    result.expiring_later = _true_count(pc.and_(ahead, pc.greater_equal(ttl, 7 * day)))
+    result.not_expiring = result.offsets - result.expired - result.expiring_24h - result.expiring_1_to_7d
+    result.not_expiring -= result.expiring_later
     top = (
         candidates.columns(["priority", "reason", "group_id", "topic", "lag"])
         .group_by(["priority", "reason", "group_id", "topic"], use_threads=False)
@@ -380,46 +422,47 @@ def _compare(
     per_group: bool,
 ) -> tuple[DecodeReport, list[dict]]:
     points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
-    snapshot = snapshot_id_for(inputs, points[0], snapshot_id)
+    snapshot = snapshot_id_for(report, state.newest_record, points[0], snapshot_id)
     judged = verdicts.judged_offsets(state.offsets, state.groups)
+    progress.begin(f"judging {len(retentions) * len(points)} what-if scenarios")
     groups = verdicts.whatif_groups(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         table = verdicts.whatif(groups)
         storage = for_settings(settings)
-        _write_snapshot(table, output, "whatif", snapshot, report, storage)
-        if per_group:
-            _write_snapshot(groups, output, "whatif_groups", snapshot, report, storage)
         rows = [r.asDict() for r in table.collect()]
+        _write_snapshot(
+            _with_earlier_scenarios(spark, table, output, "whatif", snapshot, storage),
+            output,
+            "whatif",
+            snapshot,
+            report,
+            storage,
+        )
+        if per_group:
+            kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, storage)
+            _write_snapshot(kept, output, "whatif_groups", snapshot, report, storage)
     finally:
         groups.unpersist()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
     write_run(spark, report, output, for_settings(settings))
     return report, rows
 
 
-def check_audit_dir(audit_dir: str, storage: Storage = LOCAL) -> str:
-    """The deletion_candidates table of an audit's output folder, which must exist."""
-    path = join(audit_dir, "deletion_candidates")
-    if not storage.is_dir(join(path, "_delta_log")):
-        raise InputNotFound(f"'{audit_dir}' holds no deletion_candidates table: run offset-audit audit --output first")
-    return path
+SCENARIO = ["retention_minutes", "as_of"]
 
 
-def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> tuple[str, list[dict]]:
-    """The deletion candidates of one snapshot (the newest by default), for `delete-plan`: a small table,
-    read with delta-rs and pyarrow, so the command answers in a second and never starts Spark."""
-    from deltalake import DeltaTable
+def _with_earlier_scenarios(
+    spark: SparkSession, frame: DataFrame, output: str, table: str, snapshot_id: str, storage: Storage
+) -> DataFrame:
+    """This run's scenarios plus the snapshot's earlier ones that it does not judge again: what-if runs
+    on one dump accumulate (1d and 7d today, 30d tomorrow), and a scenario run again is replaced. The
+    snapshot's partition is still replaced in one commit, so readers never see half of it."""
+    from offset_audit.results import has_table
 
-    table = DeltaTable(check_audit_dir(audit_dir, storage), storage_options=storage.delta_options)
-    if snapshot_id is None:
-        snapshots = table.to_pyarrow_table(columns=["snapshot_id", "as_of"])
-        if not snapshots.num_rows:
-            return "", []
-        newest = snapshots.sort_by([("as_of", "descending"), ("snapshot_id", "descending")])
-        snapshot_id = newest.column("snapshot_id")[0].as_py()
-    rows = table.to_pyarrow_table(filters=[("snapshot_id", "=", snapshot_id)])
-    if not rows.num_rows:
-        raise UserError(f"snapshot '{snapshot_id}' has no deletion candidates in {audit_dir}")
-    ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
-    return snapshot_id, ordered.to_pylist()
+    if not has_table(output, table, storage):
+        return frame
+    earlier = read_table(spark, output, table, storage).where(F.col("snapshot_id") == snapshot_id)
+    again = frame.select(*SCENARIO).distinct()
+    return frame.unionByName(earlier.drop("snapshot_id").join(again, SCENARIO, "left_anti").select(*frame.columns))

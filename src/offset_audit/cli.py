@@ -4,71 +4,36 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 import click
 
+from offset_audit.cli_common import (
+    END_OFFSETS_OPTION,
+    START_OFFSETS_OPTION,
+    STORAGE_OPTION,
+    _Commands,
+    _pairs,
+    _user_errors,
+)
+from offset_audit.cli_metrics import metrics
+from offset_audit.cli_report import report
 from offset_audit.commands import DEFAULT_BOOTSTRAP
 from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
-from offset_audit.errors import UserError, user_error_in
+from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import normalize
 
 
-def _fail(message: str) -> None:
-    """The one way a user error ends a command: `error: <one sentence>` on stderr, exit code 2."""
-    click.echo(f"error: {terminal(message)}", err=True)
-    sys.exit(2)
-
-
-def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """A user error is one sentence on stderr and exit code 2, never a traceback: raised here, or in a
-    Spark task (where it reaches the driver wrapped in Spark's exception and its Python traceback)."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except UserError as err:
-            _fail(str(err))
-        except Exception as err:
-            message = user_error_in(err)
-            if message is None:
-                raise
-            _fail(message)
-
-    return wrapper
-
-
-class _Commands(click.Group):
-    """Usage errors (a missing or malformed option) in the same one-sentence style as every other user
-    error, with where to read more, instead of click's usage block."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as err:
-            where = err.ctx.command_path if err.ctx is not None else ctx.command_path
-            _fail(f"{err.format_message()} (see {where} --help)")
-
-
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    options = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UserError(f"{option} takes NAME=VALUE, got '{item}'")
-        options[name] = value
-    return options
-
-
 def _session(settings, inputs: list[str]):
     """The run's SparkSession; under spark-submit, with shuffles sized to the dump and the cluster."""
+    from offset_audit import progress
     from offset_audit.session import fit_to_cluster, get_spark, under_spark_submit
     from offset_audit.sources import input_bytes
 
+    progress.begin("starting Spark")
     spark = get_spark(settings.spark)
+    progress.attach_spark(spark)
     if under_spark_submit():
         size = input_bytes(inputs, settings)
         for name, value in fit_to_cluster(spark, size).items():
@@ -78,6 +43,41 @@ def _session(settings, inputs: list[str]):
     return spark
 
 
+OUTPUT_OPTIONS = [
+    click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="print one JSON document on stdout (counts, tables written, run and snapshot ids, paths) instead "
+        "of the summary.",
+    ),
+    click.option("--quiet", "-q", is_flag=True, help="no progress on stderr."),
+]
+
+
+def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for decorator in reversed(OUTPUT_OPTIONS):
+        command = decorator(command)
+    return command
+
+
+def _progress(quiet: bool):
+    """Progress on stderr for the block (see offset_audit.progress), unless --quiet."""
+    from offset_audit import progress
+
+    return progress.reporting(not quiet)
+
+
+def _emit(as_json: bool, document: Callable[[], dict], summary: Callable[[], str]) -> None:
+    """The command's result on stdout: the JSON document, or the readable summary."""
+    if as_json:
+        from offset_audit.documents import dumps
+
+        click.echo(dumps(document()))
+    else:
+        click.echo(summary())
+
+
 def _paths(values: tuple[str, ...] | list[str]) -> list[str]:
     """Paths as the tool keeps them, worked out here on the driver: a relative path made absolute (an
     executor would resolve it from its own work folder), file:// dropped, s3a:// read as s3://."""
@@ -85,15 +85,18 @@ def _paths(values: tuple[str, ...] | list[str]) -> list[str]:
 
 
 class _RetentionMinutes(click.ParamType):
-    """offsets.retention.minutes: a whole number the broker can hold (a Java int, at least 1)."""
+    """offsets.retention.minutes: minutes or a duration (7d), a whole number the broker can hold (a Java
+    int, at least 1)."""
 
-    name = "minutes"
+    name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from offset_audit.durations import parse_minutes
+
         try:
-            minutes = int(value)
-        except (TypeError, ValueError):
-            self.fail(f"takes a whole number of minutes, not '{value}'", param, ctx)
+            minutes = parse_minutes(value, "it")
+        except UserError:
+            self.fail(f"takes minutes or a duration like 30m, 24h, 7d, not '{value}'", param, ctx)
         if not 1 <= minutes <= MAX_RETENTION_MINUTES:
             self.fail(
                 f"takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is a Java int), "
@@ -105,6 +108,23 @@ class _RetentionMinutes(click.ParamType):
 
 
 RETENTION_MINUTES = _RetentionMinutes()
+
+
+class _Duration(click.ParamType):
+    """A duration as operators write it (30m, 24h, 7d; a bare number is minutes), in minutes."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from offset_audit.durations import parse_minutes
+
+        try:
+            return parse_minutes(value, "it")
+        except UserError:
+            self.fail(f"takes a duration like 30m, 24h, 7d (a bare number is minutes), not '{value}'", param, ctx)
+
+
+DURATION = _Duration()
 RUNS = "runs"
 
 
@@ -114,14 +134,17 @@ def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 
 
-STORAGE_OPTION = click.option(
-    "--storage-option",
-    "storage_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="for s3:// paths, as delta-rs names them (AWS_ENDPOINT_URL, AWS_REGION, ...); over the AWS_* "
-    "environment and the config's [storage] (repeatable).",
-)
+class _HiddenAliases(click.Option):
+    """An option whose first name is the one --help shows; the others still parse (a renamed option's
+    earlier name, so scripts that use it keep working)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        names = self.opts
+        self.opts = names[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = names
 
 
 def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -147,13 +170,26 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="the __consumer_offsets partition of inputs that do not tell it (flat segment files, console text).",
         ),
-        click.option("--bootstrap-servers", default=None, help="with --input-format kafka"),
+        click.option(
+            "--bootstrap-server",
+            "--bootstrap-servers",  # the earlier name, still read
+            "bootstrap_servers",
+            cls=_HiddenAliases,
+            default=None,
+            metavar="HOST:PORT[,HOST:PORT]",
+            help="the Kafka cluster, as Kafka's tools name it: read with --input-format kafka, asked with "
+            '--end-offsets kafka; share writes it into its delete commands as given (else "$BOOTSTRAP_SERVER").',
+        ),
         click.option(
             "--kafka-option",
             "kafka_options",
             multiple=True,
             metavar="NAME=VALUE",
-            help="extra option for Spark's Kafka source (repeatable).",
+            help="for Spark's Kafka source: its options, and Kafka client settings as kafka.NAME "
+            "(kafka.security.protocol=SASL_SSL). --end-offsets kafka (librdkafka) takes kafka.security.protocol, "
+            "kafka.sasl.mechanism, kafka.sasl.jaas.config (PLAIN, SCRAM), kafka.ssl.keystore.*, "
+            "kafka.ssl.key.password, kafka.ssl.endpoint.identification.algorithm, kafka.client.id, and "
+            "librdkafka's own names bare (sasl.username, ssl.ca.location, ...), which Spark ignores (repeatable).",
         ),
         click.option("--topic", default=None, help="topic of the dump (default __consumer_offsets)."),
         STORAGE_OPTION,
@@ -174,6 +210,7 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @input_options
 @click.option("--output", required=True, metavar="DIR", help="folder for the Delta tables.")
 @click.option("--no-fast-path", is_flag=True, help="decode every record with the generic reader.")
+@output_options
 @_user_errors
 def decode(
     inputs,
@@ -186,10 +223,13 @@ def decode(
     conf_file,
     output,
     no_fast_path,
+    as_json,
+    quiet,
 ) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import preflight
     from offset_audit.decode import TABLES
+    from offset_audit.documents import decode_document
     from offset_audit.pipeline import run_decode
     from offset_audit.summary import decode_summary
 
@@ -207,9 +247,10 @@ def decode(
     inputs, output = _paths(inputs), normalize(output)
     settings = preflight.check_inputs(inputs, settings)
     preflight.check_output(output, [*TABLES, RUNS], settings)
-    spark = _session(settings, inputs)
-    report = run_decode(spark, inputs, output, settings)
-    click.echo(decode_summary(report, output))
+    with _progress(quiet):
+        spark = _session(settings, inputs)
+        report = run_decode(spark, inputs, output, settings)
+    _emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
 
 
 def _input_settings(
@@ -227,7 +268,7 @@ def _input_settings(
         **overrides,
     )
     if settings.input_format != "kafka" and not inputs:
-        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+        raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
     return settings
 
 
@@ -248,18 +289,34 @@ KEEP_DECODED_HELP = (
     "--retention-minutes",
     type=RETENTION_MINUTES,
     default=None,
-    help="offsets.retention.minutes (default 10080; 1 to 2147483647, an int on the broker).",
+    help="offsets.retention.minutes: minutes or a duration like 7d (default 10080 = 7d; at most 2147483647 "
+    "minutes, an int on the broker).",
 )
 @click.option(
-    "--snapshot-id", default=None, help="name of this snapshot in the tables (default: from input and as_of)."
-)
-@click.option(
-    "--end-offsets",
+    "--snapshot-id",
     default=None,
-    metavar="PATH",
-    help="Parquet or CSV of topic, partition, log_start_offset, log_end_offset.",
+    help="name of this snapshot in the tables (default: as_of and a digest of the dump, the same wherever it lies).",
 )
+@END_OFFSETS_OPTION
+@START_OFFSETS_OPTION
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
+@click.option(
+    "--fail-if-expiring-within",
+    "fail_expiring",
+    type=DURATION,
+    default=None,
+    metavar="DURATION",
+    help="exit 3 when an offset not yet expired expires within DURATION of as_of (24h, 7d, ...): for cron "
+    "and CI alerts. The tables and the summary are written first.",
+)
+@click.option(
+    "--fail-if-expired",
+    "fail_expired",
+    is_flag=True,
+    help="exit 4 when a group with members (not Empty) has expired offsets: its consumers reset when they "
+    "come back to those partitions. Takes precedence over exit 3.",
+)
+@output_options
 @_user_errors
 def audit(
     inputs,
@@ -275,11 +332,19 @@ def audit(
     retention_minutes,
     snapshot_id,
     end_offsets,
+    start_offsets,
     keep_decoded,
+    fail_expiring,
+    fail_expired,
+    as_json,
+    quiet,
 ) -> None:
-    """Judge every committed offset and group as the broker's expiry sweep would."""
+    """Judge every committed offset and group as the broker's expiry sweep would.
+
+    Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
     from offset_audit import preflight
     from offset_audit.audit import AUDIT_TABLES, run_audit
+    from offset_audit.documents import audit_document
     from offset_audit.summary import audit_summary
 
     settings = _input_settings(
@@ -297,30 +362,68 @@ def audit(
     inputs, output = _paths(inputs), normalize(output)
     settings = preflight.check_inputs(inputs, settings)
     preflight.check_as_of(settings.as_of, settings.input_format)
-    if end_offsets:
-        end_offsets = normalize(end_offsets)
-        preflight.check_end_offsets(end_offsets, settings)
+    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     preflight.check_output(output, [*AUDIT_TABLES, RUNS, *_decoded_tables()], settings)
-    spark = _session(settings, inputs)
-    result = run_audit(
-        spark,
-        inputs,
-        output,
-        settings,
-        snapshot_id=snapshot_id,
-        end_offsets=end_offsets,
-        keep_decoded=keep_decoded,
+    with _progress(quiet):
+        spark = _session(settings, inputs)
+        result = run_audit(
+            spark,
+            inputs,
+            output,
+            settings,
+            snapshot_id=snapshot_id,
+            end_offsets=end_offsets,
+            keep_decoded=keep_decoded,
+        )
+    alerts = _audit_alerts(result, fail_expiring, fail_expired)
+    _emit(
+        as_json,
+        lambda: audit_document(result, output, {a["name"]: a for a in alerts}),
+        lambda: audit_summary(result, output),
     )
-    click.echo(audit_summary(result, output))
+    fired = [a for a in alerts if a["matched"]]
+    for alert in fired:
+        click.echo(f"alert: {alert['message']} (exit {alert['exit_code']})", err=True)
+    if fired:
+        sys.exit(max(a["exit_code"] for a in fired))
+
+
+def _audit_alerts(result, expiring_minutes: int | None, expired: bool) -> list[dict]:
+    """The alert thresholds asked for, each with whether it matched and its exit code."""
+    from offset_audit.durations import MINUTE_MS, format_minutes
+
+    alerts = []
+    if expiring_minutes is not None:
+        count = result.expiring_within(expiring_minutes * MINUTE_MS)
+        within = format_minutes(expiring_minutes)
+        alerts.append(
+            {
+                "name": "expiring_within",
+                "within_minutes": expiring_minutes,
+                "offsets": count,
+                "matched": count > 0,
+                "exit_code": 3,
+                "message": f"{count:,} committed offsets expire within {within} of {result.as_of:%Y-%m-%d %H:%M} UTC",
+            }
+        )
+    if expired:
+        count = result.expired_in_active_groups()
+        alerts.append(
+            {
+                "name": "expired_in_active_groups",
+                "offsets": count,
+                "matched": count > 0,
+                "exit_code": 4,
+                "message": f"{count:,} expired offsets belong to groups with members",
+            }
+        )
+    return alerts
 
 
 def _minutes_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as err:
-        raise UserError(
-            f"--retention-minutes takes comma-separated minutes, e.g. 1440,10080,43200, not '{text}'"
-        ) from err
+    from offset_audit.durations import parse_minutes
+
+    values = [parse_minutes(v, "--retention-minutes") for v in text.split(",") if v.strip()]
     if not values:
         raise UserError("--retention-minutes needs at least one number of minutes")
     from offset_audit.preflight import check_retention_minutes
@@ -340,11 +443,23 @@ def _decoded_tables() -> list[str]:
 @main.command()
 @input_options
 @click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
-@click.option("--retention-minutes", "retentions", required=True, help="comma-separated, e.g. 1440,10080,43200.")
+@click.option(
+    "--retention-minutes",
+    "retentions",
+    required=True,
+    metavar="LIST",
+    help="comma-separated minutes or durations, e.g. 1d,7d,30d or 1440,10080,43200.",
+)
 @click.option("--as-of", "as_of_points", multiple=True, help="latest (default), now or ISO timestamps (repeatable).")
-@click.option("--snapshot-id", default=None)
+@click.option(
+    "--snapshot-id",
+    default=None,
+    help="name of this snapshot in the table (default: from the dump and the first --as-of, as audit names "
+    "it). Scenarios of one snapshot accumulate across runs; one judged again is replaced.",
+)
 @click.option("--per-group", is_flag=True, help="also write every group in every scenario (table whatif_groups).")
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
+@output_options
 @_user_errors
 def whatif(
     inputs,
@@ -361,10 +476,13 @@ def whatif(
     snapshot_id,
     per_group,
     keep_decoded,
+    as_json,
+    quiet,
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit import preflight
     from offset_audit.audit import WHATIF_TABLES, run_whatif
+    from offset_audit.documents import whatif_document
     from offset_audit.summary import whatif_summary
 
     settings = _input_settings(
@@ -377,20 +495,26 @@ def whatif(
     for point in points:
         preflight.check_as_of(point, settings.input_format)
     preflight.check_output(output, [*WHATIF_TABLES, RUNS, *_decoded_tables()], settings)
-    spark = _session(settings, inputs)
-    report, rows = run_whatif(
-        spark,
-        inputs,
-        output,
-        settings,
-        minutes,
-        points,
-        snapshot_id,
-        per_group=per_group,
-        keep_decoded=keep_decoded,
+    with _progress(quiet):
+        spark = _session(settings, inputs)
+        report, rows = run_whatif(
+            spark,
+            inputs,
+            output,
+            settings,
+            minutes,
+            points,
+            snapshot_id,
+            per_group=per_group,
+            keep_decoded=keep_decoded,
+        )
+    _emit(
+        as_json,
+        lambda: whatif_document(report, rows, output),
+        lambda: (
+            f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):\n" + whatif_summary(rows)
+        ),
     )
-    click.echo(f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):")
-    click.echo(whatif_summary(rows))
 
 
 @main.command()
@@ -409,21 +533,15 @@ def whatif(
     default=None,
     help="group.share.delivery.count.limit (default: --broker-config's, else 5).",
 )
-@click.option(
-    "--end-offsets", default=None, metavar="PATH", help="Parquet or CSV of topic, partition, ..., log_end_offset."
-)
+@END_OFFSETS_OPTION
+@START_OFFSETS_OPTION
 @click.option(
     "--broker-config",
     default=None,
     type=click.Path(dir_okay=False),
     help="a broker's server.properties: its group.share.* limits are checked and used.",
 )
-@click.option(
-    "--bootstrap-server",
-    default=DEFAULT_BOOTSTRAP,
-    show_default=True,
-    help="written into the delete commands as given: a shell word of yours.",
-)
+@output_options
 @_user_errors
 def share(
     inputs,
@@ -438,14 +556,17 @@ def share(
     groups_inputs,
     delivery_count_limit,
     end_offsets,
+    start_offsets,
     broker_config,
-    bootstrap_server,
+    as_json,
+    quiet,
 ) -> None:
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
     import dataclasses
 
     from offset_audit import preflight
     from offset_audit.constants import OFFSETS_TOPIC
+    from offset_audit.documents import share_document
     from offset_audit.share.run import SHARE_TABLES, check_share_input_format, run_share
     from offset_audit.summary import share_summary
 
@@ -467,25 +588,76 @@ def share(
         group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
         preflight.check_inputs(groups_inputs, group_settings)
         tables += _decoded_tables()
-    if end_offsets:
-        end_offsets = normalize(end_offsets)
-        preflight.check_end_offsets(end_offsets, settings)
+    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")
     preflight.check_output(output, tables, settings)
-    spark = _session(settings, inputs + groups_inputs)
-    result = run_share(
-        spark,
-        inputs,
-        output,
-        settings,
-        delivery_count_limit=delivery_count_limit,
-        groups_inputs=groups_inputs,
-        end_offsets=end_offsets,
-        broker_config=broker_config,
-        bootstrap=bootstrap_server,
-    )
-    click.echo(share_summary(result, output))
+    with _progress(quiet):
+        spark = _session(settings, inputs + groups_inputs)
+        result = run_share(
+            spark,
+            inputs,
+            output,
+            settings,
+            delivery_count_limit=delivery_count_limit,
+            groups_inputs=groups_inputs,
+            end_offsets=end_offsets,
+            broker_config=broker_config,
+            # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
+            bootstrap=settings.bootstrap_servers or DEFAULT_BOOTSTRAP,
+        )
+    _emit(as_json, lambda: share_document(result, output), lambda: share_summary(result, output))
+
+
+@main.command()
+@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@click.option("--group", "groups", multiple=True, metavar="GROUP", help="only this group (repeatable).")
+@click.option("--topic", default=None, help="only this topic.")
+@click.option(
+    "--expiring-within",
+    type=DURATION,
+    default=None,
+    metavar="DURATION",
+    help="only offsets that expire within DURATION of the snapshot's as_of (24h, 7d; expired ones included).",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest audit).")
+@STORAGE_OPTION
+@click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file overlaying conf/default.toml (its [storage] is used).",
+)
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document (groups and offsets) instead.")
+@_user_errors
+def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_options, conf_file, as_json) -> None:
+    """Committed offsets like kafka-consumer-groups.sh --describe, with when each expires and why.
+
+    Reads the audit's tables directly (no Spark): an answer in about a second.
+    """
+    from offset_audit import describe as view
+    from offset_audit import results
+    from offset_audit.documents import dumps
+    from offset_audit.durations import MINUTE_MS
+    from offset_audit.storage import for_settings
+
+    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    audit_dir = normalize(audit_dir)
+    results.check_audit_dir(audit_dir, storage, "partition_verdicts")
+    snapshot = results.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage)
+    offsets = results.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*view.COLUMNS, "as_of"])
+    as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
+    within = None if expiring_within is None else expiring_within * MINUTE_MS
+    chosen = view.select_offsets(offsets.drop_columns(["as_of"]), list(groups), topic, within)
+    unknown = sorted(set(groups) - set(offsets.column("group_id").to_pylist()))
+    if unknown:
+        raise UserError(f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot}' of {audit_dir}")
+    group_rows = results.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, view.GROUP_COLUMNS)
+    if as_json:
+        click.echo(dumps(view.document(chosen, group_rows, snapshot, as_of)))
+    else:
+        click.echo(view.render(chosen, group_rows, snapshot, as_of))
 
 
 @main.command("delete-plan")
@@ -508,8 +680,15 @@ def share(
     type=click.Path(dir_okay=False),
     help="TOML file overlaying conf/default.toml (its [storage] is used).",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print one JSON document (the candidates by group and topic, the snapshot, the script path) instead "
+    "of the commands; with --script the script is written too.",
+)
 @_user_errors
-def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_options, conf_file) -> None:
+def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_options, conf_file, as_json) -> None:
     """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates.
 
     Reads the audit's deletion_candidates table directly (no Spark). Every group and topic name in the
@@ -519,8 +698,9 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
     import os
 
     from offset_audit import preflight
-    from offset_audit.audit import check_audit_dir
-    from offset_audit.audit import delete_plan as plan
+    from offset_audit.documents import delete_plan_document, dumps
+    from offset_audit.results import check_audit_dir
+    from offset_audit.results import delete_plan as plan
     from offset_audit.storage import for_settings
     from offset_audit.summary import delete_plan_lines
 
@@ -531,13 +711,19 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
         preflight.check_script_path(script)
     snapshot, candidates = plan(audit_dir, snapshot_id, storage)
     if not candidates:
-        click.echo(f"no deletion candidates in {terminal(audit_dir)}")
+        if as_json:
+            click.echo(dumps(delete_plan_document(audit_dir, snapshot, [], None)))
+        else:
+            click.echo(f"no deletion candidates in {terminal(audit_dir)}")
         return
     text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
     if script:
         with open(script, "w") as handle:
             handle.write(text)
         os.chmod(script, 0o755)
+    if as_json:
+        click.echo(dumps(delete_plan_document(audit_dir, snapshot, candidates, script)))
+    elif script:
         groups = len({c["group_id"] for c in candidates})
         click.echo(f"wrote {len(candidates)} partitions of {groups} groups to {terminal(script)}")
     else:
@@ -592,9 +778,36 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
     type=click.IntRange(min=1),
     help="with --format segments: records per batch (the coordinator writes most records one per batch).",
 )
+@click.option(
+    "--end-offsets",
+    "end_offsets_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="also write what kafka-get-offsets.sh (--time -1) would print for the generated cluster: the log end "
+    "offset of every partition with committed offsets, for audit --end-offsets.",
+)
+@click.option(
+    "--start-offsets",
+    "start_offsets_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="also write the log start offsets (kafka-get-offsets.sh --time -2), a few above committed offsets.",
+)
 @_user_errors
 def generate(
-    output, records, seed, corrupt, partitions, output_format, cluster_records, compression, batch_records
+    output,
+    records,
+    seed,
+    corrupt,
+    partitions,
+    output_format,
+    cluster_records,
+    compression,
+    batch_records,
+    end_offsets_file,
+    start_offsets_file,
 ) -> None:
     """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments), or of
     __share_group_state for the same cluster's share groups."""
@@ -602,7 +815,10 @@ def generate(
 
     from offset_audit.generator import generate_dump, generate_share_state, snapshot_to_segments
 
+    offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}
     if output_format == "share-state":
+        if end_offsets_file or start_offsets_file:
+            raise UserError("--end-offsets and --start-offsets go with --format parquet or segments")
         result = generate_share_state(
             output, records, seed=seed, world_records=cluster_records or records, partitions=partitions, corrupt=corrupt
         )
@@ -612,17 +828,27 @@ def generate(
         )
         return
     if output_format == "parquet":
-        result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions)
+        result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files)
         where = f"({result['files']} Parquet files)"
     else:
         with tempfile.TemporaryDirectory() as snapshot:
-            result = generate_dump(snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions)
+            result = generate_dump(
+                snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files
+            )
             written = snapshot_to_segments(snapshot, output, batch_records, compression)
-        where = f"({written['segments']} segment files, {compression} compression)"
+        codec = "uncompressed" if compression == "none" else f"{compression}-compressed"
+        where = f"({written['segments']} segment files, {codec} batches)"
     click.echo(
         f"wrote {result['records']:,} records of {result['groups']:,} groups in {result['partitions']} "
         f"__consumer_offsets partitions to {terminal(output)} {where}"
     )
+    for path in (end_offsets_file, start_offsets_file):
+        if path:
+            click.echo(f"wrote the offsets of {result['offset_partitions']:,} topic partitions to {terminal(path)}")
+
+
+main.add_command(metrics)
+main.add_command(report)
 
 
 if __name__ == "__main__":

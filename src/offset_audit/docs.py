@@ -1,8 +1,8 @@
-"""The README's output-table sections, generated from schemas/tables/ so they cannot drift.
+"""docs/tables.md's table sections, generated from schemas/tables/ so they cannot drift.
 
-    python -m offset_audit.docs README.md     # rewrites each "### `table`" section's text and columns
+    python -m offset_audit.docs docs/tables.md     # rewrites each "### `table`" section's text and columns
 
-A test fails when the README and the schemas disagree; this rewrites the README to match.
+A test fails when the page and the schemas disagree; this rewrites the page to match.
 """
 
 from __future__ import annotations
@@ -47,5 +47,5 @@ def sync(readme: str) -> str:
 
 
 if __name__ == "__main__":
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/tables.md")
     path.write_text(sync(path.read_text()))

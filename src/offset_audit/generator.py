@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import struct
 import uuid
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -567,8 +568,11 @@ class World:
         return [Event(END_MS - rng.randint(0, SPAN_MS), g.partition, *samples[i % len(samples)]) for i in range(count)]
 
 
-def _commit_chunks(world: World, total: int) -> Iterator[list[Event]]:
-    """Offset commits in time order, chunk by chunk, with offsets that only grow per partition."""
+def _commit_chunks(
+    world: World, total: int, tips: dict[tuple[str, int], list[int]] | None = None
+) -> Iterator[list[Event]]:
+    """Offset commits in time order, chunk by chunk, with offsets that only grow per partition. Once
+    the last chunk is out, `tips` holds every committed topic partition's last offset of each key."""
     rng = world.np_rng
     committing = [g for g in world.groups if g.kind not in ("share",)]
     keys: list[tuple[Group, str, int]] = [(g, t, p) for g in committing for t, n in g.topics.items() for p in range(n)]
@@ -581,6 +585,7 @@ def _commit_chunks(world: World, total: int) -> Iterator[list[Event]]:
     offsets[:: max(1, len(keys) // 5)] += 1 << 54
     start = END_MS - SPAN_MS
     done = 0
+    committed_keys = np.zeros(len(keys), bool)
     while done < total:
         m = min(CHUNK, total - done)
         lo = start + (END_MS - start) * done // total
@@ -596,6 +601,7 @@ def _commit_chunks(world: World, total: int) -> Iterator[list[Event]]:
         committed = np.empty(m, np.int64)
         committed[order] = offsets[sorted_which] + cumulative - base
         np.maximum.at(offsets, which, committed)
+        committed_keys[which] = True
         events = []
         for i in range(m):
             group, topic, _ = keys[which[i]]
@@ -610,10 +616,25 @@ def _commit_chunks(world: World, total: int) -> Iterator[list[Event]]:
             )
         done += m
         yield events
+    if tips is not None:
+        for k in np.flatnonzero(committed_keys):
+            _, topic, partition = keys[k]
+            tips.setdefault((topic, partition), []).append(int(offsets[k]))
 
 
-def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, partitions: int = 10) -> dict[str, int]:
-    """Write `records` records as Parquet files under `output`; returns counts of what was written."""
+def generate_dump(
+    output: str,
+    records: int,
+    seed: int = 1,
+    corrupt: int = 0,
+    partitions: int = 10,
+    end_offsets: str | None = None,
+    start_offsets: str | None = None,
+) -> dict[str, int]:
+    """Write `records` records as Parquet files under `output`; returns counts of what was written.
+
+    `end_offsets` and `start_offsets` name files to write what kafka-get-offsets.sh would print for the
+    same cluster (`--time -1` and `--time -2`): see log_offsets."""
     world = World(records, seed, partitions)
     structural: list[Event] = []
     for group in world.groups:
@@ -658,7 +679,8 @@ def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, pa
         file_index += 1
         written += len(events)
 
-    chunks = _commit_chunks(world, commits) if commits else iter(())
+    tips: dict[tuple[str, int], list[int]] = {}
+    chunks = _commit_chunks(world, commits, tips) if commits else iter(())
     for chunk in chunks:
         horizon = chunk[-1].ts
         while s < len(structural) and structural[s].ts <= horizon:
@@ -667,7 +689,37 @@ def generate_dump(output: str, records: int, seed: int = 1, corrupt: int = 0, pa
         flush(chunk)
     if s < len(structural):
         flush(structural[s:])
-    return {"records": written, "groups": len(world.groups), "files": file_index, "partitions": partitions}
+    counts = {"records": written, "groups": len(world.groups), "files": file_index, "partitions": partitions}
+    ends = log_offsets(tips, seed)
+    for path, column in ((end_offsets, 3), (start_offsets, 2)):
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("".join(f"{row[0]}:{row[1]}:{row[column]}\n" for row in ends))
+            counts["offset_partitions"] = len(ends)
+    return counts
+
+
+def log_offsets(tips: dict[tuple[str, int], list[int]], seed: int) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, log start offset, log end offset) of every topic partition with committed
+    offsets, by topic and partition: the log end at or past the newest commit, a quarter of the
+    partitions caught up (lag 0), the others up to 4,999 records behind; the log start 0, except on about
+    one partition in nine whose retention deleted records a group had not read yet (offset_out_of_range).
+    Deterministic: from the seed and the partition's name, never the generator's random stream, so the
+    dump's bytes are those of a run without these files."""
+    rows = []
+    for (topic, partition), committed in sorted(tips.items()):
+        mix = zlib.crc32(f"{seed}:{topic}:{partition}".encode())
+        lag = 0 if mix % 4 == 0 else 1 + (mix >> 4) % 4999
+        # The few commits past 2^54 (there to test exact integers) would otherwise make every other
+        # group of their partition 10^16 records behind; the log ends past the ordinary ones.
+        ordinary = [c for c in committed if c < 1 << 53] or committed
+        log_end = max(ordinary) + lag
+        log_start = 0
+        if mix % 9 == 1:
+            log_start = min(ordinary) + 1
+            log_end = max(log_end, log_start)
+        rows.append((topic, partition, log_start, log_end))
+    return rows
 
 
 def snapshot_to_segments(

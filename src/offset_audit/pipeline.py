@@ -14,7 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import decode, records
+from offset_audit import decode, progress, records
 from offset_audit.config import Settings
 from offset_audit.decode import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
@@ -137,6 +137,10 @@ def decode_dump(
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
         # their readers turn unreadable input into error rows, so nothing escapes the count.
         known = source.rows if isinstance(source, FileUnits) else source.count()
+        if known is not None:
+            progress.begin(f"decoding {known:,} records ({settings.input_format})")
+        else:
+            progress.begin(f"decoding {len(source.units):,} files ({settings.input_format})")
         result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to, storage)
         report.records_read = result.records_read if known is None else known
         fill_counts(report, result.counts)
@@ -148,10 +152,12 @@ def decode_dump(
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
+        progress.begin("committing the decode tables")
         for name, written in commit_decoded(output, result.files, run_id=report.run_id, storage=storage).items():
             report.wrote(name, written)
         return decoded
     raw = load_raw_records(spark, inputs, settings)
+    progress.begin(f"decoding the dump ({settings.input_format})")
     report.records_read = raw.count()
     decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -179,5 +185,6 @@ def run_decode(
     report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
     decode_dump(spark, inputs, output, settings, report, route)
     report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
     write_run(spark, report, output, for_settings(settings))
     return report

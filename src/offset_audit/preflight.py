@@ -11,13 +11,17 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
 from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.sinks.delta import check_table_dir
-from offset_audit.storage import Storage, for_settings, is_remote, join
+from offset_audit.storage import Storage, for_settings, is_remote, join, normalize
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 END_OFFSET_COLUMNS = ("topic", "partition", "log_start_offset", "log_end_offset")
 
@@ -99,12 +103,25 @@ def check_as_of(spec: str, input_format: str) -> None:
     resolve_as_of(spec, None)
 
 
-def check_end_offsets(path: str, settings: Settings) -> None:
-    """--end-offsets exists, has the columns, and holds whole numbers where numbers go (read here whole:
-    one line per topic partition)."""
+def check_end_offsets(path: str | None, settings: Settings, start_offsets: str | None = None) -> pa.Table | None:
+    """The end offsets the run uses, or None without --end-offsets: the file (and --start-offsets) read
+    here whole, one line per topic partition, and checked; or, with `--end-offsets kafka`, asked of the
+    --bootstrap-server cluster (within 10 s, before Spark starts)."""
+    from offset_audit.sources import kafka_offsets
     from offset_audit.sources.end_offsets import load_end_offsets
 
-    load_end_offsets(path, for_settings(settings))
+    if not path:
+        if start_offsets:
+            raise UserError("--start-offsets goes with --end-offsets (kafka-get-offsets.sh --time -1 output)")
+        return None
+    if path == kafka_offsets.FROM_CLUSTER:
+        if start_offsets:
+            raise UserError("--end-offsets kafka asks the cluster for the log start offsets too: drop --start-offsets")
+        if not settings.bootstrap_servers:
+            raise UserError("--end-offsets kafka needs --bootstrap-server HOST:PORT[,HOST:PORT], the cluster to ask")
+        return kafka_offsets.fetch_end_offsets(settings.bootstrap_servers, settings.kafka_options)
+    starts = normalize(start_offsets) if start_offsets else None
+    return load_end_offsets(normalize(path), for_settings(settings), starts)
 
 
 def check_file(path: str, option: str) -> None:
@@ -132,7 +149,7 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
 
     if settings.input_format == "kafka":
         if not settings.bootstrap_servers:
-            raise UserError("--input-format kafka needs --bootstrap-servers HOST:PORT[,HOST:PORT]")
+            raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
         return settings
     storage = for_settings(settings)
     for item in inputs:

@@ -45,13 +45,20 @@ def read_table(
     schema = pa.schema(table.schema().to_arrow())
     schema = pa.schema([pa.field(f.name, pa.string() if f.name in keys else f.type) for f in schema])
     wanted = columns or schema.names
+    missing = [c for c in wanted if c not in schema.names]
+    if missing:
+        # A table written only by an older version of this tool: the newer columns read as nulls.
+        schema = pa.schema([*schema, *(pa.field(c, _column_type(name, c)) for c in missing)])
     parts = []
-    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
-        values = {k: action.get(f"partition.{k}") for k in keys}
-        if partition is not None and values.get(partition[0]) != partition[1]:
-            continue
-        stored = [c for c in wanted if c not in keys]
-        data = pq.read_table(storage.parquet_source(join(path, action["path"])), columns=stored)
+    for action in _files(table, keys, partition):
+        values = action["values"]
+        source = pq.ParquetFile(storage.parquet_source(join(path, action["path"])))
+        in_file = set(source.schema_arrow.names)
+        data = source.read(columns=[c for c in wanted if c not in keys and c in in_file])
+        for column in wanted:
+            # Files written before the table gained a column (an older version of this tool) hold none.
+            if column not in keys and column not in in_file:
+                data = data.append_column(schema.field(column), pa.nulls(data.num_rows, schema.field(column).type))
         for key in keys:
             if key in wanted:
                 data = data.append_column(key, pa.array([values[key]] * data.num_rows, pa.string()))
@@ -59,6 +66,30 @@ def read_table(
     if not parts:
         return pa.schema([schema.field(c) for c in wanted]).empty_table()
     return pa.concat_tables(parts)
+
+
+def _files(table, keys: list[str], partition: tuple[str, str] | None = None) -> list[dict]:
+    """The table's live files: path, partition values and when each was written (ms)."""
+    files = []
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+        values = {k: action.get(f"partition.{k}") for k in keys}
+        if partition is not None and values.get(partition[0]) != partition[1]:
+            continue
+        written = action.get("modification_time")
+        written = written.timestamp() * 1000 if hasattr(written, "timestamp") else written
+        files.append({"path": action["path"], "values": values, "written": written or 0})
+    return files
+
+
+def _column_type(table: str, column: str) -> pa.DataType:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from offset_audit.tables import parse_type, table_schema
+
+    for known in table_schema(table).columns:
+        if known.name == column:
+            return to_arrow_type(parse_type(known.type))
+    raise UserError(f"the {table} table has no column {column}")
 
 
 @dataclass(frozen=True)
@@ -71,13 +102,21 @@ class Snapshot:
 
 
 def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOCAL) -> list[Snapshot]:
-    """The snapshots a table holds, oldest first (by as_of, then id)."""
+    """The snapshots a table holds, oldest first: by as_of, then by when they were written (two
+    snapshots judged at the same time, as two dumps of one moment, are ordered as they were audited)."""
+    from deltalake import DeltaTable
+
     rows = read_table(folder, table, storage, columns=["snapshot_id", "as_of", "retention_minutes"])
     if not rows.num_rows:
         return []
+    delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
+    written: dict[str, float] = {}
+    for file in _files(delta, ["snapshot_id"]):
+        key = file["values"]["snapshot_id"]
+        written[key] = max(written.get(key, 0), file["written"])
     distinct = rows.group_by(["snapshot_id", "as_of", "retention_minutes"], use_threads=False).aggregate([])
-    ordered = distinct.sort_by([("as_of", "ascending"), ("snapshot_id", "ascending")]).to_pylist()
-    return [Snapshot(r["snapshot_id"], r["as_of"], r["retention_minutes"]) for r in ordered]
+    found = [Snapshot(r["snapshot_id"], r["as_of"], r["retention_minutes"]) for r in distinct.to_pylist()]
+    return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
 
 
 def pick_snapshot(folder: str, snapshot_id: str | None, table: str = "group_verdicts", storage: Storage = LOCAL) -> str:
@@ -102,3 +141,29 @@ def read_snapshot(
 ) -> pa.Table:
     """One snapshot's rows of a snapshot-partitioned table."""
     return read_table(folder, table, storage, columns=columns, partition=("snapshot_id", snapshot_id))
+
+
+def check_audit_dir(audit_dir: str, storage: Storage = LOCAL, table: str = "deletion_candidates") -> None:
+    """An audit's output folder, holding `table`: checked before anything is read or written."""
+    if not has_table(audit_dir, table, storage):
+        raise InputNotFound(f"'{audit_dir}' holds no {table} table: run offset-audit audit --output {audit_dir} first")
+
+
+def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> tuple[str, list[dict]]:
+    """The deletion candidates of one snapshot (the newest audited by default), in the order the plan
+    lists them. No candidates in the snapshot is an empty list, not an error.
+
+    The newest snapshot is the newest audit's (group_verdicts holds every audited snapshot), not the
+    newest that had candidates: a plan must never come from an older state than the last audit saw."""
+    check_audit_dir(audit_dir, storage)
+    audited = snapshots(audit_dir, storage=storage) if has_table(audit_dir, "group_verdicts", storage) else []
+    audited = audited or snapshots(audit_dir, "deletion_candidates", storage)
+    if snapshot_id is None:
+        if not audited:
+            return "", []
+        snapshot_id = audited[-1].snapshot_id
+    elif snapshot_id not in {s.snapshot_id for s in audited}:
+        raise UserError(f"snapshot '{snapshot_id}' is not among the audits in '{audit_dir}'")
+    rows = read_snapshot(audit_dir, "deletion_candidates", snapshot_id, storage)
+    ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
+    return snapshot_id, ordered.to_pylist()

@@ -36,6 +36,28 @@ def format_notes(report: DecodeReport) -> list[str]:
     return lines
 
 
+def _era_tells(count) -> bool:
+    """Whether the layout era says something about this row: only where Kafka wrote one value version
+    in two layouts (KIP-848 records of 3.7 and 3.8+, share records of 4.0 and 4.1+, OffsetCommit v4
+    before and after 4.1 gave its tag 0 a meaning). An era that is a record type's only reading of a
+    version is left out: "[0.9.0+]" beside v4 would read as "written since 0.9.0"."""
+    from offset_audit.layouts.spec import record_layouts
+
+    if not count.layout_era or count.value_version is None:
+        return False
+    layout = record_layouts().get(count.record_type)
+    if layout is None:
+        return True
+    readers = [v for v in layout.values if count.value_version in v.valid]
+    if len(readers) < 2:
+        return False
+    first = layout.values[0]
+    if count.layout_era != first.era:
+        return True  # a later era that reads what the general layout also reads: say which
+    # The general layout is named only where the other eras are its equals (4.0 against 4.1+).
+    return all(str(v.valid) == str(first.valid) for v in layout.values)
+
+
 def decode_summary(report: DecodeReport, output: str) -> str:
     lines = [
         f"Decoded {terminal(report.input)} ({report.input_format})",
@@ -50,7 +72,7 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     ]
     for t in report.decoded_by_type:
         version = "tombstone" if t.value_version is None else f"v{t.value_version}"
-        era = f" [{t.layout_era}]" if t.layout_era and t.value_version is not None else ""
+        era = f" [{t.layout_era}]" if _era_tells(t) else ""
         lines.append(f"    {t.record_type:>3} {t.record_name:<38} {version:<10}{era:<10} {_n(t.records):>12}")
     lines += format_notes(report)
     lines += ["", f"  Delta tables under {terminal(output)}:"]
@@ -79,8 +101,9 @@ def audit_summary(result, output: str) -> str:
         lines.append(f"    {group_type:<9} {state:<12} {verdict:<22} {_n(count):>10}")
     lines += [
         "",
-        f"  committed offsets {_n(result.offsets)}: expired {_n(result.expired)}, "
-        f"expiring within 24 h {_n(result.expiring_24h)}, within 7 days {_n(result.expiring_7d)}",
+        f"  committed offsets {_n(result.offsets)}: expired {_n(result.expired)}; expire within 24 h "
+        f"{_n(result.expiring_24h)}, in 1 to 7 days {_n(result.expiring_1_to_7d)}, later "
+        f"{_n(result.expiring_later)}; no expiry while the group consumes them {_n(result.not_expiring)}",
         "",
         "  top deletion candidates (kafka-consumer-groups --delete-offsets would succeed):",
     ]

@@ -117,6 +117,8 @@ def partition_verdicts(
         _sweep_window_end(F.col("expires_at_ms"), check_interval_ms).alias("sweep_window_end"),
         F.col("delete_error").isNull().alias("deletable_now"),
         "delete_error",
+        "log_start_offset",
+        "log_end_offset",
         lag.alias("lag"),
         F.when(F.col("log_end_offset").isNotNull(), F.when(stale, lag).otherwise(F.lit(0)))
         .cast("bigint")
@@ -137,6 +139,12 @@ def group_verdicts(
         F.min(F.when(~F.col("expired"), F.col("expires_at_ms"))).alias("next_expiry_at_ms"),
         F.max("expires_at_ms").alias("_last_expiry_ms"),
         F.max(F.col("expires_at_ms").isNull().cast("int")).alias("_never"),
+        # sum() skips the partitions without a known lag and is null when none has one; try_sum is
+        # null, not an error, past the largest long.
+        F.try_sum("lag").alias("lag_total"),
+        F.try_sum("stale_lag").alias("stale_lag_total"),
+        F.count_if(F.col("lag") > 0).alias("_lagging"),
+        F.count("lag").alias("_lag_known"),
     )
     frame = groups.join(per_group, "group_id", "left")
     offsets = F.coalesce(F.col("offset_count"), F.lit(0))
@@ -163,6 +171,9 @@ def group_verdicts(
         # The sweep deletes the group when it can go and every offset it holds has expired (allExpired).
         (removable & (expired == offsets)).alias("would_delete"),
         rules.is_console_consumer_group(F.col("group_id")).alias("console_consumer_group"),
+        F.col("lag_total").cast("bigint").alias("lag_total"),
+        F.col("stale_lag_total").cast("bigint").alias("stale_lag_total"),
+        F.when(F.col("_lag_known") > 0, F.col("_lagging")).cast("bigint").alias("partitions_with_lag"),
     )
 
 

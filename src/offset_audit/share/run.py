@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offset_audit import progress
 from offset_audit.config import Settings
 from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.errors import UserError
@@ -160,7 +162,7 @@ def run_share(
     settings: Settings,
     delivery_count_limit: int | None = None,
     groups_inputs: list[str] | None = None,
-    end_offsets: str | None = None,
+    end_offsets: str | pa.Table | None = None,
     broker_config: str | None = None,
     bootstrap: str = '"$BOOTSTRAP_SERVER"',
 ) -> ShareResult:
@@ -181,6 +183,7 @@ def run_share(
     if delivery_count_limit is None:
         delivery_count_limit = effective_delivery_limit(effective)
     check_share_input_format(settings.input_format)
+    progress.begin(f"replaying share-partition state ({settings.input_format})")
     if settings.input_format == KIP932_JSON:
         source, replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
     else:
@@ -203,8 +206,9 @@ def run_share(
             ]
             if topics:
                 names = spark.createDataFrame(sorted(set(topics)), "topic_id string, topic_name string")
+        progress.begin("auditing share-partitions and share groups")
         tables = job.with_topic_names(job.share_tables(replayed), names)
-        ends = read_end_offsets(spark, end_offsets, storage) if end_offsets else None
+        ends = read_end_offsets(spark, end_offsets, storage) if end_offsets is not None else None
         tables["share_partitions"] = job.with_share_lag(tables["share_partitions"], ends).persist(
             StorageLevel.MEMORY_AND_DISK
         )
@@ -223,6 +227,7 @@ def run_share(
         tables["share_groups"] = spark.createDataFrame(group_table, table_schema("share_groups").struct())
         tables["share_findings"] = spark.createDataFrame(findings, table_schema("share_findings").struct())
         problems = [r.asDict() for r in tables["share_problems"].limit(20).collect()]
+        progress.begin(f"writing {len(SHARE_TABLES)} share tables")
         for name in SHARE_TABLES:
             _write(tables[name], output, name, report, storage)
         tables["share_partitions"].unpersist()
@@ -230,5 +235,6 @@ def run_share(
         replayed.unpersist()
         source.unpersist()
     report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
     write_run(spark, report, output, storage)  # last: a run without its row did not finish
     return ShareResult(report, dict(report.table_rows), partition_rows, group_table, findings, problems)

@@ -148,7 +148,9 @@ def _write_with_spark(
         writer = writer.partitionBy(*partition_by)
     if replace_where:
         condition = " AND ".join(f"`{k}` = '{v.replace(chr(39), chr(39) * 2)}'" for k, v in replace_where.items())
-        writer = writer.option("replaceWhere", condition)
+        # A table an older version of this tool wrote gains the columns added since (delta-rs' commit
+        # takes the new schema as it is); its older snapshots read them as nulls.
+        writer = writer.option("replaceWhere", condition).option("mergeSchema", "true")
     elif mode == "overwrite":
         writer = writer.option("overwriteSchema", "true")
     else:

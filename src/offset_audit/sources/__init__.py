@@ -109,7 +109,7 @@ def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Sett
     control records) only where `share` reads it."""
     if settings.input_format == "auto":
         if not inputs:
-            raise UserError("pass --input PATH (or --input-format kafka --bootstrap-servers ...)")
+            raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         settings = dataclasses.replace(settings, input_format=detect_format(inputs, for_settings(settings)))
     if settings.input_format == KIP932_JSON and not share:
         raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")

@@ -16,7 +16,7 @@ def kafka_package(spark: SparkSession) -> str:
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     if not settings.bootstrap_servers:
-        raise UserError("--input-format kafka needs --bootstrap-servers HOST:PORT[,HOST:PORT]")
+        raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
     options = {
         "kafka.bootstrap.servers": settings.bootstrap_servers,
         "subscribe": settings.topic,

@@ -1,0 +1,87 @@
+"""`offset-audit metrics`: an audited snapshot as Prometheus metrics, read from the Delta tables without
+Spark, to stdout or atomically into node_exporter's textfile collector folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import click
+
+from offset_audit.cli_common import STORAGE_OPTION, _pairs, _user_errors
+from offset_audit.config import load_settings
+from offset_audit.errors import UserError
+from offset_audit.escaping import terminal
+from offset_audit.storage import is_remote, normalize
+
+# node_exporter's textfile collector reads only files named *.prom.
+TEXTFILE_SUFFIX = ".prom"
+
+
+@click.command("metrics")
+@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@click.option(
+    "--output",
+    default=None,
+    metavar="FILE",
+    help="write to this *.prom file, atomically (for node_exporter's textfile collector); default: stdout.",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@STORAGE_OPTION
+@click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file overlaying conf/default.toml (its [storage] is used).",
+)
+@_user_errors
+def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
+    """Print an audited snapshot as Prometheus metrics (text format 0.0.4): lag, commit age and expiry per
+    partition, offsets, lag and expiry per group.
+
+    Reads the audit's partition_verdicts and group_verdicts tables directly (no Spark). Metric names start
+    with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
+    """
+    from offset_audit.metrics import snapshot_metrics
+    from offset_audit.storage import for_settings
+
+    if output is not None:
+        _check_textfile(output)
+    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    result = snapshot_metrics(normalize(audit_dir), snapshot_id, storage)
+    if output is None:
+        click.echo(result.text, nl=False)
+        return
+    _write_atomically(output, result.text)
+    click.echo(f"wrote {result.samples} samples of {result.groups} groups to {terminal(output)}", err=True)
+
+
+def _check_textfile(output: str) -> None:
+    if is_remote(output) or not output.endswith(TEXTFILE_SUFFIX):
+        raise UserError(
+            f"--output {output} must be a local file named *{TEXTFILE_SUFFIX}, the only files "
+            "node_exporter's textfile collector reads"
+        )
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise UserError(f"--output {output} cannot be written: the folder {folder} does not exist")
+
+
+def _write_atomically(output: str, text: str) -> None:
+    """Write next to the target under a name the collector ignores, then rename over it: a scrape sees
+    the old file or the new one, never half of one."""
+    folder = os.path.dirname(os.path.abspath(output))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".offset_audit.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as written:
+            written.write(text)
+            written.flush()
+            os.fsync(written.fileno())
+        # mkstemp makes the file readable by its owner only; node_exporter usually runs as another user.
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, output)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

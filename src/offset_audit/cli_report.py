@@ -1,0 +1,113 @@
+"""`offset-audit report`: one self-contained HTML page of an audit folder's charts and tables.
+
+A read command: the audit's Delta tables through delta-rs and pyarrow (`html_report.read_audit`), no
+Spark, an answer in about a second. The page itself is `html_report.render`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from offset_audit.cli_common import STORAGE_OPTION, _pairs, _user_errors
+from offset_audit.config import load_settings
+from offset_audit.errors import UserError
+from offset_audit.escaping import terminal
+from offset_audit.html_report import DEFAULT_DAYS
+from offset_audit.storage import Storage, is_remote, normalize
+
+
+@click.command("report")
+@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@click.option(
+    "--output",
+    required=True,
+    metavar="PATH",
+    help="the HTML file to write (local or s3://); it opens offline: plotly.js and the styles are inline.",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@click.option(
+    "--days",
+    default=DEFAULT_DAYS,
+    show_default=True,
+    type=click.IntRange(min=1, max=3660),
+    help="how many days after as_of the expiry chart covers.",
+)
+@STORAGE_OPTION
+@click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file overlaying conf/default.toml (its [storage] is used).",
+)
+@_user_errors
+def report(audit_dir, output, snapshot_id, days, storage_options, conf_file) -> None:
+    """Write one HTML page summarising an audit folder: offsets expiring per day by rule, groups by state
+    and verdict, the what-if curve, lag by group, the snapshots' history, the top deletion candidates and
+    the soonest expiries.
+
+    Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
+    """
+    from offset_audit.html_report import read_audit, render
+    from offset_audit.storage import for_settings
+
+    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    audit_dir, output = normalize(audit_dir), normalize(output)
+    check_output_file(output, storage)
+    page = render(read_audit(audit_dir, snapshot_id, storage), days)
+    written = write_page(output, page.html, storage)
+    click.echo(
+        f"wrote {terminal(output)} ({written // 1024:,} KiB): {page.drawn} charts, "
+        f"snapshot {terminal(page.snapshot_id)}"
+    )
+
+
+def check_output_file(output: str, storage: Storage) -> None:
+    """--output can be written, asked before anything is read: a file name in an existing, writable
+    folder (an object store: its bucket reachable with these credentials)."""
+    from offset_audit import preflight
+
+    if is_remote(output):
+        preflight.check_reachable(output, storage)
+        return
+    if "://" in output:
+        raise UserError(f"--output takes a local path or an s3:// URI, not {output}")
+    target = Path(output)
+    if target.is_dir():
+        raise UserError(f"--output {output} is a folder; give the HTML file's name")
+    if not target.parent.is_dir():
+        raise UserError(f"--output {output} cannot be written: the folder {target.parent} does not exist")
+    try:  # os.access answers yes to root on a read-only file system; a real try does not
+        handle, probe = tempfile.mkstemp(prefix=".offset-audit-probe-", dir=target.parent)
+        os.close(handle)
+        os.unlink(probe)
+        if target.exists():
+            os.close(os.open(output, os.O_WRONLY))  # opened for writing, not truncated
+    except OSError as err:
+        raise UserError(f"--output {output} cannot be written: {err.strerror}") from err
+
+
+def write_page(output: str, html: str, storage: Storage) -> int:
+    """Write the page whole: locally through a temporary file renamed over `output`, so a reader never
+    sees half a page. Returns its size in bytes."""
+    data = html.encode("utf-8")
+    if is_remote(output):
+        with storage.open_output_stream(output) as stream:
+            stream.write(data)
+        return len(data)
+    handle, partial = tempfile.mkstemp(prefix=".offset-audit-report-", suffix=".html", dir=os.path.dirname(output))
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)  # as open() would have made it; mkstemp's are private
+        os.replace(partial, output)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return len(data)
