@@ -204,3 +204,37 @@ def test_delete_plan_json_without_spark(no_spark, audited):
     candidates = read_snapshot(str(audited), "deletion_candidates", newest)
     assert document["snapshot_id"] == newest and document["partitions"] == candidates.num_rows
     assert sum(len(t["partitions"]) for g in document["groups"] for t in g["topics"]) == candidates.num_rows
+
+
+def test_the_config_takes_a_duration_for_the_retention(tmp_path):
+    from offset_audit.config import load_settings
+
+    conf = tmp_path / "c.toml"
+    conf.write_text('[audit]\nretention_minutes = "30d"\n')
+    assert load_settings(str(conf)).retention_minutes == 43200
+    conf.write_text('[audit]\nretention_minutes = "a week"\n')
+    with pytest.raises(UserError, match="retention_minutes in the config takes minutes or a duration"):
+        load_settings(str(conf))
+
+
+def test_describe_one_topic(no_spark, audited):
+    newest = snapshots(str(audited))[-1].snapshot_id
+    offsets = read_snapshot(str(audited), "partition_verdicts", newest, columns=["topic"])
+    topic = offsets.column("topic")[0].as_py()
+    document = json.loads(run("describe", "--audit", audited, "--topic", topic, "--json").stdout)
+    assert {o["topic"] for o in document["offsets"]} == {topic}
+    assert len(document["offsets"]) == offsets.column("topic").to_pylist().count(topic)
+
+
+def test_share_json_is_one_document(spark, tmp_path):
+    from offset_audit.generator import generate_share_state
+
+    state = tmp_path / "share-state"
+    generate_share_state(str(state), 2_000, seed=3, world_records=3_000, corrupt=1)
+    result = run("share", "--input", state, "--output", tmp_path / "share", "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["command"] == "share" and document["counts"]["records_read"] == 2_001
+    assert document["counts"]["quarantined"] == 1 and document["counts"]["reconciles"]
+    partitions = read_table(str(tmp_path / "share"), "share_partitions")
+    assert document["share_partitions"] == partitions.num_rows == document["tables"]["share_partitions"]["rows"]

@@ -76,7 +76,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "max_batch_bytes": _whole_number(section("decode"), "max_batch_mib", default.max_batch_bytes >> 20) << 20,
         "spark": {str(k): str(v) for k, v in section("spark").items()},
         "storage": {str(k): str(v) for k, v in section("storage").items()},
-        "retention_minutes": _whole_number(audit, "retention_minutes", default.retention_minutes),
+        "retention_minutes": _minutes(audit, "retention_minutes", default.retention_minutes),
         "check_interval_ms": _whole_number(audit, "check_interval_ms", default.check_interval_ms),
         "as_of": str(audit.get("as_of", default.as_of)),
     }
@@ -109,6 +109,16 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
 # offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).
 MAX_RETENTION_MINUTES = 2**31 - 1
 MAX_LONG = 2**63 - 1
+
+
+def _minutes(section: dict[str, Any], name: str, default: int) -> int:
+    """Minutes as a whole number, or a duration string as on the command line ("7d")."""
+    value = section.get(name, default)
+    if isinstance(value, str):
+        from offset_audit.durations import parse_minutes
+
+        return parse_minutes(value, f"{name} in the config")
+    return _whole_number(section, name, default)
 
 
 def _whole_number(section: dict[str, Any], name: str, default: int) -> int:
