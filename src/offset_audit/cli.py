@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -147,7 +148,9 @@ class _HiddenAliases(click.Option):
             self.opts = names
 
 
-def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def input_options(command: Callable[..., Any], dump_topic_flag: str = "--topic") -> Callable[..., Any]:
+    """The options every command that reads a dump takes. `dump_topic_flag` names the dump's topic
+    option where `--topic` means something else (history: a topic of the groups)."""
     decorators = [
         click.option(
             "--input",
@@ -191,7 +194,7 @@ def input_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "kafka.ssl.key.password, kafka.ssl.endpoint.identification.algorithm, kafka.client.id, and "
             "librdkafka's own names bare (sasl.username, ssl.ca.location, ...), which Spark ignores (repeatable).",
         ),
-        click.option("--topic", default=None, help="topic of the dump (default __consumer_offsets)."),
+        click.option(dump_topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
         STORAGE_OPTION,
         click.option(
             "--conf",
@@ -607,6 +610,78 @@ def share(
             bootstrap=settings.bootstrap_servers or DEFAULT_BOOTSTRAP,
         )
     _emit(as_json, lambda: share_document(result, output), lambda: share_summary(result, output))
+
+
+@main.command()
+@functools.partial(input_options, dump_topic_flag="--dump-topic")
+@click.option(
+    "--output", required=True, metavar="DIR", help="folder for offset_history (decode tables go to DIR/decoded)."
+)
+@click.option(
+    "--retention-minutes",
+    type=RETENTION_MINUTES,
+    default=None,
+    help="the offsets.retention.minutes the causes are judged with: minutes or a duration (default 10080 = 7d).",
+)
+@click.option(
+    "--group", "groups", multiple=True, metavar="GROUP", help="only this group, with its timeline (repeatable)."
+)
+@click.option(
+    "--topic", "only_topic", default=None, metavar="TOPIC", help="only this topic's offsets (and its groups' events)."
+)
+@click.option(
+    "--snapshot-id",
+    default=None,
+    help="name of this snapshot in the table (default: the newest record's time and a digest of the dump).",
+)
+@output_options
+@_user_errors
+def history(
+    inputs,
+    input_format,
+    partition,
+    bootstrap_servers,
+    kafka_options,
+    topic,
+    storage_options,
+    conf_file,
+    output,
+    retention_minutes,
+    groups,
+    only_topic,
+    snapshot_id,
+    as_json,
+    quiet,
+) -> None:
+    """Why did a group lose its offsets? Every commit, state change and deletion from the log, with its cause.
+
+    Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
+    """
+    from offset_audit import preflight
+    from offset_audit.documents import history_document
+    from offset_audit.history_run import HISTORY_TABLE, run_history
+    from offset_audit.summary import history_summary
+
+    settings = _input_settings(
+        inputs,
+        conf_file,
+        input_format,
+        partition,
+        bootstrap_servers,
+        kafka_options,
+        topic,
+        storage_options,
+        retention_minutes=retention_minutes,
+    )
+    inputs, output = _paths(inputs), normalize(output)
+    settings = preflight.check_inputs(inputs, settings)
+    preflight.check_output(output, [HISTORY_TABLE, RUNS, *_decoded_tables()], settings)
+    with _progress(quiet):
+        spark = _session(settings, inputs)
+        result = run_history(
+            spark, inputs, output, settings, groups=list(groups), topic=only_topic, snapshot_id=snapshot_id
+        )
+    _emit(as_json, lambda: history_document(result, output), lambda: history_summary(result, output))
 
 
 @main.command()

@@ -161,3 +161,29 @@ def delete_plan_document(audit_dir: str, snapshot_id: str, candidates: list[dict
         ],
         "candidates": [{k: iso(v) for k, v in c.items()} for c in candidates],
     }
+
+
+def history_document(result: Any, output: str) -> dict:
+    report = result.report
+    bound = result.retention
+    return {
+        **_run(report, output),
+        "snapshot_id": result.snapshot_id,
+        "retention_minutes": result.retention_minutes,
+        "counts": _counts(report),
+        "events": [
+            {"event": event, "cause": cause, "rows": rows}
+            for (event, cause), rows in sorted(result.events_by_kind.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+        ],
+        "consistent_retention_minutes": {
+            "low": bound.low,
+            "high": bound.high,
+            "swept_tombstones": bound.tombstones,
+            "consistent": bound.consistent,
+            "low_set_by": bound.low_by,
+            "high_set_by": bound.high_by,
+        },
+        "reach": [{k: iso(v) for k, v in r.items() if not k.endswith("_ms")} for r in result.reach],
+        "timeline": [{k: iso(v) for k, v in e.items()} for e in result.timeline],
+        "tables": _tables(report, output),
+    }

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = ["README.md", "docs/inputs.md", "docs/rules.md", "docs/share-groups.md", "docs/dashboards.md"]
+DOCUMENTS = [
+    "README.md",
+    "docs/inputs.md",
+    "docs/rules.md",
+    "docs/history.md",
+    "docs/share-groups.md",
+    "docs/dashboards.md",
+]
 # Volatile parts of an output, the same in every run only once masked.
 VOLATILE = [(re.compile(r"\brun [0-9a-f]{12}\b"), "run <id>"), (re.compile(r"\(\d[\d,.]* KiB\)"), "(<n> KiB)")]
 # A block's body never holds a fence, so an empty block cannot swallow the text after it.
@@ -100,6 +107,7 @@ EXAMPLES = [
         "whatif", ["whatif", "--input", "demo-input", "--output", "demo-output", "--retention-minutes", "1d,7d,30d"]
     ),
     Example("report", ["report", "--audit", "demo-output", "--output", "demo-output/report.html"]),
+    Example("history", ["history", "--input", "demo-input", "--output", "demo-history", "--group", "deleted-00015"]),
     Example("decode", ["decode", "--input", "demo-input", "--output", "demo-decoded"]),
     Example(
         "share-generate",
@@ -158,7 +166,7 @@ def run_examples(workdir: Path, names: set[str] | None = None) -> dict[str, str]
 
 
 def _takes_quiet(example: Example) -> bool:
-    return example.argv[0] in ("decode", "audit", "whatif", "share")
+    return example.argv[0] in ("decode", "audit", "whatif", "share", "history")
 
 
 def masked(text: str) -> str:

@@ -220,3 +220,144 @@ def share_summary(result, output: str) -> str:
     lines += ["", f"  Delta tables under {terminal(output)}:"]
     lines += [f"    {name:<22} {_n(rows):>14} rows" for name, rows in result.table_rows.items()]
     return "\n".join(lines)
+
+
+def _when(value) -> str:
+    return "?" if value is None else f"{value:%Y-%m-%d %H:%M}"
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "?"
+    minutes = ms // 60_000
+    days, rest = divmod(minutes, 1440)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{days} day{'' if days == 1 else 's'}"] if days else []
+    parts += [f"{hours} h"] if hours else []
+    parts += [f"{minutes} min"] if minutes or not parts else []
+    return " ".join(parts)
+
+
+def timeline_line(event: dict) -> str:
+    """One event as an operator reads it: '2026-01-08 10:05 orders-0 deleted: expired, EMPTY_GROUP, ...'."""
+    from offset_audit import history
+
+    when = _when(event["event_time"])
+    kind = event["event"]
+    where = f"{terminal(event['topic'])}-{event['partition']}" if event["topic"] is not None else ""
+    if kind == history.COMMITTED:
+        txn = f" (transactional, {event['transaction']})" if event["transaction"] else ""
+        return f"  {when} {where} committed offset {event['committed_offset']}{txn}"
+    if kind in (history.GROUP_STABLE, history.GROUP_EMPTY):
+        state = "became Empty" if kind == history.GROUP_EMPTY else f"is {event['group_state']}"
+        members = event["member_count"] or 0
+        return f"  {when} {state} (generation {event['generation']}, {members} member{'' if members == 1 else 's'})"
+    if kind == history.OFFSET_DELETED:
+        cause = event["cause"]
+        if cause == history.EXPIRED:
+            clock = "after the group became Empty" if event["rule"] == "EMPTY_GROUP" else "after the commit"
+            return (
+                f"  {when} {where} deleted: expired, {event['rule']}, "
+                f"{_duration(event['event_time_ms'] - event['base_timestamp_ms'])} {clock}"
+            )
+        if cause == history.UNKNOWN:
+            return f"  {when} {where} deleted: cause unknown (the commit it deleted is not in the dump)"
+        expires = event["expires_at"]
+        if expires is None:
+            left = f"{event['rule']}: it never expires by time"
+        elif event["expires_at_ms"] > event["event_time_ms"]:
+            left = f"{event['rule']}, it would have expired {_when(expires)}"
+        else:
+            left = f"{event['rule']}, it expired {_when(expires)} but a sweep would have deleted it within minutes"
+        return f"  {when} {where} deleted by a request (OffsetDelete or an admin tool): {left}"
+    cause = (
+        "removed by the expiry sweep" if event["cause"] == history.EXPIRED else "deleted by a request (DeleteGroups)"
+    )
+    return f"  {when} group {cause}; it was {event['group_state'] or 'unknown'}"
+
+
+def timeline(events: list[dict]) -> list[str]:
+    """A group's events in log order (history_run.timeline_rows: runs of commits already folded)."""
+    lines = []
+    for event in events:
+        if event["event"] != "COMMIT_RUN":
+            lines.append(timeline_line(event))
+            continue
+        where = f"{terminal(event['topic'])}-{event['partition']}"
+        txn = f" ({_n(event['transactional'])} transactional)" if event["transactional"] else ""
+        if event["commits"] == 1:
+            lines.append(f"  {_when(event['event_time'])} {where} committed offset {event['committed_offset']}{txn}")
+        else:
+            lines.append(
+                f"  {_when(event['event_time'])} to {_when(event['last_time'])} {where}: {_n(event['commits'])} "
+                f"commits, offset {event['committed_offset']} to {event['last_offset']}{txn}"
+            )
+    return lines
+
+
+def history_summary(result, output: str) -> str:
+    from offset_audit import history
+
+    report = result.report
+    counts = result.events_by_kind
+    deleted = {
+        cause: counts.get((history.OFFSET_DELETED, cause), 0)
+        for cause in (history.EXPIRED, history.DELETED_BY_REQUEST, history.UNKNOWN)
+    }
+    groups_deleted = {
+        cause: counts.get((history.GROUP_DELETED, cause), 0) for cause in (history.EXPIRED, history.DELETED_BY_REQUEST)
+    }
+    lines = [
+        f"History of {terminal(report.input)} (snapshot {terminal(result.snapshot_id)}, causes judged at retention "
+        f"{result.retention_minutes} min)",
+        f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, quarantined "
+        f"{_n(report.quarantined)}, skipped {_n(report.records_skipped)} {_skip_detail(report)}",
+        f"  events: commits {_n(counts.get((history.COMMITTED, None), 0))}, group state changes "
+        f"{_n(counts.get((history.GROUP_STABLE, None), 0) + counts.get((history.GROUP_EMPTY, None), 0))}",
+        f"  offsets deleted: expired {_n(deleted[history.EXPIRED])}, "
+        f"by request {_n(deleted[history.DELETED_BY_REQUEST])}"
+        + (f", unknown {_n(deleted[history.UNKNOWN])}" if deleted[history.UNKNOWN] else ""),
+        f"  groups deleted: expired {_n(groups_deleted[history.EXPIRED])}, by request "
+        f"{_n(groups_deleted[history.DELETED_BY_REQUEST])}",
+    ]
+    bound = result.retention
+    if bound.tombstones:
+        if bound.consistent:
+            lines.append(
+                f"  offsets.retention.minutes consistent with all {_n(bound.tombstones)} swept tombstones: "
+                f"{_n(bound.low)} to {_n(bound.high)}"
+            )
+        else:
+            lines.append(f"  no single offsets.retention.minutes fits all {_n(bound.tombstones)} swept tombstones")
+        for label, row in (("at least", bound.low_by), ("at most", bound.high_by)):
+            lines.append(
+                f"    {label} by {terminal(row['group_id'])} {terminal(row['topic'])}-{row['partition']} "
+                f"(record {row['source_partition']}@{row['source_offset']})"
+            )
+    for group in result.groups:
+        events = [e for e in result.timeline if e["group_id"] == group]
+        lines += ["", f"  {terminal(group)}:"]
+        if not events:
+            lines.append("    no record of this group in the dump")
+        lines += timeline(events)
+    reach = result.reach
+    lines += [
+        "",
+        f"  how far back the log reaches, per group ({_n(len(reach))} group{'' if len(reach) == 1 else 's'}):",
+    ]
+    for r in reach[:20]:
+        lines.append(
+            f"    {terminal(r['group_id']):<32} {_when(r['first'])} to {_when(r['last'])}: {_n(r['events'])} events"
+        )
+    if len(reach) > 20:
+        lines.append(f"    ... {_n(len(reach) - 20)} more in offset_history")
+    lines += [
+        "",
+        "  A compacted log keeps only the last record of each key up to the cleaner's point, and tombstones only",
+        "  delete.retention.ms (24 h by default) after cleaning: older commits and deletions may be gone. Log",
+        "  segments with their uncompacted head tell the most.",
+        "",
+        f"  Delta tables under {terminal(output)}:",
+    ]
+    lines += [f"    {name:<22} {_n(rows):>14} rows" for name, rows in report.table_rows.items() if "/" not in name]
+    return "\n".join(lines)

@@ -1,0 +1,446 @@
+"""A group's history from the log: every commit, every state change, and why each deletion happened.
+
+The audit judges the state at the end of the log; this replays it forward. Each tombstone the
+coordinator wrote is judged against the state the coordinator held just before it, with the audit's
+own code: the records of the group before the tombstone (its log prefix) go through the same replay
+(`replay.coordinator_groups`, last record wins) and the same rules (`verdicts.judged_offsets`,
+`rules.expires_at_ms`, `rules.is_expired`) at the tombstone's time. One implementation of the rules;
+history only chooses the moments.
+
+A prefix is per judged moment: every such moment gets its own copy of the group's earlier records,
+under a synthetic group id (`<position>\\0<group id>`), so that the unchanged replay functions rebuild
+one state per moment side by side. Only what the moment needs is copied: for an offset tombstone, the
+commits of that partition; for a group tombstone, the group's commits; and the group's metadata,
+members and KIP-848/streams/share records, which are few.
+
+Causes (reference 4.1-4.4):
+- EXPIRED: the expiry sweep would have written the tombstone then. For an offset: expired at the
+  tombstone's time under the rule that held, and no later than one `offsets.retention.check.interval.ms`
+  after it expired (the sweep's period). For a group: removable (Empty, not a share group, no open
+  transaction), no offsets left, and every offset tombstone of its batch (same time) itself EXPIRED;
+  a group with none in its batch was removed within one interval of its last change.
+- DELETED_BY_REQUEST: anything else (OffsetDelete, DeleteGroups, an admin tool).
+- UNKNOWN: the commit an offset tombstone deletes is not in the dump (compacted away or never there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from offset_audit import constants as K
+from offset_audit import replay, rules, verdicts
+from offset_audit.timestamps import spark_timestamp
+
+COMMITTED = "COMMITTED"
+GROUP_STABLE = "GROUP_STABLE"
+GROUP_EMPTY = "GROUP_EMPTY"
+OFFSET_DELETED = "OFFSET_DELETED"
+GROUP_DELETED = "GROUP_DELETED"
+EXPIRED = "EXPIRED"
+DELETED_BY_REQUEST = "DELETED_BY_REQUEST"
+UNKNOWN = "UNKNOWN"
+
+SEP = "\u0000"
+GROUP_RECORD_TYPES = (K.CONSUMER_GROUP_METADATA, K.STREAMS_GROUP_METADATA, K.SHARE_GROUP_METADATA)
+MODERN_TYPE_NAMES = {K.CONSUMER_GROUP_METADATA: "consumer", K.STREAMS_GROUP_METADATA: "streams"}
+MODERN_TYPE_NAMES[K.SHARE_GROUP_METADATA] = "share"
+COLUMNS = [
+    "group_id",
+    "topic",
+    "partition",
+    "event_time",
+    "event_time_ms",
+    "source_partition",
+    "source_offset",
+    "event",
+    "cause",
+    "committed_offset",
+    "commit_timestamp",
+    "commit_timestamp_ms",
+    "transaction",
+    "group_type",
+    "protocol_type",
+    "group_state",
+    "generation",
+    "member_count",
+    "rule",
+    "base_timestamp",
+    "base_timestamp_ms",
+    "expires_at",
+    "expires_at_ms",
+    "sweep_window_end_ms",
+]
+
+
+@dataclass(frozen=True)
+class DecodedLog:
+    """The decode tables, every record of them (tombstones included), as history reads them."""
+
+    commits: DataFrame
+    metadata: DataFrame
+    members: DataFrame
+    modern: DataFrame
+
+    def only(self, groups: list[str] | None, topic: str | None) -> DecodedLog:
+        """The records of these groups, and with a topic, of the groups that committed to it. All of a
+        kept group's records stay: its state and its other offsets decide its deletions' causes
+        (`offset_history(..., topic=...)` leaves the other topics' events out of the result)."""
+        commits, metadata, members, modern = self.commits, self.metadata, self.members, self.modern
+        if topic is not None:
+            ids = F.broadcast(commits.where(F.col("topic") == topic).select("group_id").distinct())
+            commits, metadata, members, modern = (
+                f.join(ids, "group_id", "left_semi") for f in (commits, metadata, members, modern)
+            )
+        if groups:
+            keep = F.col("group_id").isin(*groups)
+            commits, metadata, members, modern = (f.where(keep) for f in (commits, metadata, members, modern))
+        return DecodedLog(commits, metadata, members, modern)
+
+
+def _before(record: str, point: str, inclusive: bool = False) -> Column:
+    """Whether `record`'s log position comes before `point`'s (a group lives in one partition; across
+    a change of partition count, the newer layout comes later)."""
+    same = F.col(f"{record}.source_partition") == F.col(f"{point}.source_partition")
+    earlier = (
+        F.col(f"{record}.source_offset") <= F.col(f"{point}.source_offset")
+        if inclusive
+        else (F.col(f"{record}.source_offset") < F.col(f"{point}.source_offset"))
+    )
+    return (F.col(f"{record}.source_partition") < F.col(f"{point}.source_partition")) | (same & earlier)
+
+
+def _point_id(frame: str = "") -> Column:
+    prefix = f"{frame}." if frame else ""
+    return F.concat_ws(
+        ":", F.col(f"{prefix}source_partition").cast("string"), F.col(f"{prefix}source_offset").cast("string")
+    )
+
+
+def _synthetic(point: Column, group: Column) -> Column:
+    return F.concat(point, F.lit(SEP), group)
+
+
+def _prefix(records: DataFrame, points: DataFrame, on: list[str], inclusive: bool = False) -> DataFrame:
+    """Each point's copy of the records before it (same `on` keys), under the synthetic group id."""
+    joined = records.alias("r").join(points.alias("p"), [F.col(f"r.{k}") == F.col(f"p.{k}") for k in on])
+    copied = joined.where(_before("r", "p", inclusive)).select(
+        "r.*", _synthetic(F.col("p.point_id"), F.col("r.group_id")).alias("_synthetic")
+    )
+    return copied.drop("group_id").withColumnRenamed("_synthetic", "group_id")
+
+
+def _original(column: str) -> Column:
+    """The real group id of a synthetic one: everything after the first separator (a point id has
+    none, so a group id holding the separator itself still comes back whole)."""
+    return F.expr(f"substring({column}, instr({column}, chr(0)) + 1)")
+
+
+def _members_of(metadata_prefix: DataFrame, members: DataFrame) -> DataFrame:
+    """The members of every metadata record copied into a prefix, under the same synthetic id."""
+    record = ["source_partition", "source_offset"]
+    keyed = metadata_prefix.select(
+        F.col("group_id").alias("_synthetic"), _original("group_id").alias("group_id"), *record
+    )
+    return members.join(keyed, ["group_id", *record]).drop("group_id").withColumnRenamed("_synthetic", "group_id")
+
+
+def _split(frame: DataFrame) -> DataFrame:
+    """Back from the synthetic id: the point it was judged at and the real group id."""
+    return frame.withColumn("point_id", F.substring_index("group_id", SEP, 1)).withColumn(
+        "group_id", _original("group_id")
+    )
+
+
+def state_before(log: DecodedLog, points: DataFrame, commits_on: list[str]) -> tuple[DataFrame, DataFrame]:
+    """The coordinator's offsets (judged: rule and clock) and groups just before each point, by
+    `point_id` and the real group id, through the audit's own replay."""
+    commits = _prefix(log.commits, points, commits_on)
+    metadata = _prefix(log.metadata, points, ["group_id"])
+    members = _members_of(metadata, log.members)
+    modern = _prefix(log.modern, points, ["group_id"])
+    pending = replay.pending_commits(commits)
+    offsets = replay.live_offsets(commits, pending)
+    groups = replay.coordinator_groups(
+        offsets, replay.live_group_metadata(metadata), members, replay.live_modern_records(modern), pending
+    )
+    judged = verdicts.judged_offsets(offsets, groups)
+    return _split(judged), _split(groups)
+
+
+def _points(records: DataFrame, key: list[str]) -> DataFrame:
+    return records.select(*key, "source_partition", "source_offset", "record_timestamp_ms").withColumn(
+        "point_id", _point_id()
+    )
+
+
+def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms: int) -> DataFrame:
+    """OFFSET_DELETED: every offset tombstone with the rule and clock that held just before it, and
+    whether the sweep would have written it then."""
+    key = ["group_id", "topic", "partition"]
+    tombstones = _points(log.commits.where(F.col("is_tombstone")), key)
+    judged, _ = state_before(log, tombstones, key)
+    retention = F.lit(retention_minutes)
+    found = tombstones.alias("t").join(
+        judged.alias("j"),
+        (F.col("t.point_id") == F.col("j.point_id"))
+        & (F.col("t.group_id") == F.col("j.group_id"))
+        & (F.col("t.topic") == F.col("j.topic"))
+        & (F.col("t.partition") == F.col("j.partition")),
+        "left",
+    )
+    rule, base, explicit = F.col("j.rule"), F.col("j.base_timestamp_ms"), F.col("j.expire_timestamp_ms")
+    at = F.col("t.record_timestamp_ms")
+    expires = rules.expires_at_ms(rule, base, explicit, retention)
+    window_end = F.try_add(expires, F.lit(check_interval_ms).cast("long"))
+    expired = rules.is_expired(rule, base, explicit, at, retention)
+    cause = (
+        F.when(F.col("j.group_id").isNull(), F.lit(UNKNOWN))
+        .when(expired & (at <= window_end), F.lit(EXPIRED))
+        .otherwise(F.lit(DELETED_BY_REQUEST))
+    )
+    return found.select(
+        F.col("t.group_id").alias("group_id"),
+        F.col("t.topic").alias("topic"),
+        F.col("t.partition").alias("partition"),
+        at.alias("event_time_ms"),
+        F.col("t.source_partition").alias("source_partition"),
+        F.col("t.source_offset").alias("source_offset"),
+        F.lit(OFFSET_DELETED).alias("event"),
+        cause.alias("cause"),
+        F.col("j.committed_offset").alias("committed_offset"),
+        F.col("j.commit_timestamp_ms").alias("commit_timestamp_ms"),
+        F.col("j.transaction").alias("transaction"),
+        F.col("j.group_type").alias("group_type"),
+        F.col("j.protocol_type").alias("protocol_type"),
+        F.col("j.group_state").alias("group_state"),
+        F.col("j.generation").alias("generation"),
+        F.col("j.member_count").alias("member_count"),
+        rule.alias("rule"),
+        base.alias("base_timestamp_ms"),
+        expires.alias("expires_at_ms"),
+        window_end.alias("sweep_window_end_ms"),
+    )
+
+
+def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_ms: int) -> DataFrame:
+    """GROUP_DELETED: every group tombstone (classic metadata, or a KIP-848/streams/share group record),
+    with the group's state just before it and whether the sweep would have removed the group then."""
+    classic = log.metadata.where(F.col("is_tombstone")).withColumn("_type", F.lit("classic"))
+    modern = log.modern.where(F.col("is_tombstone") & F.col("record_type").isin(*GROUP_RECORD_TYPES))
+    modern = modern.withColumn("_type", F.col("group_type"))
+    tombstones = (
+        _points(classic, ["group_id", "_type"])
+        .unionByName(_points(modern, ["group_id", "_type"]))
+        .dropDuplicates(["group_id", "point_id"])
+    )
+    judged, groups = state_before(log, tombstones, ["group_id"])
+    live_offsets = judged.groupBy("point_id", "group_id").agg(F.count(F.lit(1)).alias("_live_offsets"))
+    # The offset tombstones written with the group's (one sweep, or one DeleteGroups): the group's
+    # offset tombstones since its last other record and within one sweep interval before it.
+    others = log.commits.where(~F.col("is_tombstone")).select("group_id", "source_partition", "source_offset")
+    others = others.unionByName(log.metadata.select("group_id", "source_partition", "source_offset"))
+    others = others.unionByName(log.modern.select("group_id", "source_partition", "source_offset"))
+    last_other = (
+        others.alias("x")
+        .join(tombstones.alias("t"), "group_id")
+        .where(_before("x", "t"))
+        .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
+        .agg(F.max(F.struct(F.col("x.source_partition"), F.col("x.source_offset"))).alias("_other"))
+    )
+    window_start = F.col("t.record_timestamp_ms") - F.lit(check_interval_ms)
+    after_other = F.col("_other").isNull() | (
+        F.struct(F.col("o.source_partition"), F.col("o.source_offset")) > F.col("_other")
+    )
+    batch = (
+        tombstones.alias("t")
+        .join(last_other, ["point_id", "group_id"], "left")
+        .join(offset_deleted.alias("o"), "group_id")
+        .where(_before("o", "t") & (F.col("o.event_time_ms") >= window_start) & after_other)
+        .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
+        .agg(
+            F.count(F.lit(1)).alias("_batch"),
+            F.min((F.col("o.cause") == EXPIRED).cast("int")).alias("_batch_expired"),
+        )
+    )
+    # The last change before the tombstone: a metadata record, or an offset tombstone of the group.
+    changes = (
+        log.metadata.select("group_id", "source_partition", "source_offset", "record_timestamp_ms")
+        .unionByName(log.modern.select("group_id", "source_partition", "source_offset", "record_timestamp_ms"))
+        .unionByName(
+            offset_deleted.select(
+                "group_id", "source_partition", "source_offset", F.col("event_time_ms").alias("record_timestamp_ms")
+            )
+        )
+    )
+    last_change = (
+        changes.alias("c")
+        .join(tombstones.alias("t"), "group_id")
+        .where(_before("c", "t"))
+        .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
+        .agg(F.max("c.record_timestamp_ms").alias("_last_change_ms"))
+    )
+    frame = (
+        tombstones.join(groups, ["point_id", "group_id"], "left")
+        .join(live_offsets, ["point_id", "group_id"], "left")
+        .join(batch, ["point_id", "group_id"], "left")
+        .join(last_change, ["point_id", "group_id"], "left")
+    )
+    at = F.col("record_timestamp_ms")
+    since = F.greatest(F.col("current_state_timestamp_ms"), F.col("_last_change_ms"))
+    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
+    swept_with_offsets = F.coalesce(F.col("_batch"), F.lit(0)) > 0
+    by_itself = F.coalesce(at <= F.try_add(since, F.lit(check_interval_ms).cast("long")), F.lit(False))
+    cause = (
+        F.when(F.col("group_state").isNull(), F.lit(UNKNOWN))
+        .when(
+            removable
+            & (F.coalesce(F.col("_live_offsets"), F.lit(0)) == 0)
+            & F.when(swept_with_offsets, F.col("_batch_expired") == 1).otherwise(by_itself),
+            F.lit(EXPIRED),
+        )
+        .otherwise(F.lit(DELETED_BY_REQUEST))
+    )
+    return frame.select(
+        "group_id",
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        at.alias("event_time_ms"),
+        "source_partition",
+        "source_offset",
+        F.lit(GROUP_DELETED).alias("event"),
+        cause.alias("cause"),
+        F.lit(None).cast("long").alias("committed_offset"),
+        F.lit(None).cast("long").alias("commit_timestamp_ms"),
+        F.lit(None).cast("string").alias("transaction"),
+        F.coalesce(F.col("group_type"), F.col("_type")).alias("group_type"),
+        "protocol_type",
+        "group_state",
+        "generation",
+        "member_count",
+        F.lit(None).cast("string").alias("rule"),
+        since.alias("base_timestamp_ms"),
+        F.lit(None).cast("long").alias("expires_at_ms"),
+        F.lit(None).cast("long").alias("sweep_window_end_ms"),
+    )
+
+
+def commits(log: DecodedLog) -> DataFrame:
+    """COMMITTED: every offset commit record, transactional or not (`transaction`)."""
+    return log.commits.where(~F.col("is_tombstone")).select(
+        "group_id",
+        "topic",
+        "partition",
+        F.col("record_timestamp_ms").alias("event_time_ms"),
+        "source_partition",
+        "source_offset",
+        F.lit(COMMITTED).alias("event"),
+        F.lit(None).cast("string").alias("cause"),
+        "committed_offset",
+        "commit_timestamp_ms",
+        "transaction",
+        *[F.lit(None).cast(t).alias(c) for c, t in _GROUP_NULLS],
+        F.lit(None).cast("string").alias("rule"),
+        F.lit(None).cast("long").alias("base_timestamp_ms"),
+        F.lit(None).cast("long").alias("expires_at_ms"),
+        F.lit(None).cast("long").alias("sweep_window_end_ms"),
+    )
+
+
+_GROUP_NULLS = [
+    ("group_type", "string"),
+    ("protocol_type", "string"),
+    ("group_state", "string"),
+    ("generation", "int"),
+    ("member_count", "int"),
+]
+
+
+def _state_event(state: Column) -> Column:
+    return F.when(state == "Empty", F.lit(GROUP_EMPTY)).otherwise(F.lit(GROUP_STABLE))
+
+
+def group_states(log: DecodedLog) -> DataFrame:
+    """GROUP_STABLE / GROUP_EMPTY: each classic metadata record, as the coordinator loads it (members:
+    Stable, none: Empty); and each KIP-848/streams/share group record (an epoch), with the group's state
+    from its records up to and including it."""
+    metadata = log.metadata.where(~F.col("is_tombstone"))
+    points = _points(metadata, ["group_id"])
+    keyed = metadata.withColumn("_synthetic", _synthetic(_point_id(), F.col("group_id")))
+    members = _members_of(keyed.drop("group_id").withColumnRenamed("_synthetic", "group_id"), log.members)
+    classic = _split(replay.classic_groups(keyed.drop("group_id").withColumnRenamed("_synthetic", "group_id"), members))
+    classic_events = classic.join(points, ["point_id", "group_id"]).select(
+        "group_id",
+        "record_timestamp_ms",
+        "source_partition",
+        "source_offset",
+        "group_type",
+        "protocol_type",
+        "group_state",
+        "generation",
+        "member_count",
+    )
+    records = log.modern.where(~F.col("is_tombstone") & F.col("record_type").isin(*GROUP_RECORD_TYPES))
+    modern_points = _points(records, ["group_id"])
+    prefix = _prefix(log.modern, modern_points, ["group_id"], inclusive=True)
+    modern = _split(replay.modern_groups(replay.live_modern_records(prefix)))
+    modern_events = modern.join(modern_points, ["point_id", "group_id"]).select(
+        "group_id",
+        "record_timestamp_ms",
+        "source_partition",
+        "source_offset",
+        "group_type",
+        F.lit(None).cast("string").alias("protocol_type"),
+        "group_state",
+        F.col("generation").cast("int").alias("generation"),
+        F.col("member_count").cast("int").alias("member_count"),
+    )
+    both = classic_events.unionByName(modern_events)
+    return both.select(
+        "group_id",
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        F.col("record_timestamp_ms").alias("event_time_ms"),
+        "source_partition",
+        "source_offset",
+        _state_event(F.col("group_state")).alias("event"),
+        F.lit(None).cast("string").alias("cause"),
+        F.lit(None).cast("long").alias("committed_offset"),
+        F.lit(None).cast("long").alias("commit_timestamp_ms"),
+        F.lit(None).cast("string").alias("transaction"),
+        "group_type",
+        "protocol_type",
+        "group_state",
+        F.col("generation").cast("int").alias("generation"),
+        F.col("member_count").cast("int").alias("member_count"),
+        F.lit(None).cast("string").alias("rule"),
+        F.lit(None).cast("long").alias("base_timestamp_ms"),
+        F.lit(None).cast("long").alias("expires_at_ms"),
+        F.lit(None).cast("long").alias("sweep_window_end_ms"),
+    )
+
+
+def offset_history(
+    log: DecodedLog, retention_minutes: int, check_interval_ms: int, topic: str | None = None
+) -> DataFrame:
+    """Every event of the log, one row each, with the TIMESTAMP columns shown from the milliseconds;
+    with `topic`, that topic's offset events and the group events."""
+    deleted = offset_deletions(log, retention_minutes, check_interval_ms)
+    events = (
+        commits(log)
+        .unionByName(group_states(log))
+        .unionByName(deleted)
+        .unionByName(group_deletions(log, deleted, check_interval_ms))
+    )
+    if topic is not None:
+        events = events.where(F.col("topic").isNull() | (F.col("topic") == topic))
+    return events.select(
+        *[
+            spark_timestamp(F.col(f"{c}_ms")).alias(c)
+            if c in ("event_time", "commit_timestamp", "base_timestamp", "expires_at")
+            else F.col(c)
+            for c in COLUMNS
+        ]
+    )

@@ -1,0 +1,193 @@
+"""The history command end to end: decode everything -> offset_history (history.py) -> Delta, and what
+the summary needs: each group's reach back in time, causes counted, and the retentions that agree
+with every tombstone the sweep wrote."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from offset_audit import history, progress
+from offset_audit.audit import DECODED, _write_snapshot, resolve_as_of, snapshot_id_for
+from offset_audit.config import Settings
+from offset_audit.durations import MINUTE_MS
+from offset_audit.pipeline import decode_dump, write_run
+from offset_audit.report import DecodeReport
+from offset_audit.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
+from offset_audit.sources.tables import read_table
+from offset_audit.storage import for_settings, join
+from offset_audit.timestamps import datetime_of
+
+HISTORY_TABLE = "offset_history"
+
+
+@dataclass
+class RetentionBound:
+    """offsets.retention.minutes values consistent with every tombstone the sweep wrote (`low` to
+    `high`), and the tombstones that set each end; None ends when no swept tombstone bounds them."""
+
+    low: int | None = None
+    high: int | None = None
+    low_by: dict | None = None
+    high_by: dict | None = None
+    tombstones: int = 0
+
+    @property
+    def consistent(self) -> bool:
+        return self.low is None or self.high is None or self.low <= self.high
+
+
+def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound:
+    """A sweep at retention R writes a time-rule tombstone at T only if T - base >= R and T <= base + R +
+    interval: so R lies in [(T - base - interval), (T - base)], in whole minutes. Explicit expiry
+    timestamps do not depend on R and bound nothing."""
+    bound = RetentionBound()
+    for row in swept:
+        if (
+            row["rule"] not in TIME_RULES
+            or row["rule"] == EXPLICIT_EXPIRE_TIMESTAMP
+            or row["base_timestamp_ms"] is None
+        ):
+            continue
+        age = row["event_time_ms"] - row["base_timestamp_ms"]
+        low = max(1, math.ceil((age - check_interval_ms) / MINUTE_MS))
+        high = age // MINUTE_MS
+        bound.tombstones += 1
+        if bound.low is None or low > bound.low:
+            bound.low, bound.low_by = low, row
+        if bound.high is None or high < bound.high:
+            bound.high, bound.high_by = high, row
+    return bound
+
+
+@dataclass
+class HistoryResult:
+    report: DecodeReport
+    snapshot_id: str
+    retention_minutes: int
+    events_by_kind: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    reach: list[dict] = field(default_factory=list)  # per group: first and last event, events
+    timeline: list[dict] = field(default_factory=list)  # the events of --group, in log order
+    retention: RetentionBound = field(default_factory=RetentionBound)
+    groups: list[str] = field(default_factory=list)
+
+
+def run_history(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    groups: list[str] | None = None,
+    topic: str | None = None,
+    snapshot_id: str | None = None,
+) -> HistoryResult:
+    report = DecodeReport.start("history", inputs, settings.input_format, settings.bootstrap_servers)
+    storage = for_settings(settings)
+    decoded_dir = join(output, DECODED)
+    decoded = decode_dump(spark, inputs, decoded_dir, settings, report)
+    report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
+    report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
+    log = history.DecodedLog(
+        *(
+            read_table(spark, decoded_dir, name, storage)
+            for name in ("offset_commits", "group_metadata", "group_members", "modern_group_records")
+        )
+    ).only(groups, topic)
+    progress.begin("replaying every group's log and judging its tombstones")
+    newest = decoded.newest_record
+    as_of = datetime.now(UTC) if newest is None else resolve_as_of("latest", newest)
+    snapshot = snapshot_id_for(report, newest, as_of, snapshot_id)
+    events = history.offset_history(log, settings.retention_minutes, settings.check_interval_ms, topic)
+    shaped = events.withColumn("as_of", F.lit(as_of).cast("timestamp")).withColumn(
+        "retention_minutes", F.lit(settings.retention_minutes)
+    )
+    progress.begin(f"writing {HISTORY_TABLE}")
+    _write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, storage)
+    result = HistoryResult(report, snapshot, settings.retention_minutes, groups=list(groups or []))
+    _summarise(spark, result, output, snapshot, storage, groups, settings.check_interval_ms)
+    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
+    report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
+    write_run(spark, report, output, storage)
+    return result
+
+
+def _summarise(spark, result: HistoryResult, output: str, snapshot: str, storage, groups, interval_ms: int) -> None:
+    """What the summary prints, read back from the table just written (a few aggregations)."""
+    table = read_table(spark, output, HISTORY_TABLE, storage).where(F.col("snapshot_id") == snapshot)
+    counts = table.groupBy("event", "cause").count().collect()
+    result.events_by_kind = {(r["event"], r["cause"]): r["count"] for r in counts}
+    reach = (
+        table.groupBy("group_id")
+        .agg(
+            F.min("event_time_ms").alias("first_ms"),
+            F.max("event_time_ms").alias("last_ms"),
+            F.count(F.lit(1)).alias("events"),
+            F.sum((F.col("event") == history.COMMITTED).cast("int")).alias("commits"),
+            F.sum(F.col("event").isin(history.OFFSET_DELETED, history.GROUP_DELETED).cast("int")).alias("deletions"),
+        )
+        .orderBy("group_id")
+        .collect()
+    )
+    result.reach = [
+        {**r.asDict(), "first": datetime_of(r["first_ms"]), "last": datetime_of(r["last_ms"])} for r in reach
+    ]
+    swept = (
+        table.where((F.col("event") == history.OFFSET_DELETED) & (F.col("cause") == history.EXPIRED))
+        .select(
+            "group_id",
+            "topic",
+            "partition",
+            "event_time_ms",
+            "rule",
+            "base_timestamp_ms",
+            "source_partition",
+            "source_offset",
+        )
+        .collect()
+    )
+    result.retention = retention_bound([r.asDict() for r in swept], interval_ms)
+    if groups:
+        result.timeline = timeline_rows(table.where(F.col("group_id").isin(*groups)))
+
+
+COMMIT_RUN = "COMMIT_RUN"
+
+
+def timeline_rows(events: DataFrame) -> list[dict]:
+    """The events of a few groups for their printed timeline, in log order: every event but commits as
+    it is, and each run of commits between two other events folded, per partition, into one row
+    (`COMMIT_RUN`: first and last time and offset, commits, transactional ones). A busy group commits
+    thousands of times; the deletions and state changes are what an operator reads."""
+    order = Window.partitionBy("group_id").orderBy("source_partition", "source_offset")
+    marked = events.withColumn(
+        "_segment",
+        F.sum((F.col("event") != history.COMMITTED).cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0)),
+    )
+    others = marked.where(F.col("event") != history.COMMITTED).drop("_segment").collect()
+    position = F.struct("source_partition", "source_offset")
+    runs = (
+        marked.where(F.col("event") == history.COMMITTED)
+        .groupBy("group_id", "_segment", "topic", "partition")
+        .agg(
+            F.min(position).alias("_first"),
+            F.min_by("event_time", position).alias("event_time"),
+            F.max_by("event_time", position).alias("last_time"),
+            F.min_by("committed_offset", position).alias("committed_offset"),
+            F.max_by("committed_offset", position).alias("last_offset"),
+            F.count(F.lit(1)).alias("commits"),
+            F.sum(F.col("transaction").isNotNull().cast("int")).alias("transactional"),
+        )
+        .collect()
+    )
+    rows = [r.asDict() for r in others]
+    for run in runs:
+        row = run.asDict()
+        first = row.pop("_first")
+        row.update(event=COMMIT_RUN, source_partition=first["source_partition"], source_offset=first["source_offset"])
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["group_id"], r["source_partition"], r["source_offset"]))

@@ -1,0 +1,289 @@
+"""`history`: every event of the log, and the cause of every deletion, judged on the state replayed up
+to that record with the audit's own rules. The dump is a log segment folder laid record by record
+(transactions need markers, which only segments and dump-log text carry)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from segment_files import batch, marker
+from test_audit import DAY, LAYOUTS, T0, group_record, group_tombstone, modern
+
+from offset_audit import constants as K
+from offset_audit import history
+from offset_audit.audit import run_audit
+from offset_audit.config import load_settings
+from offset_audit.history_run import HISTORY_TABLE, retention_bound, run_history
+from offset_audit.layouts.encoder import encode_key, encode_value
+from offset_audit.results import read_table
+
+MINUTE = 60_000
+WEEK = 7 * DAY
+
+
+def at(day, minutes=0):
+    return T0 + day * DAY + minutes * MINUTE
+
+
+def commit(group, topic, partition, offset, when):
+    key = encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition})
+    value = encode_value(
+        LAYOUTS[K.OFFSET_COMMIT],
+        3,
+        {"offset": offset, "leaderEpoch": 1, "metadata": "", "commitTimestamp": when, "expireTimestamp": -1},
+    )
+    return key, value, when
+
+
+def deleted(group, topic, partition, when):
+    return encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition}), None, when
+
+
+def at_time(record, when):
+    key, value, _ = record
+    return key, value, when
+
+
+def member(group, member_id, topics, day):
+    value = {"ClientId": "c", "ClientHost": "/h", "SubscribedTopicNames": topics, "RebalanceTimeoutMs": 1}
+    return modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": group, "MemberId": member_id}, value, day)
+
+
+SWEEP = 5  # minutes after expiry at which the scenario's sweeps ran (the interval is 10)
+PLAIN = [
+    # An Empty consumer group: its clock starts when it became Empty (day 2), not at the commit (day 1).
+    group_record("emptied", 0, members=[["orders"]]),
+    commit("emptied", "orders", 0, 100, at(1)),
+    group_record("emptied", 2, members=[], state_day=2),
+    deleted("emptied", "orders", 0, at(2) + WEEK + SWEEP * MINUTE),
+    at_time(group_tombstone("emptied", 0), at(2) + WEEK + SWEEP * MINUTE),
+    # A simple group (no metadata): from the commit.
+    commit("simple", "orders", 0, 7, at(1)),
+    deleted("simple", "orders", 0, at(1) + WEEK + 3 * MINUTE),
+    # A Stable group that left a topic (KIP-496): from the commit.
+    group_record("left", 0, members=[["orders"]]),
+    commit("left", "payments", 0, 9, at(1)),
+    deleted("left", "payments", 0, at(1) + WEEK + 1 * MINUTE),
+    # A Stable group's subscribed topic never expires: its tombstone was a request.
+    group_record("subscribed", 0, members=[["orders"]]),
+    commit("subscribed", "orders", 0, 11, at(1)),
+    deleted("subscribed", "orders", 0, at(9)),
+    # DeleteGroups while the offsets had days left: offsets and group in one batch, at one time.
+    group_record("removed", 1, members=[]),
+    commit("removed", "orders", 0, 13, at(1)),
+    deleted("removed", "orders", 0, at(3)),
+    at_time(group_tombstone("removed", 0), at(3)),
+    # The same, the group tombstone a millisecond after its offsets' (one request, two appends).
+    group_record("removed-apart", 1, members=[]),
+    commit("removed-apart", "orders", 0, 14, at(1)),
+    deleted("removed-apart", "orders", 0, at(3)),
+    at_time(group_tombstone("removed-apart", 0), at(3) + 1),
+    # A re-commit restarts a simple group's clock: the tombstone came too early for a sweep.
+    commit("recommit", "orders", 0, 1, at(0)),
+    commit("recommit", "orders", 0, 2, at(5)),
+    deleted("recommit", "orders", 0, at(0) + WEEK + 5 * MINUTE),
+    # Two days past the sweep window: not the sweep at this retention.
+    commit("late", "orders", 0, 3, at(0)),
+    deleted("late", "orders", 0, at(9)),
+    # A tombstone whose commit is not in the dump.
+    deleted("ghost", "orders", 0, at(4)),
+    # A KIP-848 group: subscribed to orders, it left payments; its member left on day 3.
+    member("k", "x", ["orders"], 1),  # the coordinator writes the member, then the group's new epoch
+    modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k"}, {"Epoch": 1}, 1),
+    commit("k", "payments", 0, 21, at(1)),
+    modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": "k", "MemberId": "x"}, None, 3),
+    modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k"}, {"Epoch": 2}, 3),
+    deleted("k", "payments", 0, at(1) + WEEK + 2 * MINUTE),
+]
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    """__consumer_offsets-0: the records above one per batch, then a transactional commit of "txn"
+    (producer 5) with its COMMIT marker, expired by the sweep in time."""
+    root = tmp_path_factory.mktemp("history-dump")
+    folder = root / "__consumer_offsets-0"
+    folder.mkdir()
+    batches = [batch(i, [record]) for i, record in enumerate(PLAIN)]
+    n = len(PLAIN)
+    batches.append(batch(n, [commit("txn", "orders", 0, 50, at(1))], producer_id=5, attributes=0x10))
+    batches.append(marker(n + 1, 5, True, at(1)))
+    batches.append(batch(n + 2, [deleted("txn", "orders", 0, at(1) + WEEK + 4 * MINUTE)]))
+    (folder / "00000000000000000000.log").write_bytes(b"".join(batches))
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def traced(spark, dump, tmp_path_factory):
+    output = str(tmp_path_factory.mktemp("history"))
+    result = run_history(spark, [dump], output, load_settings())
+    rows = read_table(output, HISTORY_TABLE).to_pylist()
+    return result, output, sorted(rows, key=lambda r: (r["source_partition"], r["source_offset"]))
+
+
+def deletion(rows, group, event=history.OFFSET_DELETED):
+    (row,) = [r for r in rows if r["group_id"] == group and r["event"] == event]
+    return row
+
+
+@pytest.mark.parametrize(
+    ("group", "cause", "rule"),
+    [
+        ("emptied", history.EXPIRED, "EMPTY_GROUP"),
+        ("simple", history.EXPIRED, "SIMPLE_GROUP"),
+        ("left", history.EXPIRED, "UNSUBSCRIBED_TOPIC"),
+        ("subscribed", history.DELETED_BY_REQUEST, "SUBSCRIBED_TOPIC"),
+        ("removed", history.DELETED_BY_REQUEST, "EMPTY_GROUP"),
+        ("recommit", history.DELETED_BY_REQUEST, "SIMPLE_GROUP"),
+        ("late", history.DELETED_BY_REQUEST, "SIMPLE_GROUP"),
+        ("k", history.EXPIRED, "UNSUBSCRIBED_TOPIC"),
+        ("txn", history.EXPIRED, "SIMPLE_GROUP"),
+        ("ghost", history.UNKNOWN, None),
+    ],
+)
+def test_every_offset_tombstone_gets_its_cause_and_the_rule_that_held(traced, group, cause, rule):
+    _, _, rows = traced
+    row = deletion(rows, group)
+    assert (row["cause"], row["rule"]) == (cause, rule)
+
+
+def test_an_empty_groups_clock_is_when_it_became_empty(traced):
+    row = deletion(traced[2], "emptied")
+    assert row["base_timestamp_ms"] == at(2) and row["expires_at_ms"] == at(2) + WEEK
+    assert row["committed_offset"] == 100 and row["group_state"] == "Empty"
+
+
+def test_a_recommit_is_the_offset_the_tombstone_deleted(traced):
+    row = deletion(traced[2], "recommit")
+    assert row["committed_offset"] == 2 and row["base_timestamp_ms"] == at(5)
+
+
+def test_group_tombstones_swept_or_requested(traced):
+    rows = traced[2]
+    assert deletion(rows, "emptied", history.GROUP_DELETED)["cause"] == history.EXPIRED
+    assert deletion(rows, "removed", history.GROUP_DELETED)["cause"] == history.DELETED_BY_REQUEST
+    assert deletion(rows, "removed-apart", history.GROUP_DELETED)["cause"] == history.DELETED_BY_REQUEST
+
+
+def test_group_state_events_classic_and_kip848(traced):
+    rows = traced[2]
+    states = [
+        (r["event"], r["member_count"]) for r in rows if r["group_id"] == "emptied" and r["event"].startswith("GROUP_")
+    ]
+    assert states == [(history.GROUP_STABLE, 1), (history.GROUP_EMPTY, 0), (history.GROUP_DELETED, 0)]
+    modern_states = [(r["event"], r["generation"]) for r in rows if r["group_id"] == "k" and r["event"] != "COMMITTED"]
+    assert modern_states[:2] == [(history.GROUP_STABLE, 1), (history.GROUP_EMPTY, 2)]
+
+
+def test_commits_in_log_order_with_their_transaction(traced):
+    rows = traced[2]
+    commits = [r for r in rows if r["event"] == history.COMMITTED]
+    assert len(commits) == 11
+    (txn,) = [r for r in commits if r["group_id"] == "txn"]
+    assert txn["transaction"] == "committed" and txn["committed_offset"] == 50
+    assert [r["committed_offset"] for r in commits if r["group_id"] == "recommit"] == [1, 2]
+
+
+def test_the_retention_consistent_with_every_sweep_and_the_tombstones_that_bound_it(traced):
+    result = traced[0]
+    bound = result.retention
+    # Sweeps ran 5, 3, 1, 2 and 4 minutes after expiry at 7 days, every 10 minutes: 7d-5m to 7d+1m.
+    assert (bound.low, bound.high) == (10080 - 5, 10080 + 1)
+    assert bound.low_by["group_id"] == "emptied" and bound.high_by["group_id"] == "left"
+    assert bound.tombstones == 5
+
+
+def test_retention_bound_of_no_sweep_bounds_nothing():
+    assert retention_bound([], 600_000).low is None
+
+
+def test_another_retention_changes_the_causes(spark, dump, tmp_path):
+    result = run_history(spark, [dump], str(tmp_path), dataclasses.replace(load_settings(), retention_minutes=1440))
+    rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
+    # At one day every sweep above would have run six days earlier: none of them is a sweep now.
+    assert deletion(rows, "simple")["cause"] == history.DELETED_BY_REQUEST
+    assert result.retention.tombstones == 0
+
+
+def test_history_and_audit_agree_on_the_last_state(spark, dump, traced, tmp_path):
+    _, _, rows = traced
+    run_audit(spark, [dump], str(tmp_path), dataclasses.replace(load_settings(), as_of="2026-01-20T00:00:00Z"))
+    live = {
+        (r["group_id"], r["topic"], r["partition"]): r["committed_offset"]
+        for r in read_table(str(tmp_path), "partition_verdicts").to_pylist()
+    }
+    last: dict = {}
+    for r in rows:
+        if r["event"] == history.COMMITTED:
+            last[(r["group_id"], r["topic"], r["partition"])] = r["committed_offset"]
+        elif r["event"] == history.OFFSET_DELETED:
+            last.pop((r["group_id"], r["topic"], r["partition"]), None)
+    assert live == last
+    groups = {r["group_id"]: r["group_state"] for r in read_table(str(tmp_path), "group_verdicts").to_pylist()}
+    state: dict = {}
+    for r in rows:
+        if r["event"] in (history.GROUP_STABLE, history.GROUP_EMPTY):
+            state[r["group_id"]] = r["group_state"]
+        elif r["event"] == history.GROUP_DELETED:
+            state.pop(r["group_id"], None)
+    assert {g: s for g, s in groups.items() if g in state} == state
+
+
+def run_cli(*args):
+    from click.testing import CliRunner
+
+    from offset_audit.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_the_command_prints_a_readable_timeline_and_the_retention_range(spark, dump, tmp_path):
+    groups = ["--group", "emptied", "--group", "removed", "--group", "left"]
+    result = run_cli("history", "--input", dump, "--output", tmp_path, *groups, "-q")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    # Only the groups asked for: two sweeps bound the retention, one on each side.
+    assert "offsets.retention.minutes consistent with all 2 swept tombstones: 10,075 to 10,081" in text
+    assert "at least by emptied orders-0" in text and "at most by left payments-0" in text
+    emptied = text.split("  emptied:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert emptied == [
+        "  2026-01-01 00:00 is Stable (generation 4, 1 member)",
+        "  2026-01-02 00:00 orders-0 committed offset 100",
+        "  2026-01-03 00:00 became Empty (generation 4, 0 members)",
+        "  2026-01-10 00:05 orders-0 deleted: expired, EMPTY_GROUP, 7 days 5 min after the group became Empty",
+        "  2026-01-10 00:05 group removed by the expiry sweep; it was Empty",
+    ]
+    removed = text.split("  removed:\n", 1)[1].split("\n\n", 1)[0]
+    assert (
+        "deleted by a request (OffsetDelete or an admin tool): EMPTY_GROUP, it would have expired 2026-01-09" in removed
+    )
+    assert "group deleted by a request (DeleteGroups)" in removed
+
+
+def test_the_command_json_and_its_mistakes(spark, dump, tmp_path, monkeypatch):
+    import json
+
+    document = json.loads(run_cli("history", "--input", dump, "--output", tmp_path / "a", "--json", "-q").stdout)
+    assert document["command"] == "history" and document["consistent_retention_minutes"]["low"] == 10075
+    swept = [e for e in document["events"] if e["event"] == history.OFFSET_DELETED and e["cause"] == history.EXPIRED]
+    assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 5}]
+
+    import offset_audit.session
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("started Spark")
+
+    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
+    missing = run_cli("history", "--input", tmp_path / "nope", "--output", tmp_path / "b")
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    bad = run_cli("history", "--input", dump, "--output", tmp_path / "b", "--retention-minutes", "soon")
+    assert bad.exit_code == 2
+
+
+def test_one_topic_keeps_its_groups_whole_for_the_causes(spark, dump, tmp_path):
+    run_history(spark, [dump], str(tmp_path), load_settings(), topic="payments")
+    rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
+    assert {r["group_id"] for r in rows} == {"left", "k"}
+    assert {r["topic"] for r in rows} == {"payments", None}
+    assert deletion(rows, "left")["cause"] == history.EXPIRED
