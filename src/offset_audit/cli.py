@@ -10,12 +10,15 @@ from typing import Any
 import click
 
 from offset_audit.cli_common import (
+    AUDIT_DIR_OPTION,
     END_OFFSETS_OPTION,
+    READ_CONF_OPTION,
     START_OFFSETS_OPTION,
     STORAGE_OPTION,
     _Commands,
     _pairs,
     _user_errors,
+    read_storage,
 )
 from offset_audit.cli_metrics import metrics
 from offset_audit.cli_report import report
@@ -685,7 +688,7 @@ def history(
 
 
 @main.command()
-@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@AUDIT_DIR_OPTION
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="only this group (repeatable).")
 @click.option("--topic", default=None, help="only this topic.")
 @click.option(
@@ -697,13 +700,7 @@ def history(
 )
 @click.option("--snapshot-id", default=None, help="which snapshot (default: the newest audit).")
 @STORAGE_OPTION
-@click.option(
-    "--conf",
-    "conf_file",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="TOML file overlaying conf/default.toml (its [storage] is used).",
-)
+@READ_CONF_OPTION
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document (groups and offsets) instead.")
 @_user_errors
 def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_options, conf_file, as_json) -> None:
@@ -715,9 +712,8 @@ def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_opt
     from offset_audit import results
     from offset_audit.documents import dumps
     from offset_audit.durations import MINUTE_MS
-    from offset_audit.storage import for_settings
 
-    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    storage = read_storage(conf_file, storage_options)
     audit_dir = normalize(audit_dir)
     results.check_audit_dir(audit_dir, storage, "partition_verdicts")
     snapshot = results.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage)
@@ -736,7 +732,7 @@ def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_opt
 
 
 @main.command("delete-plan")
-@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@AUDIT_DIR_OPTION
 @click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
 @click.option(
     "--bootstrap-server",
@@ -748,13 +744,7 @@ def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_opt
     "--script", type=click.Path(dir_okay=False), default=None, help="write the commands to this file instead."
 )
 @STORAGE_OPTION
-@click.option(
-    "--conf",
-    "conf_file",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="TOML file overlaying conf/default.toml (its [storage] is used).",
-)
+@READ_CONF_OPTION
 @click.option(
     "--json",
     "as_json",
@@ -776,10 +766,9 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
     from offset_audit.documents import delete_plan_document, dumps
     from offset_audit.results import check_audit_dir
     from offset_audit.results import delete_plan as plan
-    from offset_audit.storage import for_settings
     from offset_audit.summary import delete_plan_lines
 
-    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    storage = read_storage(conf_file, storage_options)
     audit_dir = normalize(audit_dir)
     check_audit_dir(audit_dir, storage)
     if script:

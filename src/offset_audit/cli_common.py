@@ -87,3 +87,24 @@ START_OFFSETS_OPTION = click.option(
     help="log start offsets, for offset_out_of_range: kafka-get-offsets.sh --time -2 output, with a "
     "kafka-get-offsets.sh --end-offsets file (without it, log_start_offset is null).",
 )
+
+
+# The options of the commands that read an audit's output folder (describe, delete-plan, report, metrics).
+AUDIT_DIR_OPTION = click.option(
+    "--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit."
+)
+READ_CONF_OPTION = click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file overlaying conf/default.toml (its [storage] is used).",
+)
+
+
+def read_storage(conf_file: str | None, storage_options: tuple[str, ...]):
+    """The object-store access of a read command: the config's [storage], then --storage-option."""
+    from offset_audit.config import load_settings
+    from offset_audit.storage import for_settings
+
+    return for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))

@@ -8,8 +8,13 @@ import tempfile
 
 import click
 
-from offset_audit.cli_common import STORAGE_OPTION, _pairs, _user_errors
-from offset_audit.config import load_settings
+from offset_audit.cli_common import (
+    AUDIT_DIR_OPTION,
+    READ_CONF_OPTION,
+    STORAGE_OPTION,
+    _user_errors,
+    read_storage,
+)
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import is_remote, normalize
@@ -19,7 +24,7 @@ TEXTFILE_SUFFIX = ".prom"
 
 
 @click.command("metrics")
-@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@AUDIT_DIR_OPTION
 @click.option(
     "--output",
     default=None,
@@ -28,13 +33,7 @@ TEXTFILE_SUFFIX = ".prom"
 )
 @click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
 @STORAGE_OPTION
-@click.option(
-    "--conf",
-    "conf_file",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="TOML file overlaying conf/default.toml (its [storage] is used).",
-)
+@READ_CONF_OPTION
 @_user_errors
 def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
     """Print an audited snapshot as Prometheus metrics (text format 0.0.4): lag, commit age and expiry per
@@ -44,11 +43,10 @@ def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
     with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
     """
     from offset_audit.metrics import snapshot_metrics
-    from offset_audit.storage import for_settings
 
     if output is not None:
         _check_textfile(output)
-    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    storage = read_storage(conf_file, storage_options)
     result = snapshot_metrics(normalize(audit_dir), snapshot_id, storage)
     if output is None:
         click.echo(result.text, nl=False)

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import click
 
-from offset_audit.cli_common import STORAGE_OPTION, _pairs, _user_errors
-from offset_audit.config import load_settings
+from offset_audit.cli_common import (
+    AUDIT_DIR_OPTION,
+    READ_CONF_OPTION,
+    STORAGE_OPTION,
+    _user_errors,
+    read_storage,
+)
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.html_report import DEFAULT_DAYS
@@ -21,7 +26,7 @@ from offset_audit.storage import Storage, is_remote, normalize
 
 
 @click.command("report")
-@click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit.")
+@AUDIT_DIR_OPTION
 @click.option(
     "--output",
     required=True,
@@ -37,13 +42,7 @@ from offset_audit.storage import Storage, is_remote, normalize
     help="how many days after as_of the expiry chart covers.",
 )
 @STORAGE_OPTION
-@click.option(
-    "--conf",
-    "conf_file",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="TOML file overlaying conf/default.toml (its [storage] is used).",
-)
+@READ_CONF_OPTION
 @_user_errors
 def report(audit_dir, output, snapshot_id, days, storage_options, conf_file) -> None:
     """Write one HTML page summarising an audit folder: offsets expiring per day by rule, groups by state
@@ -53,9 +52,8 @@ def report(audit_dir, output, snapshot_id, days, storage_options, conf_file) -> 
     Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
     """
     from offset_audit.html_report import read_audit, render
-    from offset_audit.storage import for_settings
 
-    storage = for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))
+    storage = read_storage(conf_file, storage_options)
     audit_dir, output = normalize(audit_dir), normalize(output)
     check_output_file(output, storage)
     page = render(read_audit(audit_dir, snapshot_id, storage), days)
