@@ -33,6 +33,18 @@ def spark():
     session.stop()
 
 
+@pytest.fixture
+def no_spark(monkeypatch):
+    """Fails the test if the command starts Spark: mistakes are refused, and the read commands answer,
+    before any session (a JVM costs seconds)."""
+    import offset_audit.session
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the command started Spark")
+
+    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
+
+
 AUDITED_RETENTIONS = [1440, 10080, 43200]
 
 

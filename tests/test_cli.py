@@ -151,17 +151,6 @@ def test_anything_else_from_a_task_keeps_its_traceback(spark):
         command()
 
 
-@pytest.fixture
-def no_spark(monkeypatch):
-    """Fails the test if the command starts Spark: these mistakes must cost no session."""
-    import offset_audit.session
-
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("the command started Spark before refusing")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
-
-
 @pytest.fixture(scope="module")
 def small_dump(tmp_path_factory):
     from offset_audit.generator import generate_dump

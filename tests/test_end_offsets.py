@@ -40,17 +40,6 @@ def rows(table: pa.Table) -> list[tuple]:
     return [tuple(r.values()) for r in table.to_pylist()]
 
 
-@pytest.fixture
-def no_spark(monkeypatch):
-    """Fails the test if the command starts Spark: these must be refused (or answered) before it."""
-    import offset_audit.session
-
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("the command started Spark")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
-
-
 @pytest.fixture(scope="module")
 def small_dump(tmp_path_factory):
     from offset_audit.generator import generate_dump

@@ -261,7 +261,7 @@ def test_the_command_prints_a_readable_timeline_and_the_retention_range(spark, d
     assert "group deleted by a request (DeleteGroups)" in removed
 
 
-def test_the_command_json_and_its_mistakes(spark, dump, tmp_path, monkeypatch):
+def test_the_command_json(spark, dump, tmp_path):
     import json
 
     document = json.loads(run_cli("history", "--input", dump, "--output", tmp_path / "a", "--json", "-q").stdout)
@@ -269,12 +269,8 @@ def test_the_command_json_and_its_mistakes(spark, dump, tmp_path, monkeypatch):
     swept = [e for e in document["events"] if e["event"] == history.OFFSET_DELETED and e["cause"] == history.EXPIRED]
     assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 5}]
 
-    import offset_audit.session
 
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("started Spark")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
+def test_the_command_refuses_mistakes_before_spark_starts(no_spark, dump, tmp_path):
     missing = run_cli("history", "--input", tmp_path / "nope", "--output", tmp_path / "b")
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
     bad = run_cli("history", "--input", dump, "--output", tmp_path / "b", "--retention-minutes", "soon")

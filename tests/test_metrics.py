@@ -282,17 +282,6 @@ def test_the_sample_in_the_dashboards_doc_is_what_the_command_prints_for_its_row
 # The command ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_spark(monkeypatch):
-    """Fails the test if the command starts Spark: a read command answers without a JVM."""
-    import offset_audit.session
-
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("offset-audit metrics started Spark")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
-
-
 def _run(*args: str):
     return CliRunner().invoke(main, ["metrics", *args])
 

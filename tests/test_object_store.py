@@ -202,16 +202,6 @@ def test_storage_options_on_the_command_line_reach_delete_plan_without_the_envir
     assert "kafka-consumer-groups.sh" in result.output and "--delete-offsets" in result.output
 
 
-@pytest.fixture
-def no_spark(monkeypatch):
-    import offset_audit.session
-
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("the command started Spark before refusing")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
-
-
 @pytest.mark.parametrize(
     ("where", "message"),
     [

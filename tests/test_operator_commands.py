@@ -20,16 +20,6 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-@pytest.fixture
-def no_spark(monkeypatch):
-    import offset_audit.session
-
-    def refuse(*_args, **_kwargs):
-        raise AssertionError("the command started Spark")
-
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
-
-
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory):
     from offset_audit.generator import generate_dump
