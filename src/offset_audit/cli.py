@@ -88,19 +88,32 @@ def _paths(values: tuple[str, ...] | list[str]) -> list[str]:
     return [normalize(v) for v in values]
 
 
-class _RetentionMinutes(click.ParamType):
-    """offsets.retention.minutes: minutes or a duration (7d), a whole number the broker can hold (a Java
-    int, at least 1)."""
+class _Duration(click.ParamType):
+    """A duration as operators write it (30m, 24h, 7d; a bare number is minutes), in minutes."""
 
     name = "duration"
+    expected = "takes a duration like 30m, 24h, 7d (a bare number is minutes)"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         from offset_audit.durations import parse_minutes
 
         try:
-            minutes = parse_minutes(value, "it")
+            return parse_minutes(value, "it")
         except UserError:
-            self.fail(f"takes minutes or a duration like 30m, 24h, 7d, not '{value}'", param, ctx)
+            self.fail(f"{self.expected}, not '{value}'", param, ctx)
+
+
+DURATION = _Duration()
+
+
+class _RetentionMinutes(_Duration):
+    """offsets.retention.minutes: a duration that is a whole number the broker can hold (a Java int, at
+    least 1 minute)."""
+
+    expected = "takes minutes or a duration like 30m, 24h, 7d"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        minutes = super().convert(value, param, ctx)
         if not 1 <= minutes <= MAX_RETENTION_MINUTES:
             self.fail(
                 f"takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is a Java int), "
@@ -112,23 +125,6 @@ class _RetentionMinutes(click.ParamType):
 
 
 RETENTION_MINUTES = _RetentionMinutes()
-
-
-class _Duration(click.ParamType):
-    """A duration as operators write it (30m, 24h, 7d; a bare number is minutes), in minutes."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        from offset_audit.durations import parse_minutes
-
-        try:
-            return parse_minutes(value, "it")
-        except UserError:
-            self.fail(f"takes a duration like 30m, 24h, 7d (a bare number is minutes), not '{value}'", param, ctx)
-
-
-DURATION = _Duration()
 RUNS = "runs"
 
 

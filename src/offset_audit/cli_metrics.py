@@ -4,7 +4,6 @@ Spark, to stdout or atomically into node_exporter's textfile collector folder.""
 from __future__ import annotations
 
 import os
-import tempfile
 
 import click
 
@@ -17,7 +16,7 @@ from offset_audit.cli_common import (
 )
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
-from offset_audit.storage import is_remote, normalize
+from offset_audit.storage import is_remote, normalize, replace_file
 
 # node_exporter's textfile collector reads only files named *.prom.
 TEXTFILE_SUFFIX = ".prom"
@@ -67,19 +66,6 @@ def _check_textfile(output: str) -> None:
 
 
 def _write_atomically(output: str, text: str) -> None:
-    """Write next to the target under a name the collector ignores, then rename over it: a scrape sees
-    the old file or the new one, never half of one."""
-    folder = os.path.dirname(os.path.abspath(output))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".offset_audit.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as written:
-            written.write(text)
-            written.flush()
-            os.fsync(written.fileno())
-        # mkstemp makes the file readable by its owner only; node_exporter usually runs as another user.
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, output)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    """Renamed over the target (a scrape sees the old file or the new one), readable by all: node_exporter
+    usually runs as another user."""
+    replace_file(output, text.encode("utf-8"), mode=0o644)

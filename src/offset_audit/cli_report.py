@@ -22,7 +22,7 @@ from offset_audit.cli_common import (
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.html_report import DEFAULT_DAYS
-from offset_audit.storage import Storage, is_remote, normalize
+from offset_audit.storage import Storage, is_remote, normalize, replace_file
 
 
 @click.command("report")
@@ -97,15 +97,5 @@ def write_page(output: str, html: str, storage: Storage) -> int:
         with storage.open_output_stream(output) as stream:
             stream.write(data)
         return len(data)
-    handle, partial = tempfile.mkstemp(prefix=".offset-audit-report-", suffix=".html", dir=os.path.dirname(output))
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)  # as open() would have made it; mkstemp's are private
-        os.replace(partial, output)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    replace_file(output, data)
     return len(data)

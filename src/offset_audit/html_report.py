@@ -535,8 +535,8 @@ class Page:
 def read_audit(folder: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> Audit:
     """An audit folder's tables for the page: the given snapshot (default: the newest), the totals of
     every snapshot, and the newest what-if if one was run. delta-rs and pyarrow only: no Spark."""
-    chosen = pick_snapshot(folder, snapshot_id, storage=storage)
     known = snapshots(folder, storage=storage)
+    chosen = pick_snapshot(folder, snapshot_id, storage=storage, known=known)
     snapshot = next(s for s in known if s.snapshot_id == chosen)
     partitions = read_snapshot(folder, "partition_verdicts", chosen, storage, PARTITION_COLUMNS)
     groups = read_snapshot(folder, "group_verdicts", chosen, storage, GROUP_COLUMNS)
@@ -551,8 +551,9 @@ def read_audit(folder: str, snapshot_id: str | None = None, storage: Storage = L
         for s in known
     ]
     whatif, whatif_snapshot = None, None
-    if has_table(folder, "whatif", storage) and snapshots(folder, "whatif", storage):
-        whatif_snapshot = pick_snapshot(folder, None, "whatif", storage)
+    scenarios = snapshots(folder, "whatif", storage) if has_table(folder, "whatif", storage) else []
+    if scenarios:
+        whatif_snapshot = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
         whatif = read_snapshot(folder, "whatif", whatif_snapshot, storage)
     return Audit(folder, snapshot, partitions, groups, candidates, history, whatif, whatif_snapshot)
 

@@ -119,9 +119,16 @@ def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOC
     return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
 
 
-def pick_snapshot(folder: str, snapshot_id: str | None, table: str = "group_verdicts", storage: Storage = LOCAL) -> str:
-    """The given snapshot id, checked to be in the table, or the newest one (by as_of)."""
-    known = snapshots(folder, table, storage)
+def pick_snapshot(
+    folder: str,
+    snapshot_id: str | None,
+    table: str = "group_verdicts",
+    storage: Storage = LOCAL,
+    known: list[Snapshot] | None = None,
+) -> str:
+    """The given snapshot id, checked to be in the table, or the newest one (by as_of). `known`: the
+    table's `snapshots`, when the caller has read them already."""
+    known = snapshots(folder, table, storage) if known is None else known
     if not known:
         raise UserError(f"the {table} table under '{folder}' is empty: run offset-audit audit first")
     if snapshot_id is None:
