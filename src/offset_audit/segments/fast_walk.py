@@ -69,10 +69,7 @@ def crc32c(buf, start, end, tables):
     i = start
     while i + 8 <= end:
         crc ^= (
-            np.int64(buf[i])
-            | (np.int64(buf[i + 1]) << 8)
-            | (np.int64(buf[i + 2]) << 16)
-            | (np.int64(buf[i + 3]) << 24)
+            np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16) | (np.int64(buf[i + 3]) << 24)
         )
         crc = (
             tables[7, crc & 0xFF]
