@@ -89,3 +89,11 @@ def audited(spark, tmp_path_factory) -> Path:
     run_whatif(spark, [dump], output, load_settings(None), AUDITED_RETENTIONS, ["latest"])
     assert len(snapshots(output)) == 2
     return Path(output)
+
+
+@pytest.fixture(params=["fast", "python"])
+def segment_path(request, monkeypatch) -> str:
+    """Runs a segment test on both readers: the compiled fast path and the Python path it hands the rest
+    to must give the same rows. Set through the environment so a probe in a fresh process follows too."""
+    monkeypatch.setenv("OFFSET_AUDIT_SEGMENTS_FAST", "1" if request.param == "fast" else "0")
+    return request.param

@@ -21,6 +21,9 @@ from offset_audit.segments import read_segment
 from offset_audit.segments.crc import crc32c
 from offset_audit.segments.writer import record_batch
 
+# Every test here runs on both segment readers (conftest.segment_path).
+pytestmark = pytest.mark.usefixtures("segment_path")
+
 T = 1_700_000_000_000
 GIB = 1 << 30
 
@@ -127,7 +130,7 @@ def _read_in_a_fresh_process(path) -> dict:
     ("codec", "payload"),
     [(1, lambda: _zeros_gzip(GIB)), (4, lambda: _zeros_zstd(GIB)), (4, lambda: _zeros_zstd(2 * GIB))],
 )
-def test_a_decompression_bomb_is_refused_at_the_bound_with_flat_memory(tmp_path, codec, payload):
+def test_a_decompression_bomb_is_refused_at_the_bound_with_flat_memory(tmp_path, codec, payload, segment_path):
     """A 1 MiB gzip batch inflating to 1 GiB took the run to 2.8 GiB once (a 2 GiB one, 5 GiB)."""
     folder = tmp_path / "__consumer_offsets-0"
     folder.mkdir()
@@ -138,8 +141,10 @@ def test_a_decompression_bomb_is_refused_at_the_bound_with_flat_memory(tmp_path,
     (error,) = read["errors"]
     assert "inflates to more than 67,108,864 bytes" in error and "max_batch_mib" in error
     assert read["offsets"] == [1]
-    # The bound is 64 MiB of output; the interpreter with pyarrow and numpy takes about 100 MiB.
-    assert read["peak_mib"] < 300, read["peak_mib"]
+    # The bound is 64 MiB of output; the interpreter with pyarrow and numpy takes about 100 MiB. The fast
+    # path adds a fixed cost: numba with LLVM and the compiled walker take about 140 MiB, and its chunk 16.
+    fixed_mib = 160 if segment_path == "fast" else 0
+    assert read["peak_mib"] < 300 + fixed_mib, read["peak_mib"]
 
 
 def test_the_bound_is_a_setting(tmp_path):

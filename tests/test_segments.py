@@ -21,6 +21,9 @@ import pytest
 from offset_audit.segments import partition_from_path, read_segment
 from offset_audit.sources.log_records import LOG_RECORD_SCHEMA
 
+# Every test here runs on both segment readers (conftest.segment_path).
+pytestmark = pytest.mark.usefixtures("segment_path")
+
 T = 1_700_000_000_000  # 0x0000018bcfe56800, the base timestamp of most fixtures
 
 

@@ -118,18 +118,24 @@ class _Bounds:
 
 
 def iter_frames(
-    segment_file: BinaryIO, size: int, path: str, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    segment_file: BinaryIO,
+    size: int,
+    path: str,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    start: int = 0,
 ) -> Iterator[Frame | Skipped]:
     """The batches of a file of `size` bytes, read from `segment_file`, and a Skipped for each stretch of
     bytes that holds none (reading goes on after it).
 
     Plain reads rather than an mmap: a mapped file's pages count as the process's memory as they are
     touched, so reading a 1 GiB segment would look like using 1 GiB. Here only one batch is in memory,
-    and no batch larger than `max_batch_bytes` is ever read.
+    and no batch larger than `max_batch_bytes` is ever read. `start`: the byte to begin at, a batch
+    boundary (the fast path hands over the batches it does not take).
     """
     read = segment_file.read
     bounds = _Bounds(segment_base_offset(path))
-    position = 0
+    position = start
+    segment_file.seek(start)
     while position < size:
         frame, problem = _frame_at(read, position, size, path, max_batch_bytes)
         if frame is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,8 +34,10 @@ class RowBuffer:
         self.partition = partition
         self.batch_rows = batch_rows
         self._clear()
-        # Rows already in Arrow form, fewer than batch_rows, waiting for more to fill a batch.
-        self._pending: pa.RecordBatch | None = None
+        # Rows already in Arrow form (the fast path's, and what is left over from the last emit), in file
+        # order before the rows in the lists.
+        self._arrow_parts: list[pa.RecordBatch] = []
+        self._arrow_rows = 0
 
     def _clear(self) -> None:
         # one entry per row
@@ -56,8 +59,7 @@ class RowBuffer:
         self.skipped_bytes: dict[int, int] = {}
 
     def __len__(self) -> int:
-        pending = self._pending.num_rows if self._pending is not None else 0
-        return pending + len(self.offsets)
+        return self._arrow_rows + len(self.offsets)
 
     def add_batch(self, position: int, batch: DecodedBatch) -> None:
         first_row = len(self.offsets)
@@ -85,6 +87,51 @@ class RowBuffer:
             self.skipped_bytes[len(self.offsets)] = skipped_bytes
         self.add_batch(position, DecodedBatch([offset], [NO_TIMESTAMP], [None], [None]))
 
+    def add_records(
+        self,
+        offsets: np.ndarray,
+        timestamps_ms: np.ndarray,
+        keys: pa.Array,
+        values: pa.Array,
+        producer_ids: np.ndarray,
+        producer_epochs: np.ndarray,
+        transactional: np.ndarray,
+        positions: np.ndarray,
+    ) -> None:
+        """Data records decoded elsewhere (the fast path), one array entry per row; no control records,
+        no errors."""
+        count = len(offsets)
+        if not count:
+            return
+        self._to_parts()
+        timestamps = pa.array(timestamps_ms, pa.int64())
+        arrays = [
+            pa.repeat(pa.scalar(self.partition, pa.int32()), count),
+            pa.array(offsets, pa.int64()),
+            pc.if_else(pc.equal(timestamps, NO_TIMESTAMP), pa.scalar(None, pa.int64()), timestamps),
+            keys,
+            values,
+            pa.array(producer_ids, pa.int64()),
+            pa.array(producer_epochs, pa.int16()),
+            pa.array(transactional, pa.bool_()),
+            pa.repeat(pa.scalar(False), count),
+            pa.nulls(count, _STRING),
+            pa.repeat(pa.scalar(self.source_file, pa.string()), count),
+            pa.array(positions, pa.int64()),
+            pa.nulls(count, _STRING),
+            pa.nulls(count, _STRING),
+            pa.nulls(count, pa.int64()),
+        ]
+        self._arrow_parts.append(pa.RecordBatch.from_arrays(arrays, schema=LOG_RECORD_SCHEMA))
+        self._arrow_rows += count
+
+    def _to_parts(self) -> None:
+        """The rows in the lists to Arrow, after those already there."""
+        if self.offsets:
+            rows = self._to_arrow()
+            self._arrow_parts.append(rows)
+            self._arrow_rows += rows.num_rows
+
     def full_batches(self) -> Iterator[pa.RecordBatch]:
         """Every complete batch of `batch_rows` rows; the rest stays for later."""
         if len(self) >= self.batch_rows:
@@ -96,10 +143,12 @@ class RowBuffer:
             yield from self._emit(final=True)
 
     def _emit(self, final: bool) -> Iterator[pa.RecordBatch]:
-        rows = self._to_arrow()
-        if self._pending is not None:
-            rows = pa.Table.from_batches([self._pending, rows]).combine_chunks().to_batches()[0]
-            self._pending = None
+        self._to_parts()
+        parts, self._arrow_parts, self._arrow_rows = self._arrow_parts, [], 0
+        if len(parts) == 1:
+            rows = parts[0]
+        else:
+            rows = pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
         start = 0
         while rows.num_rows - start >= self.batch_rows:
             yield rows.slice(start, self.batch_rows)
@@ -108,7 +157,8 @@ class RowBuffer:
             if final:
                 yield rows.slice(start)
             else:
-                self._pending = rows.slice(start)
+                self._arrow_parts.append(rows.slice(start))
+                self._arrow_rows = rows.num_rows - start
 
     def _to_arrow(self) -> pa.RecordBatch:
         count = len(self.offsets)

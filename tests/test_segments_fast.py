@@ -1,0 +1,160 @@
+"""The compiled fast path (segments/fast_walk.py) against the Python reader: the same rows, and the batches
+it should take taken by it, not quietly handed back.
+
+The Python reader's correctness is pinned by the hand-laid hex of test_segments.py (which runs on both
+paths); here the writer lays out batches, and each test says which ones the Python path must see.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from offset_audit.segments import fast_walk, reader
+from offset_audit.segments.crc import crc32c
+from offset_audit.segments.writer import marker_batch, record_batch
+
+T = 1_700_000_000_000
+_HANDED: list[int] = []
+
+
+def write(tmp_path: Path, *batches: bytes) -> Path:
+    folder = tmp_path / "__consumer_offsets-3"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "00000000000000000000.log"
+    path.write_bytes(b"".join(batches))
+    return path
+
+
+@pytest.fixture
+def python_path_positions(monkeypatch) -> list[int]:
+    """The byte positions of the frames the fast path hands to the Python path, in order."""
+    handed = _HANDED
+    handed.clear()
+    add_item = reader._add_item
+
+    def counting(rows, item, only_control, max_batch_bytes):
+        handed.append(item.position if hasattr(item, "position") else item.start)
+        add_item(rows, item, only_control, max_batch_bytes)
+
+    monkeypatch.setattr(reader, "_add_item", counting)
+    return handed
+
+
+def both(path: Path, **kwargs) -> list[dict]:
+    """The rows of the fast path, checked equal to the Python path's (read first, so that what
+    python_path_positions holds afterwards is the fast path's hand-overs)."""
+    python = pa.Table.from_batches(list(reader.read_segment(str(path), fast=False, **kwargs))).to_pylist()
+    _HANDED.clear()
+    fast = pa.Table.from_batches(list(reader.read_segment(str(path), fast=True, **kwargs))).to_pylist()
+    assert fast == python
+    return fast
+
+
+def positions(*batches: bytes) -> list[int]:
+    starts, at = [], 0
+    for batch in batches:
+        starts.append(at)
+        at += len(batch)
+    return starts
+
+
+def test_crc32c_of_the_walker_matches_the_library_on_every_length():
+    import numpy as np
+
+    data = bytes(range(256)) * 3
+    for end in range(0, 40):
+        buf = np.frombuffer(data, np.uint8)
+        assert fast_walk.crc32c(buf, 5, 5 + end, fast_walk.CRC32C_TABLES) == crc32c(data[5 : 5 + end])
+
+
+def test_one_record_batches_are_all_taken_by_the_fast_path(tmp_path, python_path_positions):
+    batches = [record_batch(offset, [(b"k%d" % offset, b"v%d" % offset, T + offset)]) for offset in range(50)]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_offset"] for r in rows] == list(range(50))
+    assert [r["source_position"] for r in rows] == positions(*batches)
+    assert python_path_positions == []
+
+
+def test_multi_record_batches_keep_their_offsets_timestamps_and_batch_position(tmp_path, python_path_positions):
+    first = record_batch(10, [(b"a", b"1", T), (b"b", b"2", T + 5), (b"c", b"3", T - 7)], producer_id=42)
+    second = record_batch(13, [(b"d", b"4", T + 1000)] * 4, attributes=0x10, producer_id=43)
+    rows = both(write(tmp_path, first, second))
+    assert [(r["source_offset"], r["record_timestamp_ms"], r["source_position"]) for r in rows] == [
+        (10, T, 0),
+        (11, T + 5, 0),
+        (12, T - 7, 0),
+        *[(13 + i, T + 1000, len(first)) for i in range(4)],
+    ]
+    assert [(r["producer_id"], r["is_transactional"]) for r in rows] == [(42, False)] * 3 + [(43, True)] * 4
+    assert python_path_positions == []
+
+
+def test_a_corrupt_batch_in_the_middle_is_the_python_paths_and_the_rest_stays_fast(tmp_path, python_path_positions):
+    before = [record_batch(offset, [(b"k", b"v", T)]) for offset in range(3)]
+    bad = bytearray(record_batch(3, [(b"k", b"damaged", T)]))
+    bad[-3] ^= 0xFF  # inside the value: the CRC fails, the length still holds
+    after = [record_batch(offset, [(b"k", b"v", T)]) for offset in range(4, 7)]
+    rows = both(write(tmp_path, *before, bytes(bad), *after))
+    assert [r["source_offset"] for r in rows] == list(range(7))
+    (error,) = [r for r in rows if r["source_error"]]
+    assert error["source_offset"] == 3 and "corrupt" in error["source_error"]
+    assert python_path_positions == [positions(*before, bytes(bad))[3]]
+
+
+def test_a_key_length_needing_a_two_byte_varint_is_read(tmp_path, python_path_positions):
+    key, value = b"k" * 200, b"v" * 70  # zigzag 400 = 90 03, zigzag 140 = 8c 01
+    rows = both(write(tmp_path, record_batch(0, [(key, value, T)])))
+    assert (rows[0]["key"], rows[0]["value"]) == (key, value)
+    assert python_path_positions == []
+
+
+def test_offsets_above_2_to_the_53_are_kept_exactly(tmp_path, python_path_positions):
+    rows = both(write(tmp_path, record_batch(2**53 + 5, [(b"a", b"1", T), (b"b", b"2", T)])))
+    assert [r["source_offset"] for r in rows] == [2**53 + 5, 2**53 + 6]
+    assert python_path_positions == []
+
+
+def test_offsets_at_the_int64_limit_go_to_the_python_path(tmp_path, python_path_positions):
+    batch = record_batch(2**63 - 2, [(b"a", b"1", T), (b"b", b"2", T)])
+    rows = both(write(tmp_path, batch))
+    assert [r["source_offset"] for r in rows] == [2**63 - 2, 2**63 - 1]
+    assert python_path_positions == [0]
+
+
+def test_null_value_is_a_tombstone_and_empty_value_is_not(tmp_path, python_path_positions):
+    rows = both(write(tmp_path, record_batch(0, [(b"gone", None, T), (b"empty", b"", T), (None, b"v", T)])))
+    assert [(r["key"], r["value"]) for r in rows] == [(b"gone", None), (b"empty", b""), (None, b"v")]
+    assert python_path_positions == []
+
+
+def test_markers_and_compressed_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
+    batches = [
+        record_batch(0, [(b"k", b"v", T)], producer_id=7, attributes=0x10),
+        marker_batch(1, producer_id=7, commit=True, timestamp=T),
+        record_batch(2, [(b"k", b"z", T)] * 3, compression="zstd"),
+        record_batch(5, [(b"k", b"v", T)]),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [r["control_type"] for r in rows] == [None, "COMMIT", None, None, None, None]
+    assert python_path_positions == positions(*batches)[1:3]
+
+
+def test_a_file_larger_than_a_chunk_with_batches_straddling_chunk_ends(tmp_path, monkeypatch, python_path_positions):
+    monkeypatch.setattr(reader, "FAST_CHUNK_BYTES", 1000)
+    batches = [record_batch(offset, [(b"key-%d" % offset, b"v" * (offset % 50), T)]) for offset in range(200)]
+    big = record_batch(200, [(b"big", b"x" * 1500, T)])  # larger than a chunk: the Python path reads it
+    path = write(tmp_path, *batches, big, record_batch(201, [(b"k", b"v", T)]))
+    rows = both(path, batch_rows=64)
+    assert [r["source_offset"] for r in rows] == list(range(202))
+    assert python_path_positions == [positions(*batches, big)[-1]]
+
+
+def test_a_truncated_last_batch_is_the_python_paths_error_row(tmp_path, python_path_positions):
+    good = record_batch(0, [(b"k", b"v", T)])
+    cut = record_batch(1, [(b"k", b"v", T)])[:-4]
+    rows = both(write(tmp_path, good, cut))
+    assert [r["source_error"] is None for r in rows] == [True, False]
+    assert python_path_positions == [len(good)]
