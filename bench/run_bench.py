@@ -1,8 +1,10 @@
-"""`make bench`: decode and audit throughput, as ratios against a raw scan in the same run.
+"""`make bench`: every input path's throughput as a ratio against `decode` of the same records as
+Parquet, in one run, at each size (1M and 5M records by default), with driver and worker peak memory.
 
-    python bench/run_bench.py --records 5000000 [--sizes 1000000,5000000,20000000]
+    python bench/run_bench.py [--sizes 1000000,5000000] [--no-python-baseline] [--no-share]
 
-Numbers are wall-clock seconds on this machine; only the ratios travel between machines.
+Numbers are wall-clock seconds on this machine, warm (best of two after a warm-up run, in one
+process); only the ratios travel between machines. Whole-process runs add Spark's start, about 10 s.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import argparse
 import json
 import shutil
 import struct
+import subprocess
+import sys
+import threading
 import time
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -52,55 +59,97 @@ def raw_scan(spark, path: Path) -> float:
     return time.perf_counter() - started
 
 
-def segments_for(records: int, seed: int) -> Path:
-    """The same dump as a broker data directory: one record per batch, as the coordinator writes."""
+def segments_for(records: int, seed: int, compression: str = "none") -> Path:
+    """The same dump as a broker data directory: one record per batch, as the coordinator writes (each
+    batch compressed on its own with `compression`, as a coordinator with compression.type does)."""
     from offset_audit.generator import snapshot_to_segments
 
     snapshot = dump_for(records, seed)
-    return cached(f"segments-{records}-{seed}", lambda path: snapshot_to_segments(str(snapshot), str(path)))
+    name = f"segments-{records}-{seed}" + ("" if compression == "none" else f"-{compression}")
+    return cached(name, lambda path: snapshot_to_segments(str(snapshot), str(path), 1, compression))
 
 
-def plain_read(spark, files: list[str]) -> float:
-    """Reading the segment bytes in the same Python workers, one task per file, and nothing else."""
+class WorkerMemory:
+    """The peak resident memory of Spark's Python workers (the processes pyspark.daemon forks), sampled
+    every 50 ms from /proc while a stage runs: their VmHWM covers their whole life, not one stage."""
 
-    def size(path: str) -> int:
-        total = 0
-        with open(path, "rb") as handle:
-            while chunk := handle.read(8 << 20):
-                total += len(chunk)
-        return total
+    def __init__(self) -> None:
+        self.peak_mib = 0
+        self._stop = threading.Event()
 
-    started = time.perf_counter()
-    spark.sparkContext.parallelize(files, len(files)).map(size).sum()
-    return time.perf_counter() - started
+    @staticmethod
+    def _workers() -> list[int]:
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if b"pyspark.daemon" in (entry / "cmdline").read_bytes():
+                        pids.append(int(entry.name))
+                except OSError:
+                    pass
+        return pids
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            for pid in self._workers():
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            self.peak_mib = max(self.peak_mib, int(line.split()[1]) // 1024)
+                except OSError:
+                    pass
+
+    @contextmanager
+    def measuring(self):
+        thread = threading.Thread(target=self._sample, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join()
 
 
-def bench_segments(spark, records: int, seed: int) -> dict:
-    path = segments_for(records, seed)
-    files = sorted(str(f) for f in path.rglob("*.log"))
-    megabytes = sum(Path(f).stat().st_size for f in files) / 2**20
-    plain_read(spark, files)  # warm
-    read_s = min(plain_read(spark, files) for _ in range(3))
-    output = DATA / f"out-segments-{records}"
+def timed(run, repeats: int = 2) -> tuple[float, object, int]:
+    """Best wall-clock seconds of `repeats` runs after a warm-up run, the last result, and the workers'
+    peak memory (MiB) over the measured runs."""
+    run()
+    best, result = float("inf"), None
+    with WorkerMemory().measuring() as memory:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            result = run()
+            best = min(best, time.perf_counter() - started)
+    return best, result, memory.peak_mib
+
+
+def bench_segments(spark, records: int, seed: int, compression: str, parquet_decode_s: float) -> dict:
+    path = segments_for(records, seed, compression)
+    megabytes = sum(f.stat().st_size for f in path.rglob("*.log")) / 2**20
+    output = DATA / f"out-segments-{records}-{compression}"
     shutil.rmtree(output, ignore_errors=True)
-    decode_s = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        report = run_decode(spark, [str(path)], str(output), load_settings())
-        decode_s = min(decode_s, time.perf_counter() - started)
+    results = {}
+    for fast in (True, False):
+        settings = replace(load_settings(), fast_path=fast)
+        seconds, report, worker_mb = timed(lambda s=settings: run_decode(spark, [str(path)], str(output), s))
+        results[fast] = (seconds, report, worker_mb)
+    seconds, report, worker_mb = results[True]
     return {
-        "segment_files": len(files),
+        "records": records,
+        "compression": compression,
         "segment_mb": round(megabytes, 1),
-        "segments_plain_read_s": round(read_s, 2),
-        "segments_decode_s": round(decode_s, 2),
-        "segments_decode_vs_read": round(decode_s / read_s, 2),
-        "segments_records_per_s": round(report.records_read / decode_s),
-        "segments_mb_per_s": round(megabytes / decode_s, 1),
+        "decode_s": round(seconds, 2),
+        "vs_parquet_decode": round(seconds / parquet_decode_s, 2),
+        "python_reader_decode_s": round(results[False][0], 2),
+        "python_reader_vs_parquet_decode": round(results[False][0] / parquet_decode_s, 2),
+        "records_per_s": round(report.records_read / seconds),
+        "worker_peak_mb": worker_mb,
     }
 
 
-def bench_share(spark, records: int, seed: int) -> dict:
-    """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster)."""
+def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict:
+    """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster) of
+    `records` records, against `decode` of a Parquet __consumer_offsets dump of as many records."""
     from offset_audit.generator import generate_share_state
     from offset_audit.share.run import run_share
 
@@ -108,22 +157,72 @@ def bench_share(spark, records: int, seed: int) -> dict:
         f"share-state-{records}-{seed}",
         lambda path: generate_share_state(str(path), records, seed=seed, world_records=300_000),
     )
-    raw_scan(spark, path)
-    scan = min(raw_scan(spark, path) for _ in range(3))
     output = DATA / f"share-out-{records}"
-    best = float("inf")
-    for _ in range(3):  # the first run warms the Python workers
+
+    def run():
         shutil.rmtree(output, ignore_errors=True)
-        started = time.perf_counter()
-        result = run_share(spark, [str(path)], str(output), load_settings())
-        best = min(best, time.perf_counter() - started)
+        return run_share(spark, [str(path)], str(output), load_settings())
+
+    seconds, result, worker_mb = timed(run)
     return {
-        "share_state_records": records,
+        "records": records,
         "share_partitions": len(result.partitions),
-        "share_raw_scan_s": round(scan, 2),
-        "share_s": round(best, 2),
-        "share_vs_scan": round(best / scan, 2),
+        "share_s": round(seconds, 2),
+        "vs_parquet_decode": round(seconds / parquet_decode_s, 2),
+        "worker_peak_mb": worker_mb,
     }
+
+
+# Reads one segment file in a fresh process, from after the reader is loaded, so that the growth is what
+# the file costs (VmHWM reset through /proc/self/clear_refs).
+_MEMORY_PROBE = """
+import json, re, sys
+from offset_audit.segments import read_segment
+def status(field):
+    return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+fast = sys.argv[2] == "fast"
+for _ in read_segment(sys.argv[3], fast=fast):
+    pass
+open("/proc/self/clear_refs", "w").write("5")
+baseline = status("VmRSS")
+rows = sum(batch.num_rows for batch in read_segment(sys.argv[1], fast=fast))
+print(json.dumps({"rows": rows, "growth_mib": status("VmHWM") - baseline}))
+"""
+
+
+def bench_segment_memory(seed: int) -> dict:
+    """What reading one segment file costs in memory, for a 60 MiB and a 600 MiB file: the 5M dump's
+    partitions laid end to end in one file, cut to size at a batch boundary."""
+    from offset_audit.segments.framing import iter_frames
+
+    source = sorted(segments_for(5_000_000, seed).rglob("*.log"))
+    result = {}
+    for mib in (60, 600):
+        folder = DATA / f"segment-memory-{mib}" / "__consumer_offsets-0"
+        path = folder / "00000000000000000000.log"
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as out:
+                for file in source:
+                    with open(file, "rb") as handle:
+                        for frame in iter_frames(handle, file.stat().st_size, str(file)):
+                            if out.tell() + len(frame.data) > mib << 20:
+                                break
+                            out.write(frame.data)
+                    if out.tell() + 4096 > mib << 20:
+                        break
+        warm = source[0]
+        for path_name in ("fast", "python"):
+            done = subprocess.run(
+                [sys.executable, "-c", _MEMORY_PROBE, str(path), path_name, str(warm)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            probe = json.loads(done.stdout)
+            result[f"{path_name}_{mib}mib_growth_mb"] = probe["growth_mib"]
+            result[f"{path_name}_{mib}mib_rows"] = probe["rows"]
+    return result
 
 
 def plain_python_decode(path: Path) -> tuple[float, int]:
@@ -197,29 +296,21 @@ def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
     scan = min(raw_scan(spark, path) for _ in range(3))
     output = DATA / f"out-{records}"
     shutil.rmtree(output, ignore_errors=True)
-    run_decode(spark, [str(path)], str(output), load_settings())  # warm the Python workers too
-    decode_s = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        report = run_decode(spark, [str(path)], str(output), load_settings())
-        decode_s = min(decode_s, time.perf_counter() - started)
+    decode_s, report, decode_worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    audit_s, _, audit_worker_mb = timed(
+        lambda: run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())
+    )
     result = {
         "records": records,
         "raw_scan_s": round(scan, 2),
-        "decode_to_delta_s": round(decode_s, 2),
+        "decode_s": round(decode_s, 2),
         "decode_vs_scan": round(decode_s / scan, 2),
         "decoded": report.records_decoded,
         "quarantined": report.quarantined,
+        "audit_s": round(audit_s, 2),
+        "audit_vs_decode": round(audit_s / decode_s, 2),
+        "worker_peak_mb": max(decode_worker_mb, audit_worker_mb),
     }
-    run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())  # warm
-    audit_s = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())
-        audit_s = min(audit_s, time.perf_counter() - started)
-    result["audit_s"] = round(audit_s, 2)
-    result["audit_vs_scan"] = round(audit_s / scan, 2)
-    result.update(driver_peak_memory(spark))
     if with_python:
         python_s, _ = plain_python_decode(path)
         result["plain_python_s"] = round(python_s, 2)
@@ -229,51 +320,81 @@ def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", type=int, default=5_000_000)
-    parser.add_argument("--sizes", default="", help="comma-separated record counts for the growth table")
+    parser.add_argument("--sizes", default="1000000,5000000", help="comma-separated record counts")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-python-baseline", action="store_true")
-    parser.add_argument("--no-segments", action="store_true", help="skip the log-segment throughput")
-    parser.add_argument("--share-records", type=int, default=1_000_000, help="__share_group_state records (0: skip)")
+    parser.add_argument("--no-segments", action="store_true", help="skip the log segments")
+    parser.add_argument("--no-share", action="store_true", help="skip __share_group_state")
+    parser.add_argument("--no-memory", action="store_true", help="skip the 60 and 600 MiB segment files")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     spark = get_spark()
-    sizes = [int(s) for s in args.sizes.split(",") if s] or [args.records]
-    results = []
-    for records in sizes:
-        result = bench_size(
-            spark, records, args.seed, with_python=not args.no_python_baseline and records == args.records
-        )
-        results.append(result)
-        print(json.dumps(result))
+    rows: list[tuple] = []
+    results: list[dict] = []
+    for records in [int(s) for s in args.sizes.split(",") if s]:
+        parquet = bench_size(spark, records, args.seed, with_python=not args.no_python_baseline)
+        results.append({"path": "parquet", **parquet})
+        print(json.dumps(results[-1]), flush=True)
+        base = parquet["decode_s"]
+        rows.append((records, "raw scan (Parquet)", parquet["raw_scan_s"], round(parquet["raw_scan_s"] / base, 2), "-"))
+        rows.append((records, "decode (Parquet)", base, 1.0, parquet["worker_peak_mb"]))
+        rows.append((records, "audit (Parquet)", parquet["audit_s"], parquet["audit_vs_decode"], "-"))
+        if "plain_python_s" in parquet:
+            rows.append(
+                (records, "plain Python script", parquet["plain_python_s"], parquet["plain_python_vs_decode"], "-")
+            )
+        if not args.no_segments:
+            for compression in ("none", "zstd"):
+                segments = bench_segments(spark, records, args.seed, compression, base)
+                results.append({"path": "segments", **segments})
+                print(json.dumps(results[-1]), flush=True)
+                label = "uncompressed" if compression == "none" else compression
+                rows.append(
+                    (
+                        records,
+                        f"decode (segments, {label})",
+                        segments["decode_s"],
+                        segments["vs_parquet_decode"],
+                        segments["worker_peak_mb"],
+                    )
+                )
+                rows.append(
+                    (
+                        records,
+                        "  the same, Python reader",
+                        segments["python_reader_decode_s"],
+                        segments["python_reader_vs_parquet_decode"],
+                        "-",
+                    )
+                )
+        if not args.no_share:
+            share = bench_share(spark, records, args.seed, base)
+            results.append({"path": "share", **share})
+            print(json.dumps(results[-1]), flush=True)
+            rows.append(
+                (
+                    records,
+                    "share (__share_group_state)",
+                    share["share_s"],
+                    share["vs_parquet_decode"],
+                    share["worker_peak_mb"],
+                )
+            )
+    driver = driver_peak_memory(spark)
+    results.append({"path": "driver", **driver})
+    if not args.no_memory and not args.no_segments:
+        memory = bench_segment_memory(args.seed)
+        results.append({"path": "segment-memory", **memory})
     print()
-    print(
-        f"{'records':>12} {'raw scan s':>11} {'decode s':>9} {'decode/scan':>12} {'audit s':>8} {'audit/scan':>11}"
-        f" {'python s':>9} {'python/decode':>14} {'driver peak MB (py/jvm)':>24}"
-    )
-    for r in results:
+    print(f"{'records':>10}  {'path':<34} {'seconds':>8} {'x decode (Parquet)':>19} {'worker peak MiB':>16}")
+    for records, path, seconds, ratio, worker in rows:
+        print(f"{records:>10,}  {path:<34} {seconds:>8} {ratio:>19} {worker:>16}")
+    print(f"driver peak memory: Python {driver['driver_python_peak_mb']} MiB, JVM {driver['driver_jvm_peak_mb']} MiB")
+    if not args.no_memory and not args.no_segments:
         print(
-            f"{r['records']:>12,} {r['raw_scan_s']:>11} {r['decode_to_delta_s']:>9} {r['decode_vs_scan']:>12}"
-            f" {r['audit_s']:>8} {r['audit_vs_scan']:>11} {r.get('plain_python_s', '-'):>9}"
-            f" {r.get('plain_python_vs_decode', '-'):>14} {r['driver_python_peak_mb']:>13}/{r['driver_jvm_peak_mb']}"
-        )
-    if not args.no_segments:
-        segments = bench_segments(spark, args.records, args.seed)
-        results.append(segments)
-        print()
-        print(
-            f"log segments of the {args.records:,}-record dump: {segments['segment_files']} files, "
-            f"{segments['segment_mb']} MiB; plain read {segments['segments_plain_read_s']} s, decode to Delta "
-            f"{segments['segments_decode_s']} s ({segments['segments_decode_vs_read']}x), "
-            f"{segments['segments_records_per_s']:,} records/s, {segments['segments_mb_per_s']} MiB/s"
-        )
-    if args.share_records:
-        share = bench_share(spark, args.share_records, args.seed)
-        results.append(share)
-        print(
-            f"share: {share['share_state_records']:,} __share_group_state records, {share['share_partitions']:,} "
-            f"share-partitions; raw scan {share['share_raw_scan_s']} s, share {share['share_s']} s "
-            f"({share['share_vs_scan']}x)"
+            "one segment file read in a fresh process, memory beyond the loaded reader: "
+            f"60 MiB file {memory['fast_60mib_growth_mb']} MiB, 600 MiB file {memory['fast_600mib_growth_mb']} MiB "
+            f"(Python reader: {memory['python_60mib_growth_mb']} and {memory['python_600mib_growth_mb']} MiB)"
         )
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
 

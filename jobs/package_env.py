@@ -5,7 +5,7 @@
     python jobs/package_env.py driver dist/offset_audit_driver_env.tar.gz
 
 `executors` holds only what the Python workers import (the decoder, the Parquet writer, log-segment
-checksums and codecs); `driver` adds what the driver needs when it runs inside the cluster (cluster
+checksums, codecs and compiled walker); `driver` adds what the driver needs when it runs inside the cluster (cluster
 deploy mode on YARN or Kubernetes): delta-rs for the commits, click, pandas. Both pin the versions
 installed here, so the workers run exactly what the driver was tested with. PySpark itself is not
 packed: every Spark installation puts its own on the path. The package comes separately as
@@ -25,7 +25,7 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
-EXECUTORS = ["numpy", "pyarrow", "cramjam", "google-crc32c"]
+EXECUTORS = ["numpy", "pyarrow", "cramjam", "google-crc32c", "numba", "zstandard"]
 DRIVER = [*EXECUTORS, "deltalake", "pandas", "click"]
 
 

@@ -94,6 +94,8 @@ def audited(spark, tmp_path_factory) -> Path:
 @pytest.fixture(params=["fast", "python"])
 def segment_path(request, monkeypatch) -> str:
     """Runs a segment test on both readers: the compiled fast path and the Python path it hands the rest
-    to must give the same rows. Set through the environment so a probe in a fresh process follows too."""
-    monkeypatch.setenv("OFFSET_AUDIT_SEGMENTS_FAST", "1" if request.param == "fast" else "0")
+    to must give the same rows (read_segment's default, in this process)."""
+    from offset_audit.segments import reader
+
+    monkeypatch.setattr(reader, "FAST_BY_DEFAULT", request.param == "fast")
     return request.param

@@ -53,6 +53,14 @@ def both(path: Path, **kwargs) -> list[dict]:
     return fast
 
 
+def _with_payload(batch: bytes, payload: bytes) -> bytes:
+    """`batch` with its records (or their compressed form) replaced by `payload`, length and CRC made to fit."""
+    head = bytearray(batch[:61] + payload)
+    head[8:12] = (len(head) - 12).to_bytes(4, "big")
+    head[17:21] = crc32c(bytes(head[21:])).to_bytes(4, "big")
+    return bytes(head)
+
+
 def positions(*batches: bytes) -> list[int]:
     starts, at = [], 0
     for batch in batches:
@@ -130,16 +138,127 @@ def test_null_value_is_a_tombstone_and_empty_value_is_not(tmp_path, python_path_
     assert python_path_positions == []
 
 
-def test_markers_and_compressed_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
+def test_markers_and_gzip_snappy_lz4_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
     batches = [
         record_batch(0, [(b"k", b"v", T)], producer_id=7, attributes=0x10),
         marker_batch(1, producer_id=7, commit=True, timestamp=T),
-        record_batch(2, [(b"k", b"z", T)] * 3, compression="zstd"),
-        record_batch(5, [(b"k", b"v", T)]),
+        record_batch(2, [(b"k", b"z", T)] * 3, compression="gzip"),
+        record_batch(5, [(b"k", b"s", T)] * 2, compression="snappy"),
+        record_batch(7, [(b"k", b"l", T)] * 2, compression="lz4"),
+        record_batch(9, [(b"k", b"v", T)]),
     ]
     rows = both(write(tmp_path, *batches))
-    assert [r["control_type"] for r in rows] == [None, "COMMIT", None, None, None, None]
-    assert python_path_positions == positions(*batches)[1:3]
+    assert [r["control_type"] for r in rows] == [None, "COMMIT"] + [None] * 8
+    assert python_path_positions == positions(*batches)[1:5]
+
+
+def test_zstd_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_positions):
+    batches = [
+        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="zstd"),
+        record_batch(5, [(b"plain", b"v", T)]),
+        record_batch(6, [(b"gone", None, T)], compression="zstd", attributes=0x10, producer_id=9),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
+        *[(i, b"k%d" % i, b"value %d" % i) for i in range(5)],
+        (5, b"plain", b"v"),
+        (6, b"gone", None),
+    ]
+    assert [r["source_position"] for r in rows] == [0] * 5 + positions(*batches)[1:]
+    assert python_path_positions == []
+
+
+def test_a_zstd_payload_libzstd_refuses_is_the_python_paths_error_row(tmp_path, python_path_positions):
+    good = record_batch(0, [(b"k", b"v", T)], compression="zstd")
+    # A payload that is no zstd frame, under a CRC that verifies: the error must be cramjam's wording.
+    bad = _with_payload(record_batch(1, [(b"k", b"v", T)], compression="zstd"), b"not a zstd frame at all")
+    rows = both(write(tmp_path, good, bad, record_batch(2, [(b"k", b"v", T)], compression="zstd")))
+    assert [r["source_error"] is None for r in rows] == [True, False, True]
+    assert "zstd payload of 23 bytes cannot be decompressed" in rows[1]["source_error"]
+    assert python_path_positions == [len(good)]
+
+
+def test_zstd_batches_past_the_inflation_buffer_are_walked_in_several_calls(
+    tmp_path, monkeypatch, python_path_positions
+):
+    monkeypatch.setattr(reader, "FAST_INFLATED_BYTES", 4096)
+    batches = [
+        record_batch(offset * 3, [(b"key-%d" % offset, b"x" * 300, T)] * 3, compression="zstd") for offset in range(40)
+    ]
+    rows = both(write(tmp_path, *batches), batch_rows=50)
+    assert [r["source_offset"] for r in rows] == list(range(120))
+    assert python_path_positions == []
+
+
+def test_zstd_batches_go_to_the_python_path_without_libzstd(tmp_path, monkeypatch, python_path_positions):
+    from offset_audit.segments import native
+
+    stubs = native._zstd_stubs()
+    monkeypatch.setattr(native, "ZSTD_DECOMPRESS", stubs[0])
+    monkeypatch.setattr(native, "ZSTD_IS_ERROR", stubs[1])
+    monkeypatch.setattr(native, "ZSTD_CONTEXT", stubs[2])
+    batches = [record_batch(0, [(b"k", b"v", T)], compression="zstd"), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_offset"] for r in rows] == [0, 1]
+    assert python_path_positions == [0]
+
+
+def test_the_table_crc_stands_in_for_libcrc32c(tmp_path, monkeypatch, python_path_positions):
+    from offset_audit.segments import native
+
+    monkeypatch.setattr(native, "CRC32C_AVAILABLE", False)
+    bad = bytearray(record_batch(1, [(b"k", b"damaged", T)]))
+    bad[-3] ^= 0xFF
+    batches = [record_batch(0, [(b"k", b"v", T)]), bytes(bad), record_batch(2, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_error"] is None for r in rows] == [True, False, True]
+    assert python_path_positions == [positions(*batches)[1]]
+
+
+def test_the_transaction_pass_reads_only_the_markers_and_frames_as_the_python_path(tmp_path, python_path_positions):
+    damaged = bytearray(record_batch(4, [(b"k", b"v", T)]))
+    damaged[8:12] = (10**6).to_bytes(4, "big")  # a length that cannot hold: a skipped stretch
+    batches = [
+        record_batch(0, [(b"k", b"v", T)], producer_id=7, attributes=0x10),
+        marker_batch(1, producer_id=7, commit=True, timestamp=T),
+        record_batch(2, [(b"k", b"v", T)], compression="zstd", producer_id=8, attributes=0x10),
+        marker_batch(3, producer_id=8, commit=False, timestamp=T),
+        bytes(damaged),
+        record_batch(5, [(b"k", b"v", T)]),
+        marker_batch(6, producer_id=9, commit=True, timestamp=T),
+    ]
+    rows = both(write(tmp_path, *batches), only_control=True)
+    at = positions(*batches)
+    assert [(r["source_position"], r["control_type"]) for r in rows if r["source_error"] is None] == [
+        (at[1], "COMMIT"),
+        (at[3], "ABORT"),
+        (at[6], "COMMIT"),
+    ]
+    assert [r["source_position"] for r in rows if r["source_error"]] == [at[4]]
+    assert python_path_positions == [at[1], at[3], at[4], at[6]]
+
+
+def test_a_gzip_segment_costs_one_probe_per_stretch_not_a_chunk_per_batch(tmp_path, monkeypatch, python_path_positions):
+    reads: list[int] = []
+    read_segment = reader._read_fast
+
+    class Counting:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def readinto(self, view):
+            reads.append(len(view))
+            return self.handle.readinto(view)
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    monkeypatch.setattr(reader, "_read_fast", lambda f, *a: read_segment(Counting(f), *a))
+    batches = [record_batch(offset, [(b"k", b"v", T)], compression="gzip") for offset in range(3000)]
+    rows = both(write(tmp_path, *batches))
+    assert len(rows) == 3000
+    assert len(python_path_positions) == 3000
+    assert max(reads[1:]) <= 64 << 10 and len(reads) < 20  # the first is a whole chunk (the file)
 
 
 def test_a_file_larger_than_a_chunk_with_batches_straddling_chunk_ends(tmp_path, monkeypatch, python_path_positions):

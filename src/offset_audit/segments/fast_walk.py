@@ -1,22 +1,25 @@
-"""The common case of a segment, walked in compiled code: plain magic 2 data batches, decoded a chunk at a time.
+"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain or zstd, decoded a
+chunk at a time; and the transaction markers alone, for the first pass.
 
-Nearly every batch a group coordinator writes is a magic 2 batch of uncompressed records without headers,
-and a segment holds about a million of them; in Python each costs about 10 µs. Here `walk` (numba) steps
-over a chunk of the file's bytes batch by batch, checks each CRC-32C, and decodes the records of every
-batch it accepts into columns (offset, timestamp, key and value as start and length in the chunk, the
-batch's producer and position), which `gather_bytes` turns into Arrow binary buffers.
+Nearly every batch a group coordinator writes is a magic 2 batch of a few records without headers, and a
+segment holds about a million of them; in Python each costs about 3 µs (40 with zstd). Here `walk`
+(numba) steps over a chunk of the file's bytes batch by batch, checks each CRC-32C, inflates zstd batches
+with libzstd (`zstd_native`), and decodes the records of every batch it accepts into columns (offset,
+timestamp, key and value as start and length, the batch's producer and position), which `gather_bytes`
+turns into Arrow binary buffers. `scan_control` walks the same way but decodes nothing: it gives the
+positions of the control batches, the only ones the transaction pass reads.
 
-It accepts a batch only when the Python reader (`framing`, `record_batch`) would read it without a
-word to say and its records are laid out plainly; it stops at the first batch it does not accept
-(anything compressed, a control batch, magic 0/1, a CRC that fails, a length that does not fit, a
-varint longer than it reads, record headers, an offset or timestamp near the int64 limits) and the
-reader hands that batch to the Python path, which says exactly what it says today. So the fast path
-decides nothing the slow path would decide differently: it only does the same work without Python
-objects per record.
+It accepts a batch only when the Python reader (`framing`, `record_batch`) would read it without a word
+to say and its records are laid out plainly; it stops at the first batch it does not accept (gzip, snappy
+or lz4, a control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload libzstd
+refuses or that inflates past the bound, a varint longer than it reads, record headers, an offset or
+timestamp near the int64 limits) and the reader hands that batch to the Python path, which says exactly
+what it says today. So the fast path decides nothing the slow path would decide differently: it only
+does the same work without Python objects per record.
 
-Numba rather than numpy: the walk is sequential (each batch's position is the previous one's end), so
-it cannot be vectorised, and a per-batch Python loop is what costs today. Integers are int64
-throughout: numba turns uint64 mixed with int64 into floats.
+Numba rather than numpy: the walk is sequential (each batch's position is the previous one's end), so it
+cannot be vectorised, and a per-batch Python loop is what costs. Integers are int64 throughout: numba
+turns uint64 mixed with int64 into floats.
 """
 
 from __future__ import annotations
@@ -24,16 +27,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# How walk stopped.
+# How walk and scan_control stopped.
 END = 0  # every batch in the chunk was taken; the chunk ends exactly after the last one
 MORE = 1  # the next batch goes past the chunk but fits in the file: read on from `consumed`
 SLOW = 2  # the next batch (at `consumed`) is one for the Python reader
+FULL = 3  # the inflated records of the next batch do not fit what is left of `out`: call again from `consumed`
 
 _RECORD_BATCH_OVERHEAD = 61
 _MIN_V2_SIZE = 49  # after the 12-byte log overhead
 _MIN_RECORD_BYTES = 7  # length, attributes, timestamp delta, offset delta, key length, value length, headers
-# attributes the fast path reads itself: timestamp type, transactional, delete horizon. Any codec, the
-# control flag or a bit Kafka does not define goes to the Python reader.
+_CODEC_MASK = 0x07
+_ZSTD = 4
+_CONTROL = 0x20
+# attributes the walker reads itself besides the codec: timestamp type, transactional, delete horizon.
+# Another codec, the control flag or a bit Kafka does not define goes to the Python reader.
 _FAST_ATTRIBUTES = 0x08 | 0x10 | 0x40
 _LOG_APPEND_TIME = 0x08
 _TRANSACTIONAL = 0x10
@@ -60,6 +67,16 @@ def _crc32c_tables() -> np.ndarray:
 
 
 CRC32C_TABLES = _crc32c_tables()
+_NO_TABLES = np.zeros((0, 256), np.int64)
+
+
+def native_functions() -> tuple:
+    """What `walk` and `scan_control` are given as `native`: the CRC tables (empty when libcrc32c is
+    used), crc32c_value, and libzstd's decompress, is-error and context (context 0: no libzstd)."""
+    from offset_audit.segments import native
+
+    tables = _NO_TABLES if native.CRC32C_AVAILABLE else CRC32C_TABLES
+    return (tables, native.CRC32C, native.ZSTD_DECOMPRESS, native.ZSTD_IS_ERROR, native.ZSTD_CONTEXT)
 
 
 @njit(cache=True, nogil=True)
@@ -86,6 +103,15 @@ def crc32c(buf, start, end, tables):
         crc = tables[0, (crc ^ np.int64(buf[i])) & 0xFF] ^ (crc >> 8)
         i += 1
     return crc ^ np.int64(0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def _crc(buf, address, start, end, tables, crc_function):
+    """CRC-32C of buf[start:end] (buf at `address`): libcrc32c's when `crc_function` is it (native's), else
+    the tables'."""
+    if tables.shape[0] == 0:
+        return np.int64(crc_function(address + np.uint64(start), np.uint64(end - start)))
+    return crc32c(buf, start, end, tables)
 
 
 @njit(cache=True, nogil=True)
@@ -121,45 +147,126 @@ def _uvarint(buf, pos, end, max_bytes):
 
 
 @njit(cache=True, nogil=True)
-def walk(buf, n, file_position, file_size, max_batch_bytes, tables):
-    """Batches of buf[:n] (which starts at byte `file_position` of a file of `file_size` bytes) that the
-    fast path takes, from the start of buf up to the first it does not.
+def _read_records(src, cursor, end, count, base_offset, base_timestamp, max_timestamp, attributes, space, columns, row):
+    """The `count` records in src[cursor:end] into the columns from `row` on, exactly as
+    record_batch._read_records reads them; key and value starts are shifted by `space` (0 for the chunk,
+    its length for `out`). Returns the next row, or -1 for records the Python reader must judge."""
+    offsets, timestamps, key_starts, key_lengths, value_starts, value_lengths = columns
+    for _ in range(count):
+        raw, cursor = _uvarint(src, cursor, end, 5)
+        if raw < 0 or raw & 1:
+            return -1
+        record_end = cursor + (raw >> 1)
+        if record_end > end:
+            return -1
+        cursor += 1  # record attributes
+        raw, cursor = _uvarint(src, cursor, record_end, 9)  # varlong; 10 bytes go to Python
+        if raw < 0:
+            return -1
+        timestamp_delta = (raw >> 1) ^ -(raw & 1)
+        if timestamp_delta < -_TIMESTAMP_SAFE or timestamp_delta > _TIMESTAMP_SAFE:
+            return -1
+        raw, cursor = _uvarint(src, cursor, record_end, 5)
+        if raw < 0:
+            return -1
+        offset_delta = (raw >> 1) ^ -(raw & 1)
+        raw, cursor = _uvarint(src, cursor, record_end, 5)
+        if raw < 0:
+            return -1
+        key_start = cursor
+        key_length = np.int64(-1)
+        if not raw & 1:
+            key_length = raw >> 1
+            cursor += key_length
+            if cursor > record_end:
+                return -1
+        raw, cursor = _uvarint(src, cursor, record_end, 5)
+        if raw < 0:
+            return -1
+        value_start = cursor
+        value_length = np.int64(-1)
+        if not raw & 1:
+            value_length = raw >> 1
+            cursor += value_length
+            if cursor > record_end:
+                return -1
+        # no headers (a zero count) and nothing else: anything more is for the Python reader
+        if cursor + 1 != record_end or src[cursor] != 0:
+            return -1
+        cursor = record_end
+        offsets[row] = base_offset + offset_delta
+        timestamps[row] = max_timestamp if attributes & _LOG_APPEND_TIME else base_timestamp + timestamp_delta
+        key_starts[row] = key_start + space
+        key_lengths[row] = key_length
+        value_starts[row] = value_start + space
+        value_lengths[row] = value_length
+        row += 1
+    if cursor != end:
+        return -1
+    return row
 
-    Returns (how, consumed, records, columns...): `how` is END, MORE or SLOW, `consumed` the bytes of buf
-    the taken batches fill, then per record: offset, timestamp, key start and length, value start and
-    length (length -1: null), producer id, producer epoch, transactional, batch position in the file.
+
+@njit(cache=True, nogil=True)
+def _header_stop(buf, pos, n, file_position, file_size, max_batch_bytes):
+    """Whether the batch at `pos` can be walked at all (END: yes) or why not: the chunk ends (END with
+    nothing left, MORE) or it is one for the Python reader (SLOW). Then its total length."""
+    left = n - pos
+    if left < _RECORD_BATCH_OVERHEAD:
+        return (MORE if file_position + n < file_size else SLOW), np.int64(0)
+    size = _be(buf, pos + 8, 4)
+    if buf[pos + 16] != 2 or size < _MIN_V2_SIZE or size > max_batch_bytes:
+        return SLOW, np.int64(0)
+    total = 12 + size
+    if total > left:
+        return (MORE if file_position + pos + total <= file_size else SLOW), total
+    return END, total
+
+
+@njit(cache=True, nogil=True)
+def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
+    """Batches of buf[:n] (which starts at byte `file_position` of a file of `file_size` bytes) that the
+    fast path takes, from the start of buf up to the first it does not; zstd batches are inflated into
+    `out`. `native`: `native_functions()`, the C functions (or their stand-ins) the walk calls.
+
+    Returns (how, consumed, records, columns...): `how` is END, MORE, SLOW or FULL, `consumed` the bytes
+    of buf the taken batches fill, then per record: offset, timestamp, key start and length, value start
+    and length (length -1: null; a start from len(buf) on is in `out`), producer id, producer epoch,
+    transactional, batch position in the file.
     """
-    # First the headers alone, to size the columns: how many records the candidate batches claim.
+    tables, crc_function, zstd_decompress, zstd_is_error, zstd_context = native
+    # First the headers alone, to size the columns: how many records the candidate batches claim. Inflated
+    # records take 7 bytes at least, so those of zstd batches are bounded by what `out` holds.
     pos = 0
     claimed = 0
+    claimed_inflated = 0
+    inflated_limit = len(out) // _MIN_RECORD_BYTES
     how = END
-    while True:
-        left = n - pos
-        if left == 0:
+    while pos < n:
+        how, total = _header_stop(buf, pos, n, file_position, file_size, max_batch_bytes)
+        if how != END:
             break
-        if left < _RECORD_BATCH_OVERHEAD:
-            how = MORE if file_position + n < file_size else SLOW
-            break
-        size = _be(buf, pos + 8, 4)
         attributes = _be(buf, pos + 21, 2)
         count = _be(buf, pos + 57, 4)
         base_offset = _be(buf, pos, 8)
+        codec = attributes & _CODEC_MASK
         if (
-            buf[pos + 16] != 2
-            or size < _MIN_V2_SIZE
-            or size > max_batch_bytes
-            or attributes & ~_FAST_ATTRIBUTES
+            attributes & ~(_FAST_ATTRIBUTES | _CODEC_MASK)
+            or (codec != 0 and (codec != _ZSTD or zstd_context == 0))
             or count <= 0
-            or count * _MIN_RECORD_BYTES > size - _MIN_V2_SIZE
             or base_offset < -_OFFSET_SAFE
             or base_offset > _OFFSET_SAFE
         ):
             how = SLOW
             break
-        total = 12 + size
-        if total > left:
-            how = MORE if file_position + pos + total <= file_size else SLOW
+        if codec == 0:
+            if count * _MIN_RECORD_BYTES > total - _RECORD_BATCH_OVERHEAD:
+                how = SLOW
+                break
+        elif claimed_inflated + count > inflated_limit:
+            how = FULL if claimed_inflated else SLOW
             break
+        else:
+            claimed_inflated += count
         claimed += count
         pos += total
     header_end = pos
@@ -174,99 +281,68 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, tables):
     producer_epochs = np.empty(claimed, np.int16)
     transactional = np.empty(claimed, np.bool_)
     positions = np.empty(claimed, np.int64)
+    columns = (offsets, timestamps, key_starts, key_lengths, value_starts, value_lengths)
 
-    # Then each batch: its CRC, then its records exactly as record_batch._read_records reads them.
+    # Then each batch: its CRC, its records inflated if need be, and the records decoded.
+    space = len(buf)
+    out_address = np.uint64(out.ctypes.data)
+    buf_address = np.uint64(buf.ctypes.data)
+    inflated = 0
     pos = 0
     row = 0
     while pos < header_end:
         end = pos + 12 + _be(buf, pos + 8, 4)
         stored_crc = _be(buf, pos + 17, 4) & 0xFFFFFFFF
-        ok = crc32c(buf, pos + 21, end, tables) == stored_crc
         attributes = _be(buf, pos + 21, 2)
-        base_offset = _be(buf, pos, 8)
         base_timestamp = _be(buf, pos + 27, 8)
-        max_timestamp = _be(buf, pos + 35, 8)
-        if base_timestamp < -_TIMESTAMP_SAFE or base_timestamp > _TIMESTAMP_SAFE:
-            ok = False
-        producer_id = _be(buf, pos + 43, 8)
-        producer_epoch = _be(buf, pos + 51, 2)
-        count = _be(buf, pos + 57, 4)
-        first_row = row
-        cursor = pos + _RECORD_BATCH_OVERHEAD
-        index = 0
-        while ok and index < count:
-            raw, cursor = _uvarint(buf, cursor, end, 5)
-            if raw < 0 or raw & 1:
-                ok = False
-                break
-            record_end = cursor + (raw >> 1)
-            if record_end > end:
-                ok = False
-                break
-            cursor += 1  # record attributes
-            raw, cursor = _uvarint(buf, cursor, record_end, 9)  # varlong; 10 bytes go to Python
-            if raw < 0:
-                ok = False
-                break
-            timestamp_delta = (raw >> 1) ^ -(raw & 1)
-            if timestamp_delta < -_TIMESTAMP_SAFE or timestamp_delta > _TIMESTAMP_SAFE:
-                ok = False
-                break
-            raw, cursor = _uvarint(buf, cursor, record_end, 5)
-            if raw < 0:
-                ok = False
-                break
-            offset_delta = (raw >> 1) ^ -(raw & 1)
-            raw, cursor = _uvarint(buf, cursor, record_end, 5)
-            if raw < 0:
-                ok = False
-                break
-            if raw & 1:
-                key_start = cursor
-                key_length = np.int64(-1)
-            else:
-                key_start = cursor
-                key_length = raw >> 1
-                cursor += key_length
-                if cursor > record_end:
-                    ok = False
-                    break
-            raw, cursor = _uvarint(buf, cursor, record_end, 5)
-            if raw < 0:
-                ok = False
-                break
-            if raw & 1:
-                value_start = cursor
-                value_length = np.int64(-1)
-            else:
-                value_start = cursor
-                value_length = raw >> 1
-                cursor += value_length
-                if cursor > record_end:
-                    ok = False
-                    break
-            # no headers (a zero count) and nothing else: anything more is for the Python reader
-            if cursor + 1 != record_end or buf[cursor] != 0:
-                ok = False
-                break
-            cursor = record_end
-            offsets[row] = base_offset + offset_delta
-            timestamps[row] = max_timestamp if attributes & _LOG_APPEND_TIME else base_timestamp + timestamp_delta
-            key_starts[row] = key_start
-            key_lengths[row] = key_length
-            value_starts[row] = value_start
-            value_lengths[row] = value_length
-            producer_ids[row] = producer_id
-            producer_epochs[row] = producer_epoch
-            transactional[row] = attributes & _TRANSACTIONAL != 0
-            positions[row] = file_position + pos
-            row += 1
-            index += 1
-        if not ok or cursor != end:
-            row = first_row
+        timestamp_unsafe = base_timestamp < -_TIMESTAMP_SAFE or base_timestamp > _TIMESTAMP_SAFE
+        if timestamp_unsafe or _crc(buf, buf_address, pos + 21, end, tables, crc_function) != stored_crc:
             how = SLOW
             header_end = pos
             break
+        count = _be(buf, pos + 57, 4)
+        base_offset = _be(buf, pos, 8)
+        max_timestamp = _be(buf, pos + 35, 8)
+        if attributes & _CODEC_MASK == 0:
+            start = pos + _RECORD_BATCH_OVERHEAD
+            next_row = _read_records(
+                buf, start, end, count, base_offset, base_timestamp, max_timestamp, attributes, 0, columns, row
+            )
+        else:
+            # One byte more than the bound, so a batch inflating past it is caught (and left to Python).
+            capacity = min(len(out) - inflated, max_batch_bytes + 1)
+            # Addresses as uint64: numba makes a float of uint64 mixed with int64.
+            size = zstd_decompress(
+                np.uint64(zstd_context),
+                out_address + np.uint64(inflated),
+                np.uint64(capacity),
+                buf_address + np.uint64(pos + _RECORD_BATCH_OVERHEAD),
+                np.uint64(end - pos - _RECORD_BATCH_OVERHEAD),
+            )
+            if zstd_is_error(size) or np.int64(size) > max_batch_bytes:
+                # Out of room in `out` after earlier batches: again with all of it; else Python's to judge.
+                how = FULL if inflated and capacity < max_batch_bytes + 1 else SLOW
+                header_end = pos
+                break
+            start = inflated
+            inflated += np.int64(size)
+            next_row = _read_records(
+                out, start, inflated, count, base_offset, base_timestamp, max_timestamp, attributes, space, columns, row
+            )
+        if next_row < 0:
+            how = SLOW
+            header_end = pos
+            break
+        producer_id = _be(buf, pos + 43, 8)
+        producer_epoch = _be(buf, pos + 51, 2)
+        is_transactional = attributes & _TRANSACTIONAL != 0
+        # element by element: a slice per batch costs more than the batch's one record
+        for batch_row in range(row, next_row):
+            producer_ids[batch_row] = producer_id
+            producer_epochs[batch_row] = producer_epoch
+            transactional[batch_row] = is_transactional
+            positions[batch_row] = file_position + pos
+        row = next_row
         pos = end
     return (
         how,
@@ -286,9 +362,38 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, tables):
 
 
 @njit(cache=True, nogil=True)
-def gather_bytes(buf, starts, lengths, rows):
-    """An Arrow binary column's buffers from (start, length) pairs in buf (length -1: null): int32
-    offsets, the bytes, one validity byte per row, and the null count."""
+def scan_control(buf, n, file_position, file_size, max_batch_bytes, native):
+    """The transaction pass's walk: every magic 2 batch of buf[:n] whose CRC verifies is stepped over
+    without being read, and the file positions of the control batches among them are returned.
+
+    Returns (how, consumed, positions): as `walk`; the Python reader reads the control batches (a few
+    per transaction) and everything the scan stops at.
+    """
+    tables, crc_function = native[0], native[1]
+    address = np.uint64(buf.ctypes.data)
+    positions = np.empty(n // (12 + _MIN_V2_SIZE) + 1, np.int64)
+    found = 0
+    pos = 0
+    how = END
+    while pos < n:
+        how, total = _header_stop(buf, pos, n, file_position, file_size, max_batch_bytes)
+        if how != END:
+            break
+        if _crc(buf, address, pos + 21, pos + total, tables, crc_function) != _be(buf, pos + 17, 4) & 0xFFFFFFFF:
+            how = SLOW
+            break
+        if _be(buf, pos + 21, 2) & _CONTROL:
+            positions[found] = file_position + pos
+            found += 1
+        pos += total
+    return how, pos, positions[:found]
+
+
+@njit(cache=True, nogil=True)
+def gather_bytes(buf, out, starts, lengths, rows):
+    """An Arrow binary column's buffers from (start, length) pairs (length -1: null; a start from len(buf)
+    on is in `out`): int32 offsets, the bytes, one validity byte per row, and the null count."""
+    space = len(buf)
     total = 0
     nulls = 0
     for row in range(rows):
@@ -308,8 +413,14 @@ def gather_bytes(buf, starts, lengths, rows):
         else:
             valid[row] = True
             start = starts[row]
-            for k in range(length):
-                data[at + k] = buf[start + k]
+            # byte by byte: keys and values are tens of bytes, where a slice's setup costs more
+            if start < space:
+                for k in range(length):
+                    data[at + k] = buf[start + k]
+            else:
+                start -= space
+                for k in range(length):
+                    data[at + k] = out[start + k]
             at += length
         arrow_offsets[row + 1] = at
     return arrow_offsets, data, valid, nulls

@@ -28,10 +28,16 @@ from offset_audit.segments.rows import RowBuffer
 from offset_audit.storage import LOCAL, Storage, basename, is_remote, parent
 
 DEFAULT_BATCH_ROWS = 50_000
-FAST_ENV = "OFFSET_AUDIT_SEGMENTS_FAST"
-# The fast path reads the file in chunks of this size (one buffer, reused), plus what the last batch
-# of a chunk needs; 16 MiB holds some 100,000 coordinator batches, enough to pay for each call.
+# decode.fast_path's default (the tests run the segment suites with it off too).
+FAST_BY_DEFAULT = True
+# The fast path reads the file in chunks of this size (one buffer, reused); 16 MiB holds some 100,000
+# coordinator batches, enough to pay for each call.
 FAST_CHUNK_BYTES = 16 << 20
+# What one chunk's zstd batches may inflate to (reused, and only the pages used become resident): 8 MiB
+# and the record columns it can fill stay well under the memory one Python worker is given.
+FAST_INFLATED_BYTES = 8 << 20
+# The read after a stretch the walker refused: enough for a few hundred coordinator batches.
+_PROBE_BYTES = 64 << 10
 # The most batches handed to the Python path in one go while the walker takes none.
 _MAX_SLOW_STRETCH = 1024
 
@@ -84,8 +90,9 @@ def read_segment(
     reads nothing but control batches (transaction markers), judged by the attributes in the batch
     header: the light first pass that resolves transactions never decompresses or parses data batches
     (both passes frame the file alike). No batch larger than `max_batch_bytes`, read or inflated, is
-    held in memory. `fast`: take the compiled path for plain magic 2 batches (`fast_walk`), the same rows
-    as the Python path; None: unless OFFSET_AUDIT_SEGMENTS_FAST=0.
+    held in memory. `fast` (decode.fast_path): the compiled walker (`fast_walk`) reads the batches it
+    can and hands the others to the Python path, with the same rows as the Python path alone; None:
+    FAST_BY_DEFAULT.
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
@@ -96,24 +103,17 @@ def read_segment(
         partition = partition_from_path(source_file)
     rows = RowBuffer(source_file, partition, batch_rows)
     if fast is None:
-        fast = fast_by_default()
+        fast = FAST_BY_DEFAULT
     with storage.open_input_file(source_file) as segment_file:
         size = storage.size(source_file)
-        if fast and not only_control:
-            yield from _read_fast(segment_file, size, rows, max_batch_bytes)
+        if fast:
+            yield from _read_fast(segment_file, size, rows, max_batch_bytes, only_control)
         else:
             for item in iter_frames(segment_file, size, rows.source_file, max_batch_bytes):
                 _add_item(rows, item, only_control, max_batch_bytes)
                 if len(rows) >= batch_rows:
                     yield from rows.full_batches()
     yield from rows.last_batches()
-
-
-def fast_by_default() -> bool:
-    """Whether read_segment takes the compiled fast path when not told: yes, unless the environment
-    says OFFSET_AUDIT_SEGMENTS_FAST=0 (it reaches Spark's Python workers too, which a setting would not
-    without plumbing, and it lets a run be compared on both paths)."""
-    return os.environ.get(FAST_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _add_item(rows: RowBuffer, item: Frame | Skipped, only_control: bool, max_batch_bytes: int) -> None:
@@ -139,49 +139,85 @@ def _add_item(rows: RowBuffer, item: Frame | Skipped, only_control: bool, max_ba
         rows.add_batch(item.position, batch)
 
 
-def _read_fast(segment_file, size: int, rows: RowBuffer, max_batch_bytes: int) -> Iterator[pa.RecordBatch]:
-    """The file a chunk at a time: the batches the compiled walker takes are decoded in bulk, each one
-    it does not take is read by the Python path from its first byte, and the walker goes on after it.
+def _read_fast(
+    segment_file, size: int, rows: RowBuffer, max_batch_bytes: int, only_control: bool
+) -> Iterator[pa.RecordBatch]:
+    """The file a chunk at a time: the batches the compiled walker takes are decoded in bulk (or, for the
+    transaction pass, only stepped over), each one it does not take is read by the Python path from its
+    first byte, and the walker goes on after it.
 
-    The chunk buffer is reused, so memory is one chunk plus the rows not yet handed out, whatever the
-    file's size. A batch larger than a chunk goes to the Python path (bounded by max_batch_bytes).
-    A run of batches the walker refuses (a compressed or magic 0/1 segment) is read by the Python path
-    in growing stretches, so such a file costs about what it costs without the fast path.
+    The chunk and the inflation buffer are reused, so memory is one chunk, what the chunk's zstd batches
+    inflate to (at most FAST_INFLATED_BYTES) and the rows not yet handed out, whatever the file's size. A
+    batch larger than a chunk goes to the Python path (bounded by max_batch_bytes). After a stretch the
+    walker refuses (a gzip or magic 0/1 segment), it is asked again with a small probe rather than a
+    whole chunk, so such a file costs about what it costs without the fast path.
     """
     from offset_audit.segments import fast_walk
 
+    native = fast_walk.native_functions()
     chunk = np.empty(FAST_CHUNK_BYTES, np.uint8)
     view = memoryview(chunk)
+    out = np.empty(0 if only_control else FAST_INFLATED_BYTES, np.uint8)
     position = 0
+    held = 0  # bytes at the start of the chunk already read: the end of the previous chunk, not yet walked
     slow_stretch = 1
+    read_size = FAST_CHUNK_BYTES
     while position < size:
-        segment_file.seek(position)
-        filled = segment_file.readinto(view[: min(FAST_CHUNK_BYTES, size - position)])
-        how, consumed, count, *columns = fast_walk.walk(
-            chunk, filled, position, size, max_batch_bytes, fast_walk.CRC32C_TABLES
-        )
-        if count:
-            offsets, timestamps, key_starts, key_lengths, value_starts, value_lengths, *per_batch = columns
-            rows.add_records(
-                offsets[:count],
-                timestamps[:count],
-                _binary(fast_walk.gather_bytes(chunk, key_starts, key_lengths, count)),
-                _binary(fast_walk.gather_bytes(chunk, value_starts, value_lengths, count)),
-                *(column[:count] for column in per_batch),
-            )
-            slow_stretch = 1
+        wanted = min(read_size, size - position)
+        if held < wanted:
+            segment_file.seek(position + held)
+            held += segment_file.readinto(view[held:wanted])
+        filled = min(held, wanted)
+        if only_control:
+            how, consumed, controls = fast_walk.scan_control(chunk, filled, position, size, max_batch_bytes, native)
+            for control_position in controls.tolist():
+                _python_path(segment_file, size, rows, max_batch_bytes, True, control_position, 1)
+        else:
+            how, consumed, count, *columns = fast_walk.walk(chunk, filled, position, size, max_batch_bytes, out, native)
+            if count:
+                _add_walked(rows, chunk, out, count, columns)
         position += consumed
+        # What the walker did not take is kept for the next call (it stopped at a chunk or `out` boundary).
+        held = held - consumed if how in (fast_walk.MORE, fast_walk.FULL) and consumed else 0
+        if held:
+            chunk[:held] = chunk[consumed : consumed + held]
+        if how == fast_walk.MORE and consumed == 0 and read_size < FAST_CHUNK_BYTES:
+            read_size = FAST_CHUNK_BYTES  # a batch larger than the probe: walk it with a whole chunk
+            continue
         if how == fast_walk.SLOW or (how == fast_walk.MORE and consumed == 0):
             # the Python path for the next batch (and more, while the walker keeps refusing)
-            frames = iter_frames(segment_file, size, rows.source_file, max_batch_bytes, start=position)
-            for item, _ in zip(frames, range(slow_stretch), strict=False):
-                _add_item(rows, item, False, max_batch_bytes)
-                position = item.end if isinstance(item, Skipped) else item.position + len(item.data)
-            frames.close()
-            if not count:
-                slow_stretch = min(slow_stretch * 2, _MAX_SLOW_STRETCH)
+            position = _python_path(segment_file, size, rows, max_batch_bytes, only_control, position, slow_stretch)
+            slow_stretch = 1 if consumed else min(slow_stretch * 2, _MAX_SLOW_STRETCH)
+        read_size = FAST_CHUNK_BYTES if consumed or how == fast_walk.FULL else _PROBE_BYTES
         if len(rows) >= rows.batch_rows:
             yield from rows.full_batches()
+
+
+def _python_path(
+    segment_file, size: int, rows: RowBuffer, max_batch_bytes: int, only_control: bool, position: int, frames: int
+) -> int:
+    """Up to `frames` frames (or skipped stretches) from `position` read by the Python path; where it
+    stopped."""
+    items = iter_frames(segment_file, size, rows.source_file, max_batch_bytes, start=position)
+    for _, item in zip(range(frames), items, strict=False):
+        _add_item(rows, item, only_control, max_batch_bytes)
+        position = item.end if isinstance(item, Skipped) else item.position + len(item.data)
+    items.close()
+    return position
+
+
+def _add_walked(rows: RowBuffer, chunk: np.ndarray, out: np.ndarray, count: int, columns: list) -> None:
+    """The records the walker decoded, into the rows."""
+    from offset_audit.segments import fast_walk
+
+    offsets, timestamps, key_starts, key_lengths, value_starts, value_lengths, *per_batch = columns
+    rows.add_records(
+        offsets[:count],
+        timestamps[:count],
+        _binary(fast_walk.gather_bytes(chunk, out, key_starts, key_lengths, count)),
+        _binary(fast_walk.gather_bytes(chunk, out, value_starts, value_lengths, count)),
+        *(column[:count] for column in per_batch),
+    )
 
 
 def _binary(buffers: tuple) -> pa.Array:

@@ -123,7 +123,9 @@ def log_units(inputs: list[str], settings: Settings) -> list[log_files.LogFile]:
     other = [p for p in paths if "://" in p and not is_remote(p)]
     if other:
         raise UserError(f"{settings.input_format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
-    return log_files.log_files(paths, settings.input_format, settings.partition, settings.max_batch_bytes, storage)
+    return log_files.log_files(
+        paths, settings.input_format, settings.partition, settings.max_batch_bytes, storage, settings.fast_path
+    )
 
 
 def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:

@@ -42,6 +42,7 @@ class LogFile:
     topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES  # decode.max_batch_mib: the most one batch may take
     storage: Storage = LOCAL  # how to reach it (an object store's options travel with the unit)
+    fast_path: bool = True  # decode.fast_path: segments through the compiled walker (false: Python only)
 
 
 def _walk(path: str, keep, storage: Storage) -> list[str]:
@@ -61,6 +62,7 @@ def log_files(
     partition: int | None = None,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     storage: Storage = LOCAL,
+    fast_path: bool = True,
 ) -> list[LogFile]:
     """The files of the dump, in log order within each partition (segment names are base offsets)."""
     files: list[str] = []
@@ -87,7 +89,10 @@ def log_files(
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
     topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
-    return [LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage) for f in files]
+    return [
+        LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage, fast_path)
+        for f in files
+    ]
 
 
 def _segment_topic(path: str) -> str | None:
@@ -109,6 +114,7 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
             only_control=only_control,
             max_batch_bytes=unit.max_batch_bytes,
             storage=unit.storage,
+            fast=unit.fast_path,
         )
     elif unit.input_format == DUMP_LOG:
         from offset_audit.textdumps import read_dump_log
@@ -130,7 +136,10 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
             for batch in read_log_file(unit, only_control=True):
                 yield from transactions.marker_rows(batch)
 
-    rows = spark.sparkContext.parallelize(units, max(1, len(units))).mapPartitions(task).collect()
+    # A few tasks per core, as the decode pass has: a task costs tens of milliseconds to start, about
+    # what scanning 100 MiB for markers costs.
+    slices = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
+    rows = spark.sparkContext.parallelize(units, slices).mapPartitions(task).collect()
     return transactions.Markers.from_rows(rows)
 
 
