@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -128,20 +127,13 @@ def bench_segments(spark, records: int, seed: int, compression: str, parquet_dec
     megabytes = sum(f.stat().st_size for f in path.rglob("*.log")) / 2**20
     output = DATA / f"out-segments-{records}-{compression}"
     shutil.rmtree(output, ignore_errors=True)
-    results = {}
-    for fast in (True, False):
-        settings = replace(load_settings(), fast_path=fast)
-        seconds, report, worker_mb = timed(lambda s=settings: run_decode(spark, [str(path)], str(output), s))
-        results[fast] = (seconds, report, worker_mb)
-    seconds, report, worker_mb = results[True]
+    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
     return {
         "records": records,
         "compression": compression,
         "segment_mb": round(megabytes, 1),
         "decode_s": round(seconds, 2),
         "vs_parquet_decode": round(seconds / parquet_decode_s, 2),
-        "python_reader_decode_s": round(results[False][0], 2),
-        "python_reader_vs_parquet_decode": round(results[False][0] / parquet_decode_s, 2),
         "records_per_s": round(report.records_read / seconds),
         "worker_peak_mb": worker_mb,
     }
@@ -356,15 +348,6 @@ def main() -> None:
                         segments["decode_s"],
                         segments["vs_parquet_decode"],
                         segments["worker_peak_mb"],
-                    )
-                )
-                rows.append(
-                    (
-                        records,
-                        "  the same, Python reader",
-                        segments["python_reader_decode_s"],
-                        segments["python_reader_vs_parquet_decode"],
-                        "-",
                     )
                 )
         if not args.no_share:

@@ -140,7 +140,7 @@ def decode_dump(
         if known is not None:
             progress.begin(f"decoding {known:,} records ({settings.input_format})")
         else:
-            progress.begin(f"decoding {len(source.units):,} files ({settings.input_format})")
+            progress.begin(f"decoding {source.files:,} files ({settings.input_format})")
         result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to, storage)
         report.records_read = result.records_read if known is None else known
         fill_counts(report, result.counts)

@@ -46,6 +46,7 @@ class FileUnits:
     units: list[Any]
     read: Callable[[Any], Iterator[pa.RecordBatch]]  # a unit -> raw-record batches for the decoder
     rows: int | None  # records in the input when known before reading (Parquet footers)
+    files: int = 0  # the input files the units hold (for progress)
 
 
 def _sniff(path: str, storage: Storage) -> str:
@@ -147,9 +148,15 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
+    if settings.input_format == log_files.SEGMENTS:
+        # A partition's transaction markers are in its own log: each task finds those of its partitions
+        # itself, and the dump is read in one Spark job rather than two.
+        units = log_units(inputs, settings)
+        groups = log_files.by_partition(units)
+        return FileUnits(groups, partial(log_files.read_partition_raw, topic=settings.topic), None, len(units))
     if settings.input_format in log_files.LOG_FORMATS:
         units, markers = _log_units(spark, inputs, settings)
-        return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None)
+        return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None, len(units))
     if settings.input_format != "kafka" and read_by_workers(inputs):
         pieces = snapshot_pieces(inputs, settings.input_format, storage=for_settings(settings))
         return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))

@@ -143,6 +143,40 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
     return transactions.Markers.from_rows(rows)
 
 
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The segment files of one partition, in log order: a unit of work that needs nothing from the
+    other partitions, since a transaction's markers sit in the log of the partition its records are in."""
+
+    partition: int | None
+    files: tuple[LogFile, ...]
+
+
+def by_partition(units: list[LogFile]) -> list[PartitionFiles]:
+    """Segment files grouped by partition (`log_files` gives them sorted by partition, then log order)."""
+    from offset_audit.segments.reader import partition_from_path
+
+    groups: dict[int | None, list[LogFile]] = {}
+    for unit in units:
+        partition = unit.partition if unit.partition is not None else partition_from_path(unit.path)
+        groups.setdefault(partition, []).append(unit)
+    return [PartitionFiles(partition, tuple(files)) for partition, files in groups.items()]
+
+
+def read_partition_raw(group: PartitionFiles, topic: str | None = None) -> Iterator[pa.RecordBatch]:
+    """One partition's segments as raw-record batches: its markers first (the light pass of
+    `gather_markers`, over these files only), then its records labelled by them."""
+    rows = [
+        row
+        for unit in group.files
+        for batch in read_log_file(unit, only_control=True)
+        for row in transactions.marker_rows(batch)
+    ]
+    markers = transactions.Markers.from_rows(rows)
+    for unit in group.files:
+        yield from read_raw(unit, markers, topic)
+
+
 # What the decode stage takes from a labelled log-file batch (see offset_audit.decode.RAW_COLUMNS).
 _RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
 
