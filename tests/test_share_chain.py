@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from functools import partial
+
 import pytest
 
+from offset_audit.share import chain, cover
 from offset_audit.share.chain import (
     ChainResult,
     earliest_share_offsets,
@@ -11,7 +15,16 @@ from offset_audit.share.chain import (
     replay_chain,
     replay_chains,
 )
-from offset_audit.share.state import StateBatch, merge_batches
+from offset_audit.share.state import StateBatch, cover_by_priority, merge_batches
+
+
+@pytest.fixture(autouse=True, params=[cover_by_priority, cover.cover_ranked], ids=["exact", "vectorised"])
+def both_covers(request, monkeypatch):
+    """Every chain test runs with the exact overlay and with the numpy one (`[decode] fast_path`)."""
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "replay_chain", partial(chain.replay_chain, cover=request.param))
+    monkeypatch.setattr(module, "replay_chains", partial(chain.replay_chains, cover=request.param))
+
 
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from test_share_chain import NEW_CHECKPOINT_137, WORKED_EXAMPLE
@@ -195,3 +196,69 @@ def test_generated_share_groups_the_assignor_cannot_assign_end_with_findings_and
     (run,) = rows(output, "runs")
     assert run["run_id"] == result.report.run_id
     assert {name for name, _ in run["table_versions"]} >= {"share_groups", "share_findings", "share_partitions"}
+
+
+def _damaged_share_dump(root) -> str:
+    """A generated dump plus records the generator never writes: another topic's record, a start offset
+    moving backwards (left to the exact replay), a batch in state 1, a refused batch, a 4.0 snapshot, a
+    tombstone and an update after it."""
+    import pyarrow.parquet as pq
+
+    from offset_audit.generator import SNAPSHOT_SCHEMA
+    from offset_audit.layouts.encoder import encode_value
+    from offset_audit.layouts.spec import share_state_layouts
+
+    path = root / "damaged"
+    generate_share_state(str(path), 4_000, seed=5, world_records=CLUSTER, corrupt=3)
+    table = pq.read_table(path / "part-00000.parquet")
+    layouts = share_state_layouts()
+    keys = {}
+    for key, partition in zip(table["key"].to_pylist(), table["partition"].to_pylist(), strict=True):
+        keys.setdefault(key[2:], partition)
+    (snapshot_key, update_key), *_ = [((b"\x00\x00" + k), (b"\x00\x01" + k)) for k in keys]
+    (other_key, _), *_ = [((b"\x00\x00" + k), None) for k in list(keys)[1:]]
+    partition, other_partition = keys[snapshot_key[2:]], keys[other_key[2:]]
+
+    def update(start, *batches):
+        value = {"SnapshotEpoch": 1, "LeaderEpoch": 2, "StartOffset": start, "StateBatches": list(batches)}
+        return encode_value(layouts[1], 0, value, era="4.1+")
+
+    def batch(first, last, state, count):
+        return {"FirstOffset": first, "LastOffset": last, "DeliveryState": state, "DeliveryCount": count}
+
+    snapshot_40 = {"SnapshotEpoch": 7, "StateEpoch": 1, "LeaderEpoch": 1, "StartOffset": 0, "StateBatches": []}
+    extra = [
+        (update_key, update(10**9, batch(10**9, 10**9 + 4, 1, 1)), partition, "__share_group_state"),
+        (update_key, update(5, batch(4, 3, 0, 1)), partition, "__share_group_state"),  # refused batch
+        (update_key, update(100), partition, "__share_group_state"),  # backwards
+        (snapshot_key, encode_value(layouts[0], 0, snapshot_40, era="4.0"), other_partition, "__share_group_state"),
+        (other_key, None, other_partition, "__share_group_state"),
+        (other_key, update(3, batch(3, 9, 2, 1)), other_partition, "__share_group_state"),
+        (other_key, update(3), other_partition, "another-topic"),
+    ]
+    next_offset = {p: max(o for o, q in zip(table["offset"].to_pylist(), table["partition"].to_pylist(), strict=True)
+                          if q == p) + 1 for p in (partition, other_partition)}  # fmt: skip
+    rows = {name: [] for name in ("key", "value", "topic", "partition", "offset")}
+    for key, value, log_partition, topic in extra:
+        for name, item in zip(rows, (key, value, topic, log_partition, next_offset[log_partition]), strict=True):
+            rows[name].append(item)
+        next_offset[log_partition] += 1
+    n = len(extra)
+    added = {**rows, "timestamp": [table["timestamp"][0].as_py()] * n, "timestampType": [0] * n}
+    pq.write_table(pa.table(added, schema=SNAPSHOT_SCHEMA), path / "part-00001.parquet")
+    return str(path)
+
+
+def test_the_folded_and_the_record_by_record_replay_write_the_same_tables(spark, tmp_path):
+    from offset_audit.share.run import SHARE_TABLES
+
+    dump = _damaged_share_dump(tmp_path)
+    tables = {}
+    for fast_path in (True, False):
+        output = tmp_path / f"out-{fast_path}"
+        result = run_share(spark, [dump], str(output), load_settings(fast_path=fast_path))
+        assert result.report.reconciles and result.report.records_skipped == 1
+        tables[fast_path] = {name: sorted(rows(output, name), key=repr) for name in SHARE_TABLES}
+    assert tables[True]["share_problems"] and tables[True]["quarantine"]
+    for name in SHARE_TABLES:
+        assert tables[True][name] == tables[False][name], name

@@ -7,9 +7,11 @@ from itertools import pairwise
 
 import pytest
 
+from offset_audit.share import cover
 from offset_audit.share.state import (
     ShareRecord,
     StateBatch,
+    cover_by_priority,
     end_offset,
     merge_batches,
     replay,
@@ -207,13 +209,18 @@ KAFKA_COMBINER_CASES = [
 # fmt: on
 
 
+# The exact merge (state.py) and the numpy one the folded replay uses (cover.py) are held to the same cases.
+MERGES = pytest.mark.parametrize("merge", [merge_batches, cover.merge_batches], ids=["exact", "vectorised"])
+
+
+@MERGES
 @pytest.mark.parametrize(
     ("so_far", "new", "start", "expected"),
     [case[1:] for case in KAFKA_COMBINER_CASES],
     ids=[c[0] for c in KAFKA_COMBINER_CASES],
 )
-def test_merge_matches_kafkas_combiner_cases(so_far, new, start, expected):
-    assert merge_batches(batches(*so_far), batches(*new), start) == batches(*expected)
+def test_merge_matches_kafkas_combiner_cases(merge, so_far, new, start, expected):
+    assert merge(batches(*so_far), batches(*new), start) == batches(*expected)
 
 
 def test_non_sequential_updates_do_not_lose_an_unacknowledged_batch():
@@ -230,7 +237,8 @@ def test_non_sequential_updates_do_not_lose_an_unacknowledged_batch():
     assert {p.offset for p in result.problems} == {1}  # state 1 (Acquired) is reported where it was written
 
 
-def test_merge_is_the_per_offset_rule_on_random_batches():
+@MERGES
+def test_merge_is_the_per_offset_rule_on_random_batches(merge):
     # The sweep must agree with the rule stated offset by offset, whatever the overlaps.
     rng = random.Random(932)
     for _ in range(300):
@@ -243,7 +251,7 @@ def test_merge_is_the_per_offset_rule_on_random_batches():
         for run in runs:
             for offset in range(max(run.first_offset, start), run.last_offset + 1):
                 winner[offset] = max(winner.get(offset, (-1, -1)), (run.delivery_count, run.state))
-        merged = merge_batches(runs[:2], runs[2:], start)
+        merged = merge(runs[:2], runs[2:], start)
         per_offset = {o: (b.delivery_count, b.state) for b in merged for o in range(b.first_offset, b.last_offset + 1)}
         assert per_offset == winner
         assert all(a.last_offset < b.first_offset for a, b in pairwise(merged))
@@ -340,3 +348,15 @@ def test_malformed_record_is_reported_and_skipped(record, words):
     assert result.state.start_offset == 10
     [problem] = result.problems
     assert words in problem.reason
+
+
+def test_vectorised_cover_picks_the_same_batch_as_the_exact_one_on_ties():
+    # The KIP draft's chain ranks by record order, so equal ranks must resolve to the same batch.
+    rng = random.Random(4)
+    for _ in range(300):
+        ranked = []
+        for _ in range(rng.randint(0, 7)):
+            first = rng.randint(0, 30)
+            batch = StateBatch(first, first + rng.randint(0, 9), rng.choice((0, 2, 4, 1)), rng.randint(0, 3))
+            ranked.append(((rng.randint(0, 1),), batch))
+        assert cover.cover_ranked(ranked) == cover_by_priority(ranked)

@@ -43,7 +43,7 @@ recorded batch, and SPSO; never lowered by a delta.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -65,6 +65,8 @@ SHARE_CHECKPOINT = "SHARE_CHECKPOINT"
 SHARE_DELTA = "SHARE_DELTA"
 CHECKPOINT_EPOCH_MAX = 0xFFFF  # CheckpointEpoch is a uint16 in ShareDeltaValue
 DELIVERY_COUNT_MAX = 0x7FFF  # DeliveryCount is an int16
+# Ranked batches -> the sorted, non-overlapping pieces where each offset takes its highest-ranked batch.
+Cover = Callable[[Iterable[tuple[tuple[int, ...], StateBatch]]], tuple[StateBatch, ...]]
 
 
 @dataclass(frozen=True)
@@ -130,11 +132,13 @@ class _Chain:
     broken: str | None = None
 
 
-def replay_chain(records: Iterable[object]) -> ChainResult:
+def replay_chain(records: Iterable[object], cover: Cover = cover_by_priority) -> ChainResult:
     """Recover one share-partition from its control records (mappings, dataclasses or Spark Rows).
 
     The share-partition is the first record's that names one completely; records of another are
-    reported and skipped. Records are taken in offset order whatever order they come in.
+    reported and skipped. Records are taken in offset order whatever order they come in. `cover` is
+    the overlay of ranked batches: `state.cover_by_priority`, or the same over numpy arrays
+    (`offset_audit.share.cover.cover_ranked`, the `[decode] fast_path` one); tests hold both to the chain.
     """
     parsed = [parse_control_record(r) for r in records]
     share_partition = next((r.share_partition for r in parsed if None not in r.share_partition), (None, None, None))
@@ -145,23 +149,23 @@ def replay_chain(records: Iterable[object]) -> ChainResult:
             reason = f"belongs to share-partition {record.share_partition}, not {share_partition}"
             problems.append(_problem(record, reason))
         elif record.kind == SHARE_CHECKPOINT and record.invalid is None:
-            chain = _start_chain(record)
+            chain = _start_chain(record, cover)
         else:
             reason = _refusal(record, chain)
             if reason is None:
-                chain = _apply_delta(chain, record)
+                chain = _apply_delta(chain, record, cover)
             else:
                 problems.append(_problem(record, reason))
                 chain = _after_refusal(chain, record)
     return _result(share_partition, chain, problems)
 
 
-def replay_chains(records: Iterable[object]) -> list[ChainResult]:
+def replay_chains(records: Iterable[object], cover: Cover = cover_by_priority) -> list[ChainResult]:
     """`replay_chain` for each (group, topic, partition) among the records, e.g. one topic-partition's log."""
     by_share_partition: dict[tuple[object, object, object], list[object]] = {}
     for raw in records:
         by_share_partition.setdefault(parse_control_record(raw).share_partition, []).append(raw)
-    return [replay_chain(by_share_partition[key]) for key in sorted(by_share_partition, key=repr)]
+    return [replay_chain(by_share_partition[key], cover) for key in sorted(by_share_partition, key=repr)]
 
 
 def earliest_share_offsets(results: Iterable[ChainResult]) -> dict[tuple[str, int], int]:
@@ -182,8 +186,8 @@ def earliest_share_offsets(results: Iterable[ChainResult]) -> dict[tuple[str, in
 # ---- the chain ----------------------------------------------------------------------------------------
 
 
-def _start_chain(checkpoint: ControlRecord) -> _Chain:
-    batches = cover_by_priority(((0,), b) for b in prune_before(checkpoint.batches, checkpoint.start_offset))
+def _start_chain(checkpoint: ControlRecord, cover: Cover) -> _Chain:
+    batches = cover(((0,), b) for b in prune_before(checkpoint.batches, checkpoint.start_offset))
     start, batches = _advance(checkpoint.start_offset, batches)
     return _Chain(
         epoch=checkpoint.checkpoint_epoch,
@@ -196,9 +200,9 @@ def _start_chain(checkpoint: ControlRecord) -> _Chain:
     )
 
 
-def _apply_delta(chain: _Chain, delta: ControlRecord) -> _Chain:
+def _apply_delta(chain: _Chain, delta: ControlRecord, cover: Cover) -> _Chain:
     # Rank 1 over rank 0: for the offsets it names, the newer record's state replaces the older one's.
-    merged = cover_by_priority([((0,), b) for b in chain.batches] + [((1,), b) for b in delta.batches])
+    merged = cover([((0,), b) for b in chain.batches] + [((1,), b) for b in delta.batches])
     start, batches = _advance(chain.start_offset, merged)
     return replace(
         chain,

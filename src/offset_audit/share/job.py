@@ -28,7 +28,7 @@ from pyspark.sql.types import StructField, StructType
 
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.share import chain, state
+from offset_audit.share import chain, cover, state
 from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.tables import parse_type, table_schema
@@ -64,9 +64,14 @@ def _replay_schema() -> StructType:
 # Decoding __share_group_state -------------------------------------------------------------------------
 
 
-def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFrame:
+def decode_share_state(
+    raw: DataFrame, topic: str = SHARE_STATE_TOPIC, only: frozenset[tuple[str, str, int]] | None = None
+) -> DataFrame:
     """Raw records (offset_audit.sources) -> one decoded row per record; records of another topic are
-    kept as `skipped` rows so that the counts reconcile."""
+    kept as `skipped` rows so that the counts reconcile.
+
+    With `only` (share-partitions as (group id, topic id, partition)), just the share-state records of
+    those share-partitions: what the folded replay hands back to this exact one."""
     layouts = share_state_layouts()
     arrow = to_arrow_schema(_DECODED, timezone="UTC")
     if "source_topic" not in raw.columns:
@@ -95,15 +100,20 @@ def decode_share_state(raw: DataFrame, topic: str = SHARE_STATE_TOPIC) -> DataFr
             rows = []
             for item in batch.to_pylist():
                 coords = {k: item[k] for k in ("source_partition", "source_offset", "record_timestamp_ms")}
-                if item["other"]:
+                if item["other"] and only is None:
                     rows.append({**coords, "record_class": SKIPPED})
+                    continue
+                if item["other"] or (item["source_error"] is not None and only is not None):
                     continue
                 if item["source_error"] is not None:
                     unread = {"reason": item["source_error"], "key": item["key"], "value": item["value"]}
                     unread["skipped_bytes"] = item["skipped_bytes"]
                     rows.append({**coords, "record_class": QUARANTINE, **unread})
                     continue
-                rows.append({**coords, **decode_share_state_record(codec, item["key"], item["value"], keys)})
+                row = decode_share_state_record(codec, item["key"], item["value"], keys)
+                if only is not None and (row.get("group_id"), row.get("topic_id"), row.get("partition")) not in only:
+                    continue
+                rows.append({**coords, **row})
             if len(keys) > 100_000:
                 keys.clear()
             yield pa.RecordBatch.from_pylist(rows, schema=arrow)
@@ -154,46 +164,72 @@ def _batch_rows(key: dict[str, Any], batches) -> list[dict[str, Any]]:
     ]
 
 
+def share_partition_rows(
+    key: dict[str, Any],
+    result: state.ShareReplay,
+    records_replayed: int,
+    last_snapshot: tuple[int | None, int | None] | None,
+    delivery_count_limit: int,
+) -> list[dict[str, Any]]:
+    """One share-partition's rows of the wide replay schema: its problems, then (when it has state) its
+    share_partitions row and its batches. `last_snapshot` is (source offset, source partition) of its
+    last ShareSnapshot record. Both replays (record by record here, folded in offset_audit.share.fold)
+    shape their rows with this one function."""
+    out = _problem_rows(key, result.problems)
+    current = result.state
+    if current is None:
+        return out
+    out.append(
+        {
+            **key,
+            "row_kind": "partition",
+            "start_offset": current.start_offset,
+            "end_offset": current.end_offset,
+            "snapshot_epoch": current.snapshot_epoch,
+            "state_epoch": current.state_epoch,
+            "leader_epoch": current.leader_epoch,
+            "available_records": current.available_records,
+            "acknowledged_records": current.acknowledged_records,
+            "archived_records": current.archived_records,
+            "max_delivery_count": current.max_delivery_count,
+            "records_at_delivery_limit": current.records_at_or_over(delivery_count_limit),
+            "delivery_count_limit": delivery_count_limit,
+            "create_timestamp_ms": current.create_timestamp or None,  # 0: not recorded
+            "write_timestamp_ms": current.write_timestamp or None,
+            "checkpoint_offset": None if last_snapshot is None else last_snapshot[0],
+            "checkpoint_log_partition": None if last_snapshot is None else last_snapshot[1],
+            "records_replayed": records_replayed,
+            "problems": len(result.problems),
+        }
+    )
+    return out + _batch_rows(key, current.effective_batches)
+
+
+def log_order(row: dict[str, Any]) -> tuple[int, int]:
+    """The order a share-partition's records are replayed in: source offset, then source partition (two
+    log partitions hold one share-partition only in a damaged dump; -1 where the input gave none)."""
+    partition = row["source_partition"]
+    return (row["source_offset"], -1 if partition is None else partition)
+
+
+def replay_arrow_schema() -> pa.Schema:
+    """The wide replay schema as Arrow."""
+    return to_arrow_schema(_replay_schema(), timezone="UTC")
+
+
 def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFrame:
-    """Per share-partition, Kafka 4.1's replay of its ShareSnapshot/ShareUpdate records."""
+    """Per share-partition, Kafka 4.1's replay of its ShareSnapshot/ShareUpdate records, record by record."""
     schema = _replay_schema()
     arrow = to_arrow_schema(schema, timezone="UTC")
 
     def replay(table: pa.Table) -> pa.Table:
-        rows = sorted(table.to_pylist(), key=lambda r: r["source_offset"])
+        rows = sorted(table.to_pylist(), key=log_order)
         first = rows[0]
         key = {"group_id": first["group_id"], "topic_id": first["topic_id"], "partition": int(first["partition"])}
         result = state.replay_checked([_share_record(r) for r in rows])
-        out = _problem_rows(key, result.problems)
-        current = result.state
-        if current is not None:
-            snapshots = [r for r in rows if r["kind"] == "snapshot"]
-            last_snapshot = snapshots[-1] if snapshots else None
-            out.append(
-                {
-                    **key,
-                    "row_kind": "partition",
-                    "start_offset": current.start_offset,
-                    "end_offset": current.end_offset,
-                    "snapshot_epoch": current.snapshot_epoch,
-                    "state_epoch": current.state_epoch,
-                    "leader_epoch": current.leader_epoch,
-                    "available_records": current.available_records,
-                    "acknowledged_records": current.acknowledged_records,
-                    "archived_records": current.archived_records,
-                    "max_delivery_count": current.max_delivery_count,
-                    "records_at_delivery_limit": current.records_at_or_over(delivery_count_limit),
-                    "delivery_count_limit": delivery_count_limit,
-                    "create_timestamp_ms": current.create_timestamp or None,  # 0: not recorded
-                    "write_timestamp_ms": current.write_timestamp or None,
-                    "checkpoint_offset": None if last_snapshot is None else last_snapshot["source_offset"],
-                    "checkpoint_log_partition": None if last_snapshot is None else last_snapshot["source_partition"],
-                    "records_replayed": len(rows),
-                    "problems": len(result.problems),
-                }
-            )
-            out += _batch_rows(key, current.effective_batches)
-        return pa.Table.from_pylist(out, schema=arrow)
+        snapshots = [r for r in rows if r["kind"] == "snapshot"]
+        last = (snapshots[-1]["source_offset"], snapshots[-1]["source_partition"]) if snapshots else None
+        return pa.Table.from_pylist(share_partition_rows(key, result, len(rows), last, delivery_count_limit), arrow)
 
     records = decoded.where(F.col("record_class") == SHARE_STATE)
     return records.groupBy("group_id", "topic_id", "partition").applyInArrow(replay, schema)
@@ -237,14 +273,15 @@ def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage = 
     return spark.createDataFrame(rdd, _KIP932_LINES)
 
 
-def replay_kip932(lines: DataFrame, delivery_count_limit: int) -> DataFrame:
-    """Per share-partition, the draft's checkpoint + deltas chain (offset_audit.share.chain)."""
+def replay_kip932(lines: DataFrame, delivery_count_limit: int, use_fast_path: bool = True) -> DataFrame:
+    """Per share-partition, the draft's checkpoint + deltas chain (offset_audit.share.chain); with
+    `use_fast_path` its batches are overlaid by `offset_audit.share.cover`."""
     schema = _replay_schema()
     arrow = to_arrow_schema(schema, timezone="UTC")
 
     def replay(table: pa.Table) -> pa.Table:
         records = [json.loads(t) for t in table.column("text").to_pylist()]
-        result = chain.replay_chain(records)
+        result = chain.replay_chain(records, cover.cover_ranked if use_fast_path else state.cover_by_priority)
         key = {"group_id": result.group_id, "topic": result.topic, "partition": result.partition}
         out = _problem_rows(key, result.problems)
         if result.share_checkpoint_offset is not None:

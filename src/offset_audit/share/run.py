@@ -7,6 +7,7 @@ import dataclasses
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -17,11 +18,11 @@ from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.errors import UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
-from offset_audit.share import job
+from offset_audit.share import job, onepass
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
 from offset_audit.sinks.delta import write_delta
-from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, log_units, resolved
+from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, log_units, raw_source, resolved
 from offset_audit.sources.end_offsets import read_end_offsets
 from offset_audit.sources.tables import read_table
 from offset_audit.storage import Storage, for_settings, join
@@ -61,16 +62,47 @@ def _quarantine_rows(frame: DataFrame) -> DataFrame:
 
 
 def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
-    """__share_group_state records -> (replayed rows, quarantine rows, log column for the cut-offs)."""
-    raw = load_raw_records(spark, inputs, dataclasses.replace(settings, topic=job.SHARE_STATE_TOPIC), share=True)
+    """__share_group_state records -> (replayed rows, quarantine rows, log column for the cut-offs).
+
+    `[decode] fast_path` (the default) reads and folds the records in one pass (share/onepass.py);
+    false replays them record by record (decode, group by share-partition, replay), the reference the
+    fast route is tested against."""
+    settings = dataclasses.replace(settings, topic=job.SHARE_STATE_TOPIC)
+    if settings.fast_path:
+        return _state_folded(spark, inputs, settings, report, limit)
+    raw = load_raw_records(spark, inputs, settings, share=True)
     decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
     counts = {r.record_class: r["count"] for r in decoded.groupBy("record_class").count().collect()}
+    _count(report, counts)
+    quarantine = _quarantine_columns(decoded.where(F.col("record_class") == QUARANTINE))
+    report.bytes_skipped = quarantine.agg(F.sum("skipped_bytes")).collect()[0][0] or 0
+    replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
+    return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
+
+
+def _state_folded(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+    """The one-pass route of `_state_from_dump`: the tables it gives are small, built on the driver."""
+    source = raw_source(spark, inputs, settings)
+    done = onepass.replay_dump(
+        spark, source, lambda: load_raw_records(spark, inputs, settings, share=True), limit, job.SHARE_STATE_TOPIC
+    )
+    _count(report, done.counts)
+    report.bytes_skipped = pc.sum(done.quarantine.column("skipped_bytes")).as_py() or 0
+    quarantine = _quarantine_columns(spark.createDataFrame(done.quarantine))
+    replayed = spark.createDataFrame(done.replayed)
+    return replayed, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
+
+
+def _count(report: DecodeReport, counts: dict[str, int]) -> None:
     report.records_read = sum(counts.values())
     report.by_class = {SHARE_STATE: counts.get(SHARE_STATE, 0), QUARANTINE: counts.get(QUARANTINE, 0)}
     if counts.get(job.SKIPPED):
         report.records_skipped = counts[job.SKIPPED]
         report.skipped_by_reason = {"other topic": counts[job.SKIPPED]}
-    quarantine = decoded.where(F.col("record_class") == QUARANTINE).select(
+
+
+def _quarantine_columns(quarantined: DataFrame) -> DataFrame:
+    return quarantined.select(
         "source_partition",
         "source_offset",
         spark_timestamp(F.col("record_timestamp_ms")).alias("record_timestamp"),
@@ -82,9 +114,6 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
         "value",
         "skipped_bytes",
     )
-    report.bytes_skipped = quarantine.agg(F.sum("skipped_bytes")).collect()[0][0] or 0
-    replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
-    return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
 
 
 def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
@@ -109,7 +138,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
         F.encode("text", "utf-8").alias("value"),
         F.lit(None).cast("bigint").alias("skipped_bytes"),
     )
-    replayed = job.replay_kip932(lines, limit).persist(StorageLevel.MEMORY_AND_DISK)
+    replayed = job.replay_kip932(lines, limit, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
     return lines, replayed, quarantine, F.col("topic")
 
 

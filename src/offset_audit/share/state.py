@@ -432,14 +432,19 @@ def _check_batches(raw: object) -> tuple[StateBatch, ...] | str:
     return tuple(checked)
 
 
+def unknown_state_problem(partition: int | None, offset: int | None, batch: StateBatch) -> ReplayProblem:
+    """A batch in a state Kafka never persists, read at (partition, offset): kept, and reported."""
+    return ReplayProblem(
+        partition,
+        offset,
+        f"batch {batch.first_offset}-{batch.last_offset} has delivery state {batch.state} "
+        f"({state_name(batch.state)}), which Kafka never persists; kept as Kafka would keep it",
+    )
+
+
 def _unknown_state_problems(record: ShareRecord) -> list[ReplayProblem]:
     return [
-        ReplayProblem(
-            record.partition,
-            record.offset,
-            f"batch {b.first_offset}-{b.last_offset} has delivery state {b.state} ({state_name(b.state)}), "
-            "which Kafka never persists; kept as Kafka would keep it",
-        )
+        unknown_state_problem(record.partition, record.offset, b)
         for b in record.batches
         if b.state not in DELIVERY_STATE_NAMES
     ]
