@@ -55,7 +55,8 @@ class Chromium:
         executable = executable or find_chromium()
         if executable is None:
             raise FileNotFoundError(NOT_FOUND)
-        profile = tempfile.TemporaryDirectory(prefix="offset-audit-chromium-")
+        # Its helper processes may still write to the profile for a moment after the browser exits.
+        profile = tempfile.TemporaryDirectory(prefix="offset-audit-chromium-", ignore_cleanup_errors=True)
         args = [
             executable,
             "--headless=new",
@@ -76,7 +77,13 @@ class Chromium:
             f"--window-size={WIDTH},{HEIGHT}",
             "about:blank",
         ]
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: _stop ends its helper processes too
+        )
         try:
             port = _devtools_port(Path(profile.name), process, timeout)
             page = _page_socket_url(port, timeout)
@@ -227,14 +234,21 @@ def _page_socket_url(port: int, timeout: float) -> str:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """End the browser we started, by its pid: politely, then for good."""
-    if process.poll() is None:
-        process.terminate()
+    """End the browser we started and its helper processes, by its process group: politely, then for
+    good."""
+    import os
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
         try:
             process.wait(timeout=10)
+            return
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+            continue
 
 
 def main(argv: list[str] | None = None) -> int:
