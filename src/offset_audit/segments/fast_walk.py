@@ -147,6 +147,21 @@ def _uvarint(buf, pos, end, max_bytes):
 
 
 @njit(cache=True, nogil=True)
+def _sized(src, cursor, record_end):
+    """A key or value: its length varint and bytes, as (start, length, next position); length -1 for
+    null, next position -1 when it does not fit the record (the Python reader then says why)."""
+    raw, cursor = _uvarint(src, cursor, record_end, 5)
+    if raw < 0:
+        return cursor, np.int64(-1), np.int64(-1)
+    if raw & 1:
+        return cursor, np.int64(-1), cursor
+    length = raw >> 1
+    if cursor + length > record_end:
+        return cursor, length, np.int64(-1)
+    return cursor, length, cursor + length
+
+
+@njit(cache=True, nogil=True)
 def _read_records(src, cursor, end, count, base_offset, base_timestamp, max_timestamp, attributes, space, columns, row):
     """The `count` records in src[cursor:end] into the columns from `row` on, exactly as
     record_batch._read_records reads them; key and value starts are shifted by `space` (0 for the chunk,
@@ -170,26 +185,12 @@ def _read_records(src, cursor, end, count, base_offset, base_timestamp, max_time
         if raw < 0:
             return -1
         offset_delta = (raw >> 1) ^ -(raw & 1)
-        raw, cursor = _uvarint(src, cursor, record_end, 5)
-        if raw < 0:
+        key_start, key_length, cursor = _sized(src, cursor, record_end)
+        if cursor < 0:
             return -1
-        key_start = cursor
-        key_length = np.int64(-1)
-        if not raw & 1:
-            key_length = raw >> 1
-            cursor += key_length
-            if cursor > record_end:
-                return -1
-        raw, cursor = _uvarint(src, cursor, record_end, 5)
-        if raw < 0:
+        value_start, value_length, cursor = _sized(src, cursor, record_end)
+        if cursor < 0:
             return -1
-        value_start = cursor
-        value_length = np.int64(-1)
-        if not raw & 1:
-            value_length = raw >> 1
-            cursor += value_length
-            if cursor > record_end:
-                return -1
         # no headers (a zero count) and nothing else: anything more is for the Python reader
         if cursor + 1 != record_end or src[cursor] != 0:
             return -1
