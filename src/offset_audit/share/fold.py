@@ -39,7 +39,7 @@ from offset_audit.share.state import (
     ShareState,
     StateBatch,
     check_batch,
-    merge_batches,
+    merge_update,
     unknown_state_problem,
 )
 
@@ -252,28 +252,8 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
 
 
 def _apply(state: ShareState | None, updates: FoldedUpdates) -> ShareState | None:
-    """Folded updates on the state before them (state.py's _apply and _merge_update, for the run)."""
-    if state is None:
-        return ShareState(
-            snapshot_epoch=updates.snapshot_epoch,
-            state_epoch=UNINITIALIZED_EPOCH,
-            leader_epoch=updates.leader_epoch,
-            start_offset=updates.start_offset,
-            create_timestamp=NO_TIMESTAMP,
-            write_timestamp=NO_TIMESTAMP,
-            batches=updates.batches,
-        )
-    start = state.start_offset if updates.start_offset == NOT_UPDATED else updates.start_offset
-    leader = state.leader_epoch if updates.leader_epoch == NOT_UPDATED else updates.leader_epoch
-    return ShareState(
-        snapshot_epoch=state.snapshot_epoch,
-        state_epoch=state.state_epoch,
-        leader_epoch=leader,
-        start_offset=start,
-        create_timestamp=state.create_timestamp,
-        write_timestamp=state.write_timestamp,
-        batches=merge_batches(state.batches, updates.batches, start),
-    )
+    """Folded updates on the state before them: state.py's merge, once for the whole run."""
+    return merge_update(state, updates)
 
 
 def _moves_back(state: ShareState, start_offset: int) -> bool:

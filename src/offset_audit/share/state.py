@@ -198,20 +198,22 @@ def _apply(state: ShareState | None, record: ShareRecord) -> ShareState | None:
             write_timestamp=record.write_timestamp,
             batches=tuple(record.batches),
         )
+    return merge_update(state, record)
+
+
+def merge_update(state: ShareState | None, update) -> ShareState:
+    """A ShareUpdate (or anything with its start offset, leader epoch, snapshot epoch and batches: the
+    folded updates of `fold`) on the state before it; without state, the update alone."""
     if state is None:
         return ShareState(
-            snapshot_epoch=record.snapshot_epoch,
+            snapshot_epoch=update.snapshot_epoch,
             state_epoch=UNINITIALIZED_EPOCH,
-            leader_epoch=record.leader_epoch,
-            start_offset=record.start_offset,
+            leader_epoch=update.leader_epoch,
+            start_offset=update.start_offset,
             create_timestamp=NO_TIMESTAMP,
             write_timestamp=NO_TIMESTAMP,
-            batches=tuple(record.batches),
+            batches=tuple(update.batches),
         )
-    return _merge_update(state, record)
-
-
-def _merge_update(state: ShareState, update: ShareRecord) -> ShareState:
     # The merge prunes at the *new* start offset, so an update that moves it also drops what it passed.
     start = state.start_offset if update.start_offset == NOT_UPDATED else update.start_offset
     leader_epoch = state.leader_epoch if update.leader_epoch == NOT_UPDATED else update.leader_epoch
