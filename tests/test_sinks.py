@@ -68,6 +68,12 @@ def test_delta_spark_route(spark, tmp_path):
     path = str(tmp_path / "t")
     result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, force_route="delta-spark")
     assert result.rows == 1 and DeltaTable(path).count() == 1
+    import pyarrow as pa
+
+    from offset_audit.sinks.delta import write_arrow
+
+    small = write_arrow(spark, pa.table({"x": pa.array([5, 6], pa.int32()), "s": ["b", "c"]}), path, run_id="r")
+    assert small.route == "delta-spark" and small.rows == 2 and small.version == 1
 
 
 def test_partition_values_that_are_no_safe_folder_name_are_kept_exactly(spark, tmp_path):
@@ -90,4 +96,36 @@ def test_a_folder_of_other_files_is_never_taken_over_as_a_table(spark, tmp_path)
     (path / "data.csv").write_text("mine")
     with pytest.raises(UserError, match="not a Delta table"):
         write_delta(spark.createDataFrame([(1,)], "x int"), str(path))
+    assert [p.name for p in path.iterdir()] == ["data.csv"]
+
+
+def test_write_arrow_replaces_the_table_and_names_the_version_of_its_run(spark, tmp_path):
+    """The share tables' route: the driver writes one file (none for no rows) and delta-rs commits it."""
+    import pyarrow as pa
+
+    from offset_audit.sinks.delta import write_arrow
+
+    path = str(tmp_path / "t")
+    schema = pa.schema([("x", pa.int32()), ("ts", pa.timestamp("us", tz="UTC"))])
+    first = write_arrow(spark, pa.table({"x": [1, 2], "ts": [None, None]}, schema), path, run_id="run-1")
+    assert (first.rows, first.files, first.route, first.version) == (2, 1, "delta-rs", 0)
+    second = write_arrow(spark, schema.empty_table(), path, run_id="run-2")
+    assert (second.rows, second.files, second.version) == (0, 0, 1)
+    table = DeltaTable(path)
+    assert table.count() == 0 and [f.name for f in table.schema().fields] == ["x", "ts"]
+    third = write_arrow(spark, pa.table({"x": [7], "ts": [None]}, schema), path, run_id="run-3")
+    assert third.version == 2 and DeltaTable(path).to_pyarrow_table().column("x").to_pylist() == [7]
+
+
+def test_write_arrow_never_takes_over_a_folder_of_other_files(spark, tmp_path):
+    import pyarrow as pa
+
+    from offset_audit.errors import UserError
+    from offset_audit.sinks.delta import write_arrow
+
+    path = tmp_path / "t"
+    path.mkdir()
+    (path / "data.csv").write_text("mine")
+    with pytest.raises(UserError, match="not a Delta table"):
+        write_arrow(spark, pa.table({"x": [1]}), str(path))
     assert [p.name for p in path.iterdir()] == ["data.csv"]

@@ -9,25 +9,25 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit import progress
 from offset_audit.config import Settings
 from offset_audit.constants import OFFSETS_TOPIC
+from offset_audit.decode import arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
 from offset_audit.share import job, onepass
+from offset_audit.share import tables as share_tables
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
-from offset_audit.sinks.delta import write_delta
+from offset_audit.sinks.delta import write_arrow
 from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, log_units, raw_source, resolved
-from offset_audit.sources.end_offsets import read_end_offsets
+from offset_audit.sources.end_offsets import COLUMNS, SCHEMA, load_end_offsets
 from offset_audit.sources.tables import read_table
-from offset_audit.storage import Storage, for_settings, join
-from offset_audit.tables import table_schema
-from offset_audit.timestamps import spark_timestamp
+from offset_audit.storage import for_settings, join
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
 # The tables `share` writes under its output folder (besides runs, and decoded/ with --groups-input).
@@ -52,45 +52,32 @@ class ShareResult:
     problems: list[dict]
 
 
-def _write(frame: DataFrame, output: str, name: str, report: DecodeReport, storage: Storage) -> None:
-    columns = frame.select(*table_schema(name).column_names())
-    report.wrote(name, write_delta(columns, join(output, name), run_id=report.run_id, storage=storage))
-
-
-def _quarantine_rows(frame: DataFrame) -> DataFrame:
-    return frame.select(*table_schema("quarantine").column_names())
-
-
 def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
-    """__share_group_state records -> (replayed rows, quarantine rows, log column for the cut-offs).
+    """__share_group_state records -> (replayed rows, quarantined records, the log the cut-offs name).
 
     `[decode] fast_path` (the default) reads and folds the records in one pass (share/onepass.py);
     false replays them record by record (decode, group by share-partition, replay), the reference the
     fast route is tested against."""
     settings = dataclasses.replace(settings, topic=job.SHARE_STATE_TOPIC)
     if settings.fast_path:
-        return _state_folded(spark, inputs, settings, report, limit)
-    raw = load_raw_records(spark, inputs, settings, share=True)
-    decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
-    counts = {r.record_class: r["count"] for r in decoded.groupBy("record_class").count().collect()}
-    _count(report, counts)
-    quarantine = _quarantine_columns(decoded.where(F.col("record_class") == QUARANTINE))
-    report.bytes_skipped = quarantine.agg(F.sum("skipped_bytes")).collect()[0][0] or 0
-    replayed = job.replay_share_state(decoded, limit).persist(StorageLevel.MEMORY_AND_DISK)
-    return decoded, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
-
-
-def _state_folded(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
-    """The one-pass route of `_state_from_dump`: the tables it gives are small, built on the driver."""
-    source = raw_source(spark, inputs, settings)
-    done = onepass.replay_dump(
-        spark, source, lambda: load_raw_records(spark, inputs, settings, share=True), limit, job.SHARE_STATE_TOPIC
-    )
-    _count(report, done.counts)
-    report.bytes_skipped = pc.sum(done.quarantine.column("skipped_bytes")).as_py() or 0
-    quarantine = _quarantine_columns(spark.createDataFrame(done.quarantine))
-    replayed = spark.createDataFrame(done.replayed)
-    return replayed, replayed, quarantine, F.lit(job.SHARE_STATE_TOPIC)
+        source = raw_source(spark, inputs, settings)
+        done = onepass.replay_dump(
+            spark, source, lambda: load_raw_records(spark, inputs, settings, share=True), limit, job.SHARE_STATE_TOPIC
+        )
+        _count(report, done.counts)
+        replayed, quarantine = done.replayed, done.quarantine
+    else:
+        raw = load_raw_records(spark, inputs, settings, share=True)
+        decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            _count(report, {r.record_class: r["count"] for r in decoded.groupBy("record_class").count().collect()})
+            quarantined = decoded.where(F.col("record_class") == QUARANTINE)
+            quarantine = quarantined.select(*onepass.QUARANTINE_SCHEMA.names).toArrow()
+            replayed = job.replay_share_state(decoded, limit).toArrow()
+        finally:
+            decoded.unpersist()
+    report.bytes_skipped = pc.sum(quarantine.column("skipped_bytes")).as_py() or 0
+    return replayed, quarantine, job.SHARE_STATE_TOPIC
 
 
 def _count(report: DecodeReport, counts: dict[str, int]) -> None:
@@ -101,59 +88,48 @@ def _count(report: DecodeReport, counts: dict[str, int]) -> None:
         report.skipped_by_reason = {"other topic": counts[job.SKIPPED]}
 
 
-def _quarantine_columns(quarantined: DataFrame) -> DataFrame:
-    return quarantined.select(
-        "source_partition",
-        "source_offset",
-        spark_timestamp(F.col("record_timestamp_ms")).alias("record_timestamp"),
-        "record_timestamp_ms",
-        "record_type",
-        "value_version",
-        "reason",
-        "key",
-        "value",
-        "skipped_bytes",
-    )
-
-
 def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+    """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
+    state is in its own topic's log)."""
     files = log_units(inputs, dataclasses.replace(settings, input_format=KIP932_JSON))
     lines = job.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
-    errors = lines.where(F.col("error").isNotNull())
-    report.records_read = lines.count()
-    bad = errors.count()
-    report.by_class = {SHARE_STATE: report.records_read - bad, QUARANTINE: bad}
-    quarantine = errors.select(
-        F.lit(None).cast("int").alias("source_partition"),
-        F.col("line").alias("source_offset"),
-        F.lit(None).cast("timestamp").alias("record_timestamp"),
-        F.lit(None).cast("bigint").alias("record_timestamp_ms"),
-        F.lit(None).cast("smallint").alias("record_type"),
-        F.lit(None).cast("smallint").alias("value_version"),
-        F.concat(F.col("error"), F.lit(" ["), F.col("source_file"), F.lit(", line "), F.col("line"), F.lit("]")).alias(
-            "reason"
-        ),
-        F.lit(None).cast("binary").alias("key"),
-        F.encode("text", "utf-8").alias("value"),
-        F.lit(None).cast("bigint").alias("skipped_bytes"),
-    )
-    replayed = job.replay_kip932(lines, limit, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
-    return lines, replayed, quarantine, F.col("topic")
+    try:
+        errors = lines.where(F.col("error").isNotNull())
+        report.records_read = lines.count()
+        bad = errors.count()
+        report.by_class = {SHARE_STATE: report.records_read - bad, QUARANTINE: bad}
+        quarantine = errors.select(
+            F.lit(None).cast("int").alias("source_partition"),
+            F.col("line").alias("source_offset"),
+            F.lit(None).cast("bigint").alias("record_timestamp_ms"),
+            F.lit(None).cast("smallint").alias("record_type"),
+            F.lit(None).cast("smallint").alias("value_version"),
+            F.concat(
+                F.col("error"), F.lit(" ["), F.col("source_file"), F.lit(", line "), F.col("line"), F.lit("]")
+            ).alias("reason"),
+            F.lit(None).cast("binary").alias("key"),
+            F.encode("text", "utf-8").alias("value"),
+            F.lit(None).cast("bigint").alias("skipped_bytes"),
+        ).toArrow()
+        replayed = job.replay_kip932(lines, limit, settings.fast_path).toArrow()
+    finally:
+        lines.unpersist()
+    return replayed, quarantine, None
 
 
-def _observations(partition_rows: list[dict], batches: DataFrame, delivery_count_limit: int) -> dict[str, list]:
+def _observations(partition_rows: list[dict], batches: pa.Table, delivery_count_limit: int) -> dict[str, list]:
     """Each share group's partitions as the limits check reads them: in-flight records from the
     recovered state, and the batches at the delivery limit (the only ones that check looks at)."""
     from offset_audit.share.limits import SharePartitionObservation, StateBatch
 
     at_limit: dict[tuple, list] = {}
-    for b in batches.where(F.col("delivery_count") >= delivery_count_limit).collect():
-        state = STATE_BY_NAME.get(b.state)
+    for b in batches.filter(pc.greater_equal(batches.column("delivery_count"), delivery_count_limit)).to_pylist():
+        state = STATE_BY_NAME.get(b["state"])
         if state is None:  # an unknown state number: reported in share_problems already
             continue
-        key = (b.group_id, b.topic or b.topic_id, b.partition)
-        at_limit.setdefault(key, []).append(StateBatch(b.first_offset, b.last_offset, state, b.delivery_count))
+        key = (b["group_id"], b["topic"] or b["topic_id"], b["partition"])
+        at_limit.setdefault(key, []).append(StateBatch(b["first_offset"], b["last_offset"], state, b["delivery_count"]))
     observations: dict[str, list] = {}
     for r in partition_rows:
         topic = r["topic"] or r["topic_id"]
@@ -214,55 +190,49 @@ def run_share(
     check_share_input_format(settings.input_format)
     progress.begin(f"replaying share-partition state ({settings.input_format})")
     if settings.input_format == KIP932_JSON:
-        source, replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
+        replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
     else:
-        source, replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
-    try:
-        names = None
-        group_rows: list[dict] = []
-        if groups_inputs:
-            group_report = DecodeReport.start("share", groups_inputs, settings.input_format, "")
-            group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
-            # --input-format and --topic describe the share-state input; the groups dump is detected.
-            group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
-            decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report)
-            report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
-            modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
-            share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
-            group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
-            topics = [
-                (t["topic_id"], t["topic_name"]) for r in group_rows for t in (r.get("topics") or []) if t["topic_name"]
-            ]
-            if topics:
-                names = spark.createDataFrame(sorted(set(topics)), "topic_id string, topic_name string")
-        progress.begin("auditing share-partitions and share groups")
-        tables = job.with_topic_names(job.share_tables(replayed), names)
-        ends = read_end_offsets(spark, end_offsets, storage) if end_offsets is not None else None
-        tables["share_partitions"] = job.with_share_lag(tables["share_partitions"], ends).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
-        tables["share_cleanup"] = job.cleanup_cutoffs(tables["share_partitions"], log)
-        # Everything is worked out before the first table is written: a finding that fails stops the run
-        # with every table as it was, not half of them new.
-        partition_rows = [r.asDict() for r in tables["share_partitions"].collect()]
-        groups = share_groups.replay_share_groups(group_rows)
-        has_state = {r["group_id"] for r in partition_rows}
-        group_table = share_groups.share_group_rows(groups, has_state, bootstrap)
-        observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
-        findings = share_groups.broker_setting_findings(setting_findings)
-        findings += share_groups.assignment_findings(groups)
-        findings += share_groups.limit_findings(groups, observations, effective)
-        tables["quarantine"] = _quarantine_rows(quarantine)
-        tables["share_groups"] = spark.createDataFrame(group_table, table_schema("share_groups").struct())
-        tables["share_findings"] = spark.createDataFrame(findings, table_schema("share_findings").struct())
-        problems = [r.asDict() for r in tables["share_problems"].limit(20).collect()]
-        progress.begin(f"writing {len(SHARE_TABLES)} share tables")
-        for name in SHARE_TABLES:
-            _write(tables[name], output, name, report, storage)
-        tables["share_partitions"].unpersist()
-    finally:
-        replayed.unpersist()
-        source.unpersist()
+        replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
+    topic_names: list[tuple[str, str]] = []
+    group_rows: list[dict] = []
+    if groups_inputs:
+        group_report = DecodeReport.start("share", groups_inputs, settings.input_format, "")
+        group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
+        # --input-format and --topic describe the share-state input; the groups dump is detected.
+        group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+        decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report)
+        report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
+        modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
+        share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
+        group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
+        topic_names = [
+            (t["topic_id"], t["topic_name"]) for r in group_rows for t in (r.get("topics") or []) if t["topic_name"]
+        ]
+    progress.begin("auditing share-partitions and share groups")
+    tables = share_tables.with_topic_names(share_tables.split_replay(replayed), topic_names)
+    if end_offsets is not None:
+        ends = end_offsets if isinstance(end_offsets, pa.Table) else load_end_offsets(end_offsets, storage)
+        ends = ends.select(list(COLUMNS)).cast(SCHEMA)
+        tables["share_partitions"] = share_tables.with_share_lag(tables["share_partitions"], ends)
+    tables["share_cleanup"] = share_tables.cleanup_cutoffs(tables["share_partitions"], log)
+    # Everything is worked out before the first table is written: a finding that fails stops the run
+    # with every table as it was, not half of them new.
+    partition_rows = tables["share_partitions"].to_pylist()
+    groups = share_groups.replay_share_groups(group_rows)
+    has_state = {r["group_id"] for r in partition_rows}
+    group_table = share_groups.share_group_rows(groups, has_state, bootstrap)
+    observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
+    findings = share_groups.broker_setting_findings(setting_findings)
+    findings += share_groups.assignment_findings(groups)
+    findings += share_groups.limit_findings(groups, observations, effective)
+    tables["quarantine"] = share_tables.shaped(quarantine, "quarantine")
+    tables["share_groups"] = pa.Table.from_pylist(group_table, arrow_schema("share_groups"))
+    tables["share_findings"] = pa.Table.from_pylist(findings, arrow_schema("share_findings"))
+    problems = tables["share_problems"].slice(0, 20).to_pylist()
+    progress.begin(f"writing {len(SHARE_TABLES)} share tables")
+    for name in SHARE_TABLES:
+        written = write_arrow(spark, tables[name], join(output, name), run_id=report.run_id, storage=storage)
+        report.wrote(name, written)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, report, output, storage)  # last: a run without its row did not finish
