@@ -102,3 +102,41 @@ def test_live_kafka_read(spark):
 
     frame = load_raw_records(spark, [], load_settings(input_format="kafka", bootstrap_servers=servers))
     assert set(frame.columns) >= {"key", "value", "source_partition", "source_offset"}
+
+
+def _partition_files(sizes: dict[int, list[int]]):
+    from offset_audit.sources.log_files import LogFile, PartitionFiles
+
+    return [
+        PartitionFiles(p, tuple(LogFile(f"/d/p-{p}/{i:020d}.log", "segments", p, size) for i, size in enumerate(s)))
+        for p, s in sizes.items()
+    ]
+
+
+def test_units_are_dealt_into_one_task_per_core_balanced_by_weight():
+    """Spark's own split of the list by position put 46% of the records in one of four tasks."""
+    from offset_audit.sources import FileUnits, unit_weight
+
+    mib = 2**20
+    units = _partition_files({0: [20 * mib], 1: [3 * mib, 2 * mib], 2: [9 * mib], 3: [1 * mib], 4: [8 * mib]})
+    slices = FileUnits(units, read=lambda unit: iter(()), rows=None).slices(cores=2)
+    assert len(slices) == 2
+    loads = sorted(sum(unit_weight(u) for u in task) for task in slices)
+    assert loads == [21 * mib // 128, 22 * mib // 128]  # 20+1 and 9+8+5
+    # Every unit once, each task in input order (a partition's files keep their log order).
+    assert sorted(u.partition for task in slices for u in task) == [0, 1, 2, 3, 4]
+    for task in slices:
+        assert [u.partition for u in task] == sorted(u.partition for u in task)
+    # Never more tasks than units.
+    assert len(FileUnits(units[:1], read=lambda unit: iter(()), rows=None).slices(cores=8)) == 1
+
+
+def test_a_large_input_is_split_into_waves_of_one_task_per_core():
+    from offset_audit.sources import RECORDS_PER_TASK, SEGMENT_BYTES_PER_RECORD, FileUnits
+    from offset_audit.sources.snapshot import Piece
+
+    pieces = [Piece(f"/s/{i}.parquet", (0,), RECORDS_PER_TASK // 2) for i in range(20)]  # 10 tasks' worth
+    assert len(FileUnits(pieces, read=lambda unit: iter(()), rows=None).slices(cores=4)) == 12
+    big = SEGMENT_BYTES_PER_RECORD * RECORDS_PER_TASK
+    units = _partition_files({p: [big // 2] for p in range(9)})  # 4.5 tasks' worth on 2 cores
+    assert len(FileUnits(units, read=lambda unit: iter(()), rows=None).slices(cores=2)) == 6

@@ -82,8 +82,7 @@ def read_and_fold(spark: SparkSession, source: DataFrame | FileUnits, topic: str
         def unit_task(units: Iterator) -> Iterator[TaskResult]:
             yield _read_task((batch for unit in units for batch in read(unit)), use_fast_path)
 
-        slices = max(1, min(len(source.units), 2 * spark.sparkContext.defaultParallelism))
-        return spark.sparkContext.parallelize(source.units, slices).mapPartitions(unit_task).collect()
+        return source.run(spark, unit_task).collect()
 
     def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         result = pickle.dumps(_read_task(batches, use_fast_path), protocol=pickle.HIGHEST_PROTOCOL)

@@ -241,11 +241,9 @@ def decode_to_files(
             batches = (batch for unit in units for batch in read(unit))
             yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage)
 
-        # A few tasks per core, each reading several units: enough slack for uneven units, and with
-        # `compact`, fewer tasks means fewer copies of each key for the replay to sort through.
-        slices = max(1, min(len(source.units), 2 * spark.sparkContext.defaultParallelism))
-        rdd = spark.sparkContext.parallelize(source.units, slices).mapPartitions(unit_task)
-        reports = [Row(**r) for r in rdd.collect()]
+        # One task per core, balanced by weight (FileUnits.slices); with `compact`, fewer tasks also
+        # means fewer copies of each key for the replay to sort through.
+        reports = [Row(**r) for r in source.run(spark, unit_task).collect()]
     else:
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
