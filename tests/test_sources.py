@@ -140,3 +140,14 @@ def test_a_large_input_is_split_into_waves_of_one_task_per_core():
     big = SEGMENT_BYTES_PER_RECORD * RECORDS_PER_TASK
     units = _partition_files({p: [big // 2] for p in range(9)})  # 4.5 tasks' worth on 2 cores
     assert len(FileUnits(units, read=lambda unit: iter(()), rows=None).slices(cores=2)) == 6
+
+
+def test_units_kept_in_order_are_cut_into_stretches_of_about_equal_weight():
+    from offset_audit.sources import FileUnits
+    from offset_audit.sources.snapshot import Piece
+
+    pieces = [Piece(f"/s/{i}.parquet", (0,), rows) for i, rows in enumerate([5, 1, 1, 1, 1, 1, 4, 6])]
+    slices = FileUnits(pieces, read=lambda unit: iter(()), rows=None).slices(cores=2, keep_order=True)
+    assert [[p.rows for p in task] for task in slices] == [[5, 1, 1, 1, 1, 1], [4, 6]]
+    slices = FileUnits(pieces, read=lambda unit: iter(()), rows=None).slices(cores=3, keep_order=True)
+    assert [[p.rows for p in task] for task in slices] == [[5, 1, 1], [1, 1, 1, 4], [6]]  # 7, 7 and 6 rows

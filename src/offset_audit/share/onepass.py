@@ -82,7 +82,9 @@ def read_and_fold(spark: SparkSession, source: DataFrame | FileUnits, topic: str
         def unit_task(units: Iterator) -> Iterator[TaskResult]:
             yield _read_task((batch for unit in units for batch in read(unit)), use_fast_path)
 
-        return source.run(spark, unit_task).collect()
+        # Stretches of the input, not a deal by weight: summaries of records that interleave across tasks
+        # cannot be combined (fold.combine) and are replayed record by record.
+        return source.run(spark, unit_task, keep_order=True).collect()
 
     def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         result = pickle.dumps(_read_task(batches, use_fast_path), protocol=pickle.HIGHEST_PROTOCOL)

@@ -49,31 +49,44 @@ class FileUnits:
     rows: int | None  # records in the input when known before reading (Parquet footers)
     files: int = 0  # the input files the units hold (for progress)
 
-    def slices(self, cores: int) -> list[list[Any]]:
-        """The units dealt into tasks by weight (unit_weight): the heaviest first, each to the lightest
-        task so far. One task per core, or a few waves of them where the input is large enough that a
-        task would hold more than RECORDS_PER_TASK records, so progress still moves on a big dump.
+    def slices(self, cores: int, keep_order: bool = False) -> list[list[Any]]:
+        """The units dealt into tasks by weight (unit_weight): one task per core, or a few waves of them
+        where the input is large enough that a task would hold more than RECORDS_PER_TASK records, so
+        progress still moves on a big dump.
 
         Spark's own split of a list cuts it by position, and partitions of __consumer_offsets differ
         several-fold in size (groups hash unevenly), so its tasks did too: at 1M records the heaviest of
         four tasks held 46% of the records. A task costs tens of milliseconds to start, so balanced
         tasks, one per core, beat more, smaller ones (warm decode of the 1M-record segments: about 0.5 s
-        against 0.75 s for four position-cut tasks on 2 cores)."""
+        against 0.75 s for four position-cut tasks on 2 cores).
+
+        By default the heaviest unit goes first, each to the lightest task so far. `keep_order` cuts the
+        list into runs of about equal weight instead, so that each task holds a stretch of the input:
+        share's fold combines tasks' summaries of a share-partition only when their records do not
+        interleave."""
         weights = [unit_weight(unit) for unit in self.units]
-        waves = max(1, math.ceil(sum(weights) / (cores * RECORDS_PER_TASK)))
+        total = sum(weights)
+        waves = max(1, math.ceil(total / (cores * RECORDS_PER_TASK)))
         count = max(1, min(len(self.units), waves * cores))
         tasks: list[list[int]] = [[] for _ in range(count)]
-        loads = [0] * count
-        for index in sorted(range(len(self.units)), key=lambda i: -weights[i]):
-            lightest = loads.index(min(loads))
-            tasks[lightest].append(index)
-            loads[lightest] += weights[index]
+        if keep_order:
+            done = 0
+            for index, weight in enumerate(weights):
+                # the task whose share of the total holds this unit's middle
+                tasks[min(count - 1, (2 * done + weight) * count // max(1, 2 * total))].append(index)
+                done += weight
+        else:
+            loads = [0] * count
+            for index in sorted(range(len(self.units)), key=lambda i: -weights[i]):
+                lightest = loads.index(min(loads))
+                tasks[lightest].append(index)
+                loads[lightest] += weights[index]
         # Each task reads its units in input order (a partition's files stay in log order).
         return [[self.units[i] for i in sorted(task)] for task in tasks if task]
 
-    def run(self, spark, task: Callable[[Iterator[Any]], Iterator[Any]]):
-        """`task` over every unit, one Spark task per slice; the RDD of its results."""
-        slices = self.slices(spark.sparkContext.defaultParallelism)
+    def run(self, spark, task: Callable[[Iterator[Any]], Iterator[Any]], keep_order: bool = False):
+        """`task` over every unit, one Spark task per slice (see `slices`); the RDD of its results."""
+        slices = self.slices(spark.sparkContext.defaultParallelism, keep_order)
         return spark.sparkContext.parallelize(slices, len(slices)).mapPartitions(
             lambda groups: task(unit for group in groups for unit in group)
         )
