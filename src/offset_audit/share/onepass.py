@@ -49,10 +49,12 @@ QUARANTINE_SCHEMA = pa.schema(
 
 @dataclass
 class TaskResult:
-    """What one task sends back: its summaries, its quarantined records (rare), its record counts."""
+    """What one task sends back: its summaries, its quarantined records (QUARANTINE_SCHEMA: Arrow, so a
+    dump of mostly damaged records reaches the driver as its bytes, not as a Python dict per record),
+    its record counts."""
 
     summaries: list[fold.Summary]
-    quarantine: list[dict[str, Any]]
+    quarantine: pa.Table
     counts: Counter
 
 
@@ -71,7 +73,8 @@ def _read_task(batches: Iterator[pa.RecordBatch], use_fast_path: bool) -> TaskRe
     reader = ShareStateReader(RecordCodec(share_state_layouts()), use_fast_path)
     for batch in batches:
         reader.add(batch)
-    return TaskResult(fold.summarise(reader.columns()), reader.quarantine, reader.counts)
+    quarantine = pa.Table.from_pylist(reader.quarantine, QUARANTINE_SCHEMA)
+    return TaskResult(fold.summarise(reader.columns()), quarantine, reader.counts)
 
 
 def read_and_fold(spark: SparkSession, source: DataFrame | FileUnits, topic: str, use_fast_path: bool):
@@ -107,10 +110,10 @@ def replay_dump(
     results = read_and_fold(spark, source, topic, use_fast_path)
     counts: Counter = Counter()
     by_share_partition: dict[tuple[str, str, int], list[fold.Summary]] = {}
-    quarantine: list[dict[str, Any]] = []
+    quarantine: list[pa.Table] = [QUARANTINE_SCHEMA.empty_table()]
     for result in results:
         counts.update(result.counts)
-        quarantine += result.quarantine
+        quarantine.append(result.quarantine)
         for summary in result.summaries:
             by_share_partition.setdefault(summary.share_partition, []).append(summary)
     rows: list[dict[str, Any]] = []
@@ -132,7 +135,7 @@ def replay_dump(
         tables.append(job.replay_share_state(decoded, delivery_count_limit).toArrow().cast(tables[0].schema))
     return ShareStateReplay(
         replayed=pa.concat_tables(tables),
-        quarantine=pa.Table.from_pylist(quarantine, QUARANTINE_SCHEMA),
+        quarantine=pa.concat_tables(quarantine),
         counts=counts,
         replayed_exactly=len(exact),
     )
