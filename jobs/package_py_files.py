@@ -17,9 +17,11 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 def build(output: Path) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
-        for folder, _, files in os.walk(SRC / "offset_audit", followlinks=True):
+        for folder, folders, files in os.walk(SRC / "offset_audit", followlinks=True):
+            # Bytecode and numba's caches (.nbi/.nbc) are this machine's: an executor builds its own.
+            folders[:] = [f for f in folders if f != "__pycache__"]
             for name in sorted(files):
-                if name.endswith((".pyc", ".pyo")):
+                if name.endswith((".pyc", ".pyo", ".nbi", ".nbc")):
                     continue
                 path = Path(folder) / name
                 archive.write(path, path.relative_to(SRC).as_posix())
