@@ -10,7 +10,7 @@ Two inputs carry the state:
 Records of one share-partition always sit in one log partition, so the replay is a grouped map:
 Spark groups the records by share-partition and a Python function replays each group in log order.
 Each group yields its partition row, its batches and its problems as rows of one wide schema
-(`row_kind` tells them apart), split into the three tables afterwards.
+(`row_kind` tells them apart), split into the three tables afterwards (`offset_audit.share.tables`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from offset_audit.share import chain, cover, state
 from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.tables import parse_type, table_schema
-from offset_audit.timestamps import ms_column, spark_timestamp
 
 SHARE_STATE_TOPIC = "__share_group_state"
 DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)
@@ -310,61 +309,3 @@ def replay_kip932(lines: DataFrame, delivery_count_limit: int, use_fast_path: bo
 
     good = lines.where(F.col("error").isNull())
     return good.groupBy("group_id", "topic", "partition").applyInArrow(replay, schema)
-
-
-# Shaping the tables ------------------------------------------------------------------------------------
-
-
-def _table(frame: DataFrame, name: str) -> DataFrame:
-    columns = []
-    for column in table_schema(name).columns:
-        if column.type == "timestamp":
-            value = spark_timestamp(F.col(ms_column(column.name)))
-        else:
-            value = F.col(column.name)
-        columns.append(value.cast(parse_type(column.type)).alias(column.name))
-    return frame.select(*columns)
-
-
-def share_tables(replayed: DataFrame) -> dict[str, DataFrame]:
-    """The wide replay rows split into share_partitions, share_state_batches and share_problems."""
-    return {
-        "share_partitions": _table(replayed.where(F.col("row_kind") == "partition"), "share_partitions"),
-        "share_state_batches": _table(replayed.where(F.col("row_kind") == "batch"), "share_state_batches"),
-        "share_problems": _table(replayed.where(F.col("row_kind") == "problem"), "share_problems"),
-    }
-
-
-def with_topic_names(tables: dict[str, DataFrame], names: DataFrame | None) -> dict[str, DataFrame]:
-    """Fill `topic` from topic ids where the share groups' records named them (topic_id, topic_name)."""
-    if names is None:
-        return tables
-    lookup = F.broadcast(names.select("topic_id", F.col("topic_name").alias("_name")).distinct())
-    out = {}
-    for name, frame in tables.items():
-        joined = frame.join(lookup, "topic_id", "left").withColumn("topic", F.coalesce("topic", "_name"))
-        out[name] = joined.select(*table_schema(name).column_names())
-    return out
-
-
-def with_share_lag(partitions: DataFrame, end_offsets: DataFrame | None) -> DataFrame:
-    """share_lag = log end offset - SPSO, where --end-offsets knows the topic partition."""
-    if end_offsets is None:
-        return partitions
-    ends = end_offsets.select("topic", "partition", F.col("log_end_offset").alias("_end"))
-    lagged = partitions.drop("share_lag").join(ends, ["topic", "partition"], "left")
-    lag = F.when(F.col("_end").isNotNull(), F.greatest(F.col("_end") - F.col("start_offset"), F.lit(0)))
-    return lagged.withColumn("share_lag", lag.cast("bigint")).select(*table_schema("share_partitions").column_names())
-
-
-def cleanup_cutoffs(partitions: DataFrame, log: F.Column) -> DataFrame:
-    """ESO per log partition: the lowest checkpoint offset of the share-partitions stored there."""
-    return (
-        partitions.where(F.col("checkpoint_offset").isNotNull())
-        .groupBy(log.alias("log"), F.col("checkpoint_log_partition").alias("partition"))
-        .agg(
-            F.min("checkpoint_offset").alias("earliest_share_offset"),
-            F.count(F.lit(1)).alias("share_partitions"),
-        )
-        .select(*table_schema("share_cleanup").column_names())
-    )
