@@ -136,8 +136,8 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
             for batch in read_log_file(unit, only_control=True):
                 yield from transactions.marker_rows(batch)
 
-    # A few tasks per core, as the decode pass has: a task costs tens of milliseconds to start, about
-    # what scanning 100 MiB for markers costs.
+    # A few tasks per core: a task costs tens of milliseconds to start, about what scanning 100 MiB for
+    # markers costs. (Segments find their markers inside the decode task, see read_partition_raw.)
     slices = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
     rows = spark.sparkContext.parallelize(units, slices).mapPartitions(task).collect()
     return transactions.Markers.from_rows(rows)
