@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SIZES ?= 1000000,5000000
+CODECS ?= none,zstd
 DEMO_RECORDS ?= 300000
 
 .PHONY: setup check-java browser demo test lint bench package package-driver clean
@@ -49,7 +50,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests jobs bench
 
 bench: setup
-	$(BIN)/python bench/run_bench.py --sizes $(SIZES)
+	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS)
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.

@@ -1,7 +1,7 @@
 """`make bench`: every input path's throughput as a ratio against `decode` of the same records as
 Parquet, in one run, at each size (1M and 5M records by default), with driver and worker peak memory.
 
-    python bench/run_bench.py [--sizes 1000000,5000000] [--no-python-baseline] [--no-share]
+    python bench/run_bench.py [--sizes 1000000,5000000] [--codecs none,zstd] [--no-python-baseline] [--no-share]
 
 Numbers are wall-clock seconds on this machine, warm (best of two after a warm-up run, in one
 process); only the ratios travel between machines. Whole-process runs add Spark's start, about 10 s.
@@ -317,8 +317,17 @@ def main() -> None:
     parser.add_argument("--no-python-baseline", action="store_true")
     parser.add_argument("--no-segments", action="store_true", help="skip the log segments")
     parser.add_argument("--no-share", action="store_true", help="skip __share_group_state")
+    parser.add_argument(
+        "--codecs",
+        default="none,zstd",
+        help="compressions of the segment runs (of none, gzip, snappy, lz4, zstd): the two a coordinator "
+        "writes most by default; the others are read by the Python reader and take several times longer",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the 60 and 600 MiB segment files")
     args = parser.parse_args()
+    unknown = set(args.codecs.split(",")) - {"none", "gzip", "snappy", "lz4", "zstd"}
+    if unknown:
+        parser.error(f"--codecs: unknown compression {', '.join(sorted(unknown))}")
     DATA.mkdir(exist_ok=True)
     spark = get_spark()
     rows: list[tuple] = []
@@ -336,7 +345,7 @@ def main() -> None:
                 (records, "plain Python script", parquet["plain_python_s"], parquet["plain_python_vs_decode"], "-")
             )
         if not args.no_segments:
-            for compression in ("none", "zstd"):
+            for compression in args.codecs.split(","):
                 segments = bench_segments(spark, records, args.seed, compression, base)
                 results.append({"path": "segments", **segments})
                 print(json.dumps(results[-1]), flush=True)
