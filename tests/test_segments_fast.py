@@ -138,7 +138,7 @@ def test_null_value_is_a_tombstone_and_empty_value_is_not(tmp_path, python_path_
     assert python_path_positions == []
 
 
-def test_markers_and_gzip_snappy_lz4_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
+def test_markers_snappy_and_lz4_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
     batches = [
         record_batch(0, [(b"k", b"v", T)], producer_id=7, attributes=0x10),
         marker_batch(1, producer_id=7, commit=True, timestamp=T),
@@ -149,7 +149,8 @@ def test_markers_and_gzip_snappy_lz4_batches_go_to_the_python_path_between_fast_
     ]
     rows = both(write(tmp_path, *batches))
     assert [r["control_type"] for r in rows] == [None, "COMMIT"] + [None] * 8
-    assert python_path_positions == positions(*batches)[1:5]
+    at = positions(*batches)
+    assert python_path_positions == [at[1], at[3], at[4]]  # the gzip batch at at[2] is walked
 
 
 def test_zstd_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_positions):
@@ -238,7 +239,9 @@ def test_the_transaction_pass_reads_only_the_markers_and_frames_as_the_python_pa
     assert python_path_positions == [at[1], at[3], at[4], at[6]]
 
 
-def test_a_gzip_segment_costs_one_probe_per_stretch_not_a_chunk_per_batch(tmp_path, monkeypatch, python_path_positions):
+def test_a_snappy_segment_costs_one_probe_per_stretch_not_a_chunk_per_batch(
+    tmp_path, monkeypatch, python_path_positions
+):
     reads: list[int] = []
     read_segment = reader._read_fast
 
@@ -254,7 +257,7 @@ def test_a_gzip_segment_costs_one_probe_per_stretch_not_a_chunk_per_batch(tmp_pa
             return getattr(self.handle, name)
 
     monkeypatch.setattr(reader, "_read_fast", lambda f, *a: read_segment(Counting(f), *a))
-    batches = [record_batch(offset, [(b"k", b"v", T)], compression="gzip") for offset in range(3000)]
+    batches = [record_batch(offset, [(b"k", b"v", T)], compression="snappy") for offset in range(3000)]
     rows = both(write(tmp_path, *batches))
     assert len(rows) == 3000
     assert len(python_path_positions) == 3000
@@ -277,3 +280,60 @@ def test_a_truncated_last_batch_is_the_python_paths_error_row(tmp_path, python_p
     rows = both(write(tmp_path, good, cut))
     assert [r["source_error"] is None for r in rows] == [True, False]
     assert python_path_positions == [len(good)]
+
+
+def test_gzip_batches_are_inflated_by_zlib_and_read_by_the_walker(tmp_path, python_path_positions):
+    batches = [
+        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="gzip"),
+        record_batch(5, [(b"plain", b"v", T)]),
+        record_batch(6, [(b"gone", None, T)], compression="gzip", attributes=0x10, producer_id=9),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
+        *[(i, b"k%d" % i, b"value %d" % i) for i in range(5)],
+        (5, b"plain", b"v"),
+        (6, b"gone", None),
+    ]
+    assert python_path_positions == []
+
+
+def test_gzip_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, python_path_positions):
+    """Only one gzip member ending with the payload is walked. Java's GZIPInputStream, and so the Python
+    path, reads concatenated members and stops quietly at trailing bytes that start no member; a payload
+    zlib refuses keeps the Python path's error wording."""
+    import gzip
+
+    records = record_batch(0, [(b"k", b"v", T), (b"k", b"w", T)])[61:]  # two plain records
+    first, second = records[: len(records) // 2], records[len(records) // 2 :]
+    template = record_batch(0, [(b"k", b"v", T), (b"k", b"w", T)], compression="gzip")
+    batches = [
+        _with_payload(template, gzip.compress(first) + gzip.compress(second)),  # two members
+        _with_payload(template, gzip.compress(records) + b"trailing"),  # bytes after the member
+        _with_payload(template, b"\x1f\x8b not gzip after all"),  # refused by zlib
+        record_batch(2, [(b"k", b"x", T)], compression="gzip"),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [(r["source_offset"], r["value"]) for r in rows[:4]] == [(0, b"v"), (1, b"w"), (0, b"v"), (1, b"w")]
+    assert "gzip" in rows[4]["source_error"] and rows[5]["value"] == b"x"
+    assert python_path_positions == positions(*batches)[:3]
+
+
+def test_a_gzip_batch_inflating_past_the_bound_is_the_python_paths_error_row(tmp_path, python_path_positions):
+    batches = [record_batch(0, [(b"k", b"v" * 5000, T)], compression="gzip"), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches), max_batch_bytes=1000)
+    assert "more than 1,000 bytes" in rows[0]["source_error"]
+    assert rows[1]["value"] == b"v" and python_path_positions == [0]
+
+
+def test_gzip_batches_go_to_the_python_path_without_zlib(tmp_path, monkeypatch, python_path_positions):
+    from offset_audit.segments import native
+
+    reset, inflate, words, words32, fields = native._zlib_stubs()
+    for name, value in [("INFLATE_RESET", reset), ("INFLATE", inflate), ("GZIP_STREAM", words)]:
+        monkeypatch.setattr(native, name, value)
+    monkeypatch.setattr(native, "GZIP_STREAM_WORDS32", words32)
+    monkeypatch.setattr(native, "GZIP_FIELDS", fields)
+    batches = [record_batch(0, [(b"k", b"v", T)], compression="gzip"), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_offset"] for r in rows] == [0, 1]
+    assert python_path_positions == [0]

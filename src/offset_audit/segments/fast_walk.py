@@ -1,21 +1,22 @@
-"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain or zstd, decoded a
-chunk at a time; and the transaction markers alone, for the first pass.
+"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain, zstd or gzip,
+decoded a chunk at a time; and the transaction markers alone, for the first pass.
 
 Nearly every batch a group coordinator writes is a magic 2 batch of a few records without headers, and a
 segment holds about a million of them; in Python each costs about 3 µs (40 with zstd). Here `walk`
-(numba) steps over a chunk of the file's bytes batch by batch, checks each CRC-32C, inflates zstd batches
-with libzstd (`zstd_native`), and decodes the records of every batch it accepts into columns (offset,
-timestamp, key and value as start and length, the batch's producer and position), which `gather_bytes`
-turns into Arrow binary buffers. `scan_control` walks the same way but decodes nothing: it gives the
-positions of the control batches, the only ones the transaction pass reads.
+(numba) steps over a chunk of the file's bytes batch by batch, checks each CRC-32C, inflates zstd
+batches with libzstd and gzip batches with zlib (`native`), and decodes the records of every batch it
+accepts into columns (offset, timestamp, key and value as start and length, the batch's producer and
+position), which `gather_bytes` turns into Arrow binary buffers. `scan_control` walks the same way but
+decodes nothing: it gives the positions of the control batches, the only ones the transaction pass
+reads.
 
 It accepts a batch only when the Python reader (`framing`, `record_batch`) would read it without a word
-to say and its records are laid out plainly; it stops at the first batch it does not accept (gzip, snappy
-or lz4, a control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload libzstd
-refuses or that inflates past the bound, a varint longer than it reads, record headers, an offset or
-timestamp near the int64 limits) and the reader hands that batch to the Python path, which says exactly
-what it says today. So the fast path decides nothing the slow path would decide differently: it only
-does the same work without Python objects per record.
+to say and its records are laid out plainly; it stops at the first batch it does not accept (snappy or
+lz4, a control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload libzstd or zlib
+refuses or that inflates past the bound, a gzip payload of more than one member, a varint longer than
+it reads, record headers, an offset or timestamp near the int64 limits) and the reader hands that batch
+to the Python path, which says exactly what it says today. So the fast path decides nothing the slow
+path would decide differently: it only does the same work without Python objects per record.
 
 Numba rather than numpy: the walk is sequential (each batch's position is the previous one's end), so it
 cannot be vectorised, and a per-batch Python loop is what costs. Integers are int64 throughout: numba
@@ -37,7 +38,10 @@ _RECORD_BATCH_OVERHEAD = 61
 _MIN_V2_SIZE = 49  # after the 12-byte log overhead
 _MIN_RECORD_BYTES = 7  # length, attributes, timestamp delta, offset delta, key length, value length, headers
 _CODEC_MASK = 0x07
+_GZIP = 1
 _ZSTD = 4
+_Z_FINISH = 4
+_Z_STREAM_END = 1
 _CONTROL = 0x20
 # attributes the walker reads itself besides the codec: timestamp type, transactional, delete horizon.
 # Another codec, the control flag or a bit Kafka does not define goes to the Python reader.
@@ -72,11 +76,23 @@ _NO_TABLES = np.zeros((0, 256), np.int64)
 
 def native_functions() -> tuple:
     """What `walk` and `scan_control` are given as `native`: the CRC tables (empty when libcrc32c is
-    used), crc32c_value, and libzstd's decompress, is-error and context (context 0: no libzstd)."""
+    used), crc32c_value, libzstd's decompress, is-error and context (context 0: no libzstd), and zlib's
+    inflateReset and inflate with the gzip stream (empty: no zlib) and its field indexes."""
     from offset_audit.segments import native
 
     tables = _NO_TABLES if native.CRC32C_AVAILABLE else CRC32C_TABLES
-    return (tables, native.CRC32C, native.ZSTD_DECOMPRESS, native.ZSTD_IS_ERROR, native.ZSTD_CONTEXT)
+    return (
+        tables,
+        native.CRC32C,
+        native.ZSTD_DECOMPRESS,
+        native.ZSTD_IS_ERROR,
+        native.ZSTD_CONTEXT,
+        native.INFLATE_RESET,
+        native.INFLATE,
+        native.GZIP_STREAM,
+        native.GZIP_STREAM_WORDS32,
+        native.GZIP_FIELDS,
+    )
 
 
 @njit(cache=True, nogil=True)
@@ -224,6 +240,23 @@ def _header_stop(buf, pos, n, file_position, file_size, max_batch_bytes):
 
 
 @njit(cache=True, nogil=True)
+def _gunzip(reset, inflate, words, words32, fields, dst, capacity, src, size):
+    """One gzip member at src (size bytes) inflated to dst (at most capacity bytes): how many bytes it
+    gave, or -1 where the Python reader must judge. Only a single member that ends exactly at the end of
+    the payload is taken: _gunzip in compression.py reads further members and stops at trailing bytes."""
+    stream = np.uint64(words.ctypes.data)
+    if reset(stream) != 0:
+        return -1
+    words[fields[0]] = src
+    words32[fields[1]] = np.uint32(size)
+    words[fields[2]] = dst
+    words32[fields[3]] = np.uint32(capacity)
+    if inflate(stream, _Z_FINISH) != _Z_STREAM_END or words32[fields[1]] != 0:
+        return -1
+    return np.int64(capacity) - np.int64(words32[fields[3]])
+
+
+@njit(cache=True, nogil=True)
 def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     """Batches of buf[:n] (which starts at byte `file_position` of a file of `file_size` bytes) that the
     fast path takes, from the start of buf up to the first it does not; zstd batches are inflated into
@@ -234,7 +267,10 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     and length (length -1: null; a start from len(buf) on is in `out`), producer id, producer epoch,
     transactional, batch position in the file.
     """
-    tables, crc_function, zstd_decompress, zstd_is_error, zstd_context = native
+    tables, crc_function, zstd_decompress, zstd_is_error, zstd_context = native[:5]
+    inflate_reset, inflate, gzip_words, gzip_words32, gzip_fields = native[5:]
+    has_zstd = zstd_context != 0
+    has_gzip = len(gzip_words) > 0
     # First the headers alone, to size the columns: how many records the candidate batches claim. Inflated
     # records take 7 bytes at least, so those of zstd batches are bounded by what `out` holds.
     pos = 0
@@ -252,7 +288,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
         codec = attributes & _CODEC_MASK
         if (
             attributes & ~(_FAST_ATTRIBUTES | _CODEC_MASK)
-            or (codec != 0 and (codec != _ZSTD or zstd_context == 0))
+            or (codec != 0 and not ((codec == _ZSTD and has_zstd) or (codec == _GZIP and has_gzip)))
             or count <= 0
             or base_offset < -_OFFSET_SAFE
             or base_offset > _OFFSET_SAFE
@@ -313,14 +349,29 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
             # One byte more than the bound, so a batch inflating past it is caught (and left to Python).
             capacity = min(len(out) - inflated, max_batch_bytes + 1)
             # Addresses as uint64: numba makes a float of uint64 mixed with int64.
-            size = zstd_decompress(
-                np.uint64(zstd_context),
-                out_address + np.uint64(inflated),
-                np.uint64(capacity),
-                buf_address + np.uint64(pos + _RECORD_BATCH_OVERHEAD),
-                np.uint64(end - pos - _RECORD_BATCH_OVERHEAD),
-            )
-            if zstd_is_error(size) or np.int64(size) > max_batch_bytes:
+            target = out_address + np.uint64(inflated)
+            payload = buf_address + np.uint64(pos + _RECORD_BATCH_OVERHEAD)
+            payload_size = end - pos - _RECORD_BATCH_OVERHEAD
+            if attributes & _CODEC_MASK == _ZSTD:
+                raw = zstd_decompress(
+                    np.uint64(zstd_context), target, np.uint64(capacity), payload, np.uint64(payload_size)
+                )
+                failed = zstd_is_error(raw) != 0
+                size = np.int64(raw)  # one integer type in both branches: numba makes a float of two
+            else:
+                size = _gunzip(
+                    inflate_reset,
+                    inflate,
+                    gzip_words,
+                    gzip_words32,
+                    gzip_fields,
+                    target,
+                    capacity,
+                    payload,
+                    payload_size,
+                )
+                failed = size < 0
+            if failed or size > max_batch_bytes:
                 # Out of room in `out` after earlier batches: again with all of it; else Python's to judge.
                 how = FULL if inflated and capacity < max_batch_bytes + 1 else SLOW
                 header_end = pos
