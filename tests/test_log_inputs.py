@@ -143,7 +143,7 @@ def test_input_format_auto_refuses_mixed_inputs(spark, segments, tmp_path):
 
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "python"])
 @pytest.mark.parametrize(
-    ("compression", "batch_records"), [("none", 1), ("zstd", 1), ("zstd", 7), ("snappy", 50), ("gzip", 3)]
+    ("compression", "batch_records"), [("none", 1), ("zstd", 1), ("zstd", 7), ("snappy", 50), ("gzip", 3), ("lz4", 5)]
 )
 def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(
     spark, tmp_path, compression, batch_records, fast_path

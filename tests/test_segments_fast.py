@@ -138,7 +138,9 @@ def test_null_value_is_a_tombstone_and_empty_value_is_not(tmp_path, python_path_
     assert python_path_positions == []
 
 
-def test_markers_snappy_and_lz4_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
+def test_markers_and_snappy_batches_go_to_the_python_path_between_fast_ones(tmp_path, python_path_positions):
+    from offset_audit.segments import native
+
     batches = [
         record_batch(0, [(b"k", b"v", T)], producer_id=7, attributes=0x10),
         marker_batch(1, producer_id=7, commit=True, timestamp=T),
@@ -150,7 +152,8 @@ def test_markers_snappy_and_lz4_batches_go_to_the_python_path_between_fast_ones(
     rows = both(write(tmp_path, *batches))
     assert [r["control_type"] for r in rows] == [None, "COMMIT"] + [None] * 8
     at = positions(*batches)
-    assert python_path_positions == [at[1], at[3], at[4]]  # the gzip batch at at[2] is walked
+    # the gzip batch (at[2]) is walked, and the lz4 one (at[4]) where liblz4 is on the machine
+    assert python_path_positions == [at[1], at[3]] + ([] if native.LZ4_AVAILABLE else [at[4]])
 
 
 def test_zstd_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_positions):
@@ -334,6 +337,73 @@ def test_gzip_batches_go_to_the_python_path_without_zlib(tmp_path, monkeypatch, 
     monkeypatch.setattr(native, "GZIP_STREAM_WORDS32", words32)
     monkeypatch.setattr(native, "GZIP_FIELDS", fields)
     batches = [record_batch(0, [(b"k", b"v", T)], compression="gzip"), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_offset"] for r in rows] == [0, 1]
+    assert python_path_positions == [0]
+
+
+def _needs_liblz4():
+    from offset_audit.segments import native
+
+    if not native.LZ4_AVAILABLE:
+        pytest.skip("liblz4 is not on this machine (ctypes.util.find_library('lz4')): lz4 goes to the Python reader")
+
+
+def test_lz4_batches_are_decoded_by_liblz4_and_read_by_the_walker(tmp_path, python_path_positions):
+    _needs_liblz4()
+    batches = [
+        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="lz4"),
+        record_batch(5, [(b"plain", b"v", T)]),
+        record_batch(6, [(b"gone", None, T)], compression="lz4", attributes=0x10, producer_id=9),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
+        *[(i, b"k%d" % i, b"value %d" % i) for i in range(5)],
+        (5, b"plain", b"v"),
+        (6, b"gone", None),
+    ]
+    assert python_path_positions == []
+
+
+def test_lz4_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, python_path_positions):
+    """Only one frame that starts with the frame magic and ends with the payload is walked; anything
+    else, and anything liblz4 refuses, keeps the Python path's rows and wording."""
+    import cramjam
+
+    _needs_liblz4()
+    records = record_batch(0, [(b"k", b"v", T), (b"k", b"w", T)])[61:]
+    template = record_batch(0, [(b"k", b"v", T), (b"k", b"w", T)], compression="lz4")
+    frame = bytes(cramjam.lz4.compress(records))
+    damaged = bytearray(frame)
+    damaged[-6] ^= 0xFF  # inside the last block or the end mark
+    batches = [
+        _with_payload(template, frame + b"trailing"),
+        _with_payload(template, b"no lz4 frame at all"),
+        _with_payload(template, bytes(damaged)),
+        record_batch(2, [(b"k", b"x", T)], compression="lz4"),
+    ]
+    rows = both(write(tmp_path, *batches))
+    assert [r["source_error"] is None for r in rows][-1] and rows[-1]["value"] == b"x"
+    assert python_path_positions == positions(*batches)[:3]
+
+
+def test_an_lz4_batch_inflating_past_the_bound_is_the_python_paths_error_row(tmp_path, python_path_positions):
+    _needs_liblz4()
+    batches = [record_batch(0, [(b"k", b"v" * 5000, T)], compression="lz4"), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches), max_batch_bytes=1000)
+    assert "more than 1,000 bytes" in rows[0]["source_error"]
+    assert rows[1]["value"] == b"v" and python_path_positions == [0]
+
+
+def test_lz4_batches_go_to_the_python_path_without_liblz4(tmp_path, monkeypatch, python_path_positions):
+    from offset_audit.segments import native
+
+    stubs = native._lz4_stubs()
+    for name, value in zip(
+        ("LZ4_DECOMPRESS", "LZ4_IS_ERROR", "LZ4_RESET", "LZ4_CONTEXT", "LZ4_SIZES"), stubs, strict=True
+    ):
+        monkeypatch.setattr(native, name, value)
+    batches = [record_batch(0, [(b"k", b"v", T)], compression="lz4"), record_batch(1, [(b"k", b"v", T)])]
     rows = both(write(tmp_path, *batches))
     assert [r["source_offset"] for r in rows] == [0, 1]
     assert python_path_positions == [0]

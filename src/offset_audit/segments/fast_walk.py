@@ -1,22 +1,23 @@
-"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain, zstd or gzip,
-decoded a chunk at a time; and the transaction markers alone, for the first pass.
+"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain, zstd, gzip or
+lz4, decoded a chunk at a time; and the transaction markers alone, for the first pass.
 
 Nearly every batch a group coordinator writes is a magic 2 batch of a few records without headers, and a
 segment holds about a million of them; in Python each costs about 3 µs (40 with zstd). Here `walk`
 (numba) steps over a chunk of the file's bytes batch by batch, checks each CRC-32C, inflates zstd
-batches with libzstd and gzip batches with zlib (`native`), and decodes the records of every batch it
-accepts into columns (offset, timestamp, key and value as start and length, the batch's producer and
-position), which `gather_bytes` turns into Arrow binary buffers. `scan_control` walks the same way but
-decodes nothing: it gives the positions of the control batches, the only ones the transaction pass
-reads.
+batches with libzstd, gzip batches with zlib and lz4 ones with liblz4 (`native`), and decodes the
+records of every batch it accepts into columns (offset, timestamp, key and value as start and length,
+the batch's producer and position), which `gather_bytes` turns into Arrow binary buffers.
+`scan_control` walks the same way but decodes nothing: it gives the positions of the control batches,
+the only ones the transaction pass reads.
 
 It accepts a batch only when the Python reader (`framing`, `record_batch`) would read it without a word
-to say and its records are laid out plainly; it stops at the first batch it does not accept (snappy or
-lz4, a control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload libzstd or zlib
-refuses or that inflates past the bound, a gzip payload of more than one member, a varint longer than
-it reads, record headers, an offset or timestamp near the int64 limits) and the reader hands that batch
-to the Python path, which says exactly what it says today. So the fast path decides nothing the slow
-path would decide differently: it only does the same work without Python objects per record.
+to say and its records are laid out plainly; it stops at the first batch it does not accept (snappy, a
+control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload its library refuses
+or that inflates past the bound, a gzip payload of more than one member or an lz4 one of more than one
+frame, a varint longer than it reads, record headers, an offset or timestamp near the int64 limits) and
+the reader hands that batch to the Python path, which says exactly what it says today. So the fast path
+decides nothing the slow path would decide differently: it only does the same work without Python
+objects per record.
 
 Numba rather than numpy: the walk is sequential (each batch's position is the previous one's end), so it
 cannot be vectorised, and a per-batch Python loop is what costs. Integers are int64 throughout: numba
@@ -39,6 +40,7 @@ _MIN_V2_SIZE = 49  # after the 12-byte log overhead
 _MIN_RECORD_BYTES = 7  # length, attributes, timestamp delta, offset delta, key length, value length, headers
 _CODEC_MASK = 0x07
 _GZIP = 1
+_LZ4 = 3
 _ZSTD = 4
 _Z_FINISH = 4
 _Z_STREAM_END = 1
@@ -77,7 +79,8 @@ _NO_TABLES = np.zeros((0, 256), np.int64)
 def native_functions() -> tuple:
     """What `walk` and `scan_control` are given as `native`: the CRC tables (empty when libcrc32c is
     used), crc32c_value, libzstd's decompress, is-error and context (context 0: no libzstd), and zlib's
-    inflateReset and inflate with the gzip stream (empty: no zlib) and its field indexes."""
+    inflateReset and inflate with the gzip stream (empty: no zlib) and its field indexes, and liblz4's
+    decompress, is-error, reset, context (0: no liblz4) and its two size words."""
     from offset_audit.segments import native
 
     tables = _NO_TABLES if native.CRC32C_AVAILABLE else CRC32C_TABLES
@@ -92,6 +95,11 @@ def native_functions() -> tuple:
         native.GZIP_STREAM,
         native.GZIP_STREAM_WORDS32,
         native.GZIP_FIELDS,
+        native.LZ4_DECOMPRESS,
+        native.LZ4_IS_ERROR,
+        native.LZ4_RESET,
+        native.LZ4_CONTEXT,
+        native.LZ4_SIZES,
     )
 
 
@@ -257,6 +265,23 @@ def _gunzip(reset, inflate, words, words32, fields, dst, capacity, src, size):
 
 
 @njit(cache=True, nogil=True)
+def _unlz4(decompress, is_error, reset, context, sizes, buf, start, dst, capacity, src, size):
+    """One lz4 frame at src (size bytes, buf[start:] in the chunk) decoded to dst (at most capacity
+    bytes): how many bytes it gave, or -1 where the Python reader must judge. Only a frame that starts
+    with the frame magic and ends with the payload is taken."""
+    if size < 4 or buf[start] != 0x04 or buf[start + 1] != 0x22 or buf[start + 2] != 0x4D or buf[start + 3] != 0x18:
+        return -1
+    reset(np.uint64(context))
+    sizes[0] = np.uint64(capacity)
+    sizes[1] = np.uint64(size)
+    address = np.uint64(sizes.ctypes.data)
+    hint = decompress(np.uint64(context), dst, address, src, address + np.uint64(8), np.uint64(0))
+    if is_error(hint) != 0 or hint != 0 or np.int64(sizes[1]) != size:
+        return -1  # an error, a frame not finished (cut short, or dst full), or bytes after the frame
+    return np.int64(sizes[0])
+
+
+@njit(cache=True, nogil=True)
 def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     """Batches of buf[:n] (which starts at byte `file_position` of a file of `file_size` bytes) that the
     fast path takes, from the start of buf up to the first it does not; zstd batches are inflated into
@@ -268,9 +293,11 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     transactional, batch position in the file.
     """
     tables, crc_function, zstd_decompress, zstd_is_error, zstd_context = native[:5]
-    inflate_reset, inflate, gzip_words, gzip_words32, gzip_fields = native[5:]
+    inflate_reset, inflate, gzip_words, gzip_words32, gzip_fields = native[5:10]
+    lz4_decompress, lz4_is_error, lz4_reset, lz4_context, lz4_sizes = native[10:]
     has_zstd = zstd_context != 0
     has_gzip = len(gzip_words) > 0
+    has_lz4 = lz4_context != 0
     # First the headers alone, to size the columns: how many records the candidate batches claim. Inflated
     # records take 7 bytes at least, so those of zstd batches are bounded by what `out` holds.
     pos = 0
@@ -288,7 +315,10 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
         codec = attributes & _CODEC_MASK
         if (
             attributes & ~(_FAST_ATTRIBUTES | _CODEC_MASK)
-            or (codec != 0 and not ((codec == _ZSTD and has_zstd) or (codec == _GZIP and has_gzip)))
+            or (
+                codec != 0
+                and not ((codec == _ZSTD and has_zstd) or (codec == _GZIP and has_gzip) or (codec == _LZ4 and has_lz4))
+            )
             or count <= 0
             or base_offset < -_OFFSET_SAFE
             or base_offset > _OFFSET_SAFE
@@ -358,6 +388,21 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
                 )
                 failed = zstd_is_error(raw) != 0
                 size = np.int64(raw)  # one integer type in both branches: numba makes a float of two
+            elif attributes & _CODEC_MASK == _LZ4:
+                size = _unlz4(
+                    lz4_decompress,
+                    lz4_is_error,
+                    lz4_reset,
+                    lz4_context,
+                    lz4_sizes,
+                    buf,
+                    pos + _RECORD_BATCH_OVERHEAD,
+                    target,
+                    capacity,
+                    payload,
+                    payload_size,
+                )
+                failed = size < 0
             else:
                 size = _gunzip(
                     inflate_reset,

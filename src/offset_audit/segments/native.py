@@ -1,4 +1,5 @@
-"""The C functions the compiled segment walker (`fast_walk`) calls: CRC-32C, zstd and gzip decompression.
+"""The C functions the compiled segment walker (`fast_walk`) calls: CRC-32C, zstd, gzip and lz4
+decompression.
 
 Both come from libraries the project's dependencies already ship, loaded with ctypes, so every machine
 that installed the project has the same code:
@@ -15,6 +16,9 @@ that installed the project has the same code:
   to gzip: one z_stream per process, reset per batch, instead of the Python reader's per-batch work
   (about 4 µs a one-record batch). The stream's fields are written by the walker at the offsets ctypes
   gives for this platform's z_stream.
+
+- `LZ4F_decompress` from liblz4 (the system's, where there is one: no dependency ships its C symbols),
+  with one decompression context per process, reset per batch.
 
 When a library cannot be loaded the walker is given stubs of the same types and told so: it then uses
 its own table-driven CRC, and hands zstd batches to the Python reader. Whatever libzstd refuses also goes
@@ -142,6 +146,46 @@ def _zlib_stubs() -> tuple[object, object, np.ndarray, np.ndarray, np.ndarray]:
     return no_reset.ctypes, no_inflate.ctypes, words, words.view(np.uint32), np.zeros(4, np.int64)
 
 
+_LZ4F_VERSION = 100
+
+
+def _load_lz4() -> tuple[object, object, object, int, np.ndarray] | None:
+    """(LZ4F_decompress, LZ4F_isError, LZ4F_resetDecompressionContext, a context's address, two size_t
+    words for the in/out sizes LZ4F_decompress takes by pointer), or None."""
+    lib = _library(ctypes.util.find_library("lz4"))
+    names = ("LZ4F_createDecompressionContext", "LZ4F_decompress", "LZ4F_isError", "LZ4F_resetDecompressionContext")
+    if lib is None or not all(hasattr(lib, f) for f in names) or ctypes.sizeof(ctypes.c_size_t) != 8:
+        return None
+    create = lib.LZ4F_createDecompressionContext
+    create.restype, create.argtypes = _SIZE, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
+    context = ctypes.c_void_p()
+    if create(ctypes.byref(context), _LZ4F_VERSION) != 0 or not context.value:
+        return None
+    decompress, is_error, reset = lib.LZ4F_decompress, lib.LZ4F_isError, lib.LZ4F_resetDecompressionContext
+    decompress.restype, decompress.argtypes = _SIZE, [_SIZE] * 6
+    is_error.restype, is_error.argtypes = ctypes.c_uint, [_SIZE]
+    reset.restype, reset.argtypes = None, [_SIZE]
+    return decompress, is_error, reset, context.value, np.zeros(2, np.uint64)
+
+
+def _lz4_stubs() -> tuple[object, object, object, int, np.ndarray]:
+    """Functions of liblz4's types and context 0: the walker leaves lz4 batches to Python."""
+
+    @cfunc(types.uint64(types.uint64, types.uint64, types.uint64, types.uint64, types.uint64, types.uint64))
+    def refuse(_context, _dst, _dst_size, _src, _src_size, _options):
+        return 0xFFFFFFFFFFFFFFFF
+
+    @cfunc(types.uint32(types.uint64))
+    def always_error(_result):
+        return 1
+
+    @cfunc(types.void(types.uint64))
+    def no_reset(_context):
+        return
+
+    return refuse.ctypes, always_error.ctypes, no_reset.ctypes, 0, np.zeros(2, np.uint64)
+
+
 def _zstd_stubs() -> tuple[object, object, int]:
     """Functions of libzstd's types that refuse every batch, so the walker needs no second variant."""
 
@@ -167,11 +211,15 @@ def _crc_stub() -> object:
 _zstd = _load_zstd()
 _crc = _load_crc32c()
 _zlib = _load_zlib()
+_lz4 = _load_lz4()
 ZSTD_AVAILABLE = _zstd is not None
 CRC32C_AVAILABLE = _crc is not None
 ZLIB_AVAILABLE = _zlib is not None
+LZ4_AVAILABLE = _lz4 is not None
 # What the walker is given: the libraries' functions, or stubs it is told not to trust.
 ZSTD_DECOMPRESS, ZSTD_IS_ERROR, ZSTD_CONTEXT = _zstd if _zstd is not None else _zstd_stubs()
 CRC32C = _crc if _crc is not None else _crc_stub()
 # An empty stream (GZIP_STREAM) tells the walker there is no zlib.
 INFLATE_RESET, INFLATE, GZIP_STREAM, GZIP_STREAM_WORDS32, GZIP_FIELDS = _zlib if _zlib is not None else _zlib_stubs()
+# Context 0 (LZ4_CONTEXT) tells the walker there is no liblz4.
+LZ4_DECOMPRESS, LZ4_IS_ERROR, LZ4_RESET, LZ4_CONTEXT, LZ4_SIZES = _lz4 if _lz4 is not None else _lz4_stubs()
