@@ -156,11 +156,15 @@ def test_markers_and_snappy_batches_go_to_the_python_path_between_fast_ones(tmp_
     assert python_path_positions == [at[1], at[3]] + ([] if native.LZ4_AVAILABLE else [at[4]])
 
 
-def test_zstd_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_positions):
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4"])
+def test_compressed_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_positions, codec):
+    """zstd through libzstd, gzip through zlib, lz4 through liblz4: no batch reaches the Python path."""
+    if codec == "lz4":
+        _needs_liblz4()
     batches = [
-        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="zstd"),
+        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression=codec),
         record_batch(5, [(b"plain", b"v", T)]),
-        record_batch(6, [(b"gone", None, T)], compression="zstd", attributes=0x10, producer_id=9),
+        record_batch(6, [(b"gone", None, T)], compression=codec, attributes=0x10, producer_id=9),
     ]
     rows = both(write(tmp_path, *batches))
     assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
@@ -170,6 +174,16 @@ def test_zstd_batches_are_inflated_and_read_by_the_walker(tmp_path, python_path_
     ]
     assert [r["source_position"] for r in rows] == [0] * 5 + positions(*batches)[1:]
     assert python_path_positions == []
+
+
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4"])
+def test_a_batch_inflating_past_the_bound_is_the_python_paths_error_row(tmp_path, python_path_positions, codec):
+    if codec == "lz4":
+        _needs_liblz4()
+    batches = [record_batch(0, [(b"k", b"v" * 5000, T)], compression=codec), record_batch(1, [(b"k", b"v", T)])]
+    rows = both(write(tmp_path, *batches), max_batch_bytes=1000)
+    assert "more than 1,000 bytes" in rows[0]["source_error"]
+    assert rows[1]["value"] == b"v" and python_path_positions == [0]
 
 
 def test_a_zstd_payload_libzstd_refuses_is_the_python_paths_error_row(tmp_path, python_path_positions):
@@ -285,21 +299,6 @@ def test_a_truncated_last_batch_is_the_python_paths_error_row(tmp_path, python_p
     assert python_path_positions == [len(good)]
 
 
-def test_gzip_batches_are_inflated_by_zlib_and_read_by_the_walker(tmp_path, python_path_positions):
-    batches = [
-        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="gzip"),
-        record_batch(5, [(b"plain", b"v", T)]),
-        record_batch(6, [(b"gone", None, T)], compression="gzip", attributes=0x10, producer_id=9),
-    ]
-    rows = both(write(tmp_path, *batches))
-    assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
-        *[(i, b"k%d" % i, b"value %d" % i) for i in range(5)],
-        (5, b"plain", b"v"),
-        (6, b"gone", None),
-    ]
-    assert python_path_positions == []
-
-
 def test_gzip_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, python_path_positions):
     """Only one gzip member ending with the payload is walked. Java's GZIPInputStream, and so the Python
     path, reads concatenated members and stops quietly at trailing bytes that start no member; a payload
@@ -319,13 +318,6 @@ def test_gzip_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, p
     assert [(r["source_offset"], r["value"]) for r in rows[:4]] == [(0, b"v"), (1, b"w"), (0, b"v"), (1, b"w")]
     assert "gzip" in rows[4]["source_error"] and rows[5]["value"] == b"x"
     assert python_path_positions == positions(*batches)[:3]
-
-
-def test_a_gzip_batch_inflating_past_the_bound_is_the_python_paths_error_row(tmp_path, python_path_positions):
-    batches = [record_batch(0, [(b"k", b"v" * 5000, T)], compression="gzip"), record_batch(1, [(b"k", b"v", T)])]
-    rows = both(write(tmp_path, *batches), max_batch_bytes=1000)
-    assert "more than 1,000 bytes" in rows[0]["source_error"]
-    assert rows[1]["value"] == b"v" and python_path_positions == [0]
 
 
 def test_gzip_batches_go_to_the_python_path_without_zlib(tmp_path, monkeypatch, python_path_positions):
@@ -349,22 +341,6 @@ def _needs_liblz4():
         pytest.skip("liblz4 is not on this machine (ctypes.util.find_library('lz4')): lz4 goes to the Python reader")
 
 
-def test_lz4_batches_are_decoded_by_liblz4_and_read_by_the_walker(tmp_path, python_path_positions):
-    _needs_liblz4()
-    batches = [
-        record_batch(0, [(b"k%d" % i, b"value %d" % i, T + i) for i in range(5)], compression="lz4"),
-        record_batch(5, [(b"plain", b"v", T)]),
-        record_batch(6, [(b"gone", None, T)], compression="lz4", attributes=0x10, producer_id=9),
-    ]
-    rows = both(write(tmp_path, *batches))
-    assert [(r["source_offset"], r["key"], r["value"]) for r in rows] == [
-        *[(i, b"k%d" % i, b"value %d" % i) for i in range(5)],
-        (5, b"plain", b"v"),
-        (6, b"gone", None),
-    ]
-    assert python_path_positions == []
-
-
 def test_lz4_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, python_path_positions):
     """Only one frame that starts with the frame magic and ends with the payload is walked; anything
     else, and anything liblz4 refuses, keeps the Python path's rows and wording."""
@@ -385,14 +361,6 @@ def test_lz4_payloads_the_walker_does_not_take_are_the_python_paths(tmp_path, py
     rows = both(write(tmp_path, *batches))
     assert [r["source_error"] is None for r in rows][-1] and rows[-1]["value"] == b"x"
     assert python_path_positions == positions(*batches)[:3]
-
-
-def test_an_lz4_batch_inflating_past_the_bound_is_the_python_paths_error_row(tmp_path, python_path_positions):
-    _needs_liblz4()
-    batches = [record_batch(0, [(b"k", b"v" * 5000, T)], compression="lz4"), record_batch(1, [(b"k", b"v", T)])]
-    rows = both(write(tmp_path, *batches), max_batch_bytes=1000)
-    assert "more than 1,000 bytes" in rows[0]["source_error"]
-    assert rows[1]["value"] == b"v" and python_path_positions == [0]
 
 
 def test_lz4_batches_go_to_the_python_path_without_liblz4(tmp_path, monkeypatch, python_path_positions):
