@@ -299,7 +299,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     has_gzip = len(gzip_words) > 0
     has_lz4 = lz4_context != 0
     # First the headers alone, to size the columns: how many records the candidate batches claim. Inflated
-    # records take 7 bytes at least, so those of zstd batches are bounded by what `out` holds.
+    # records take 7 bytes at least, so those of compressed batches are bounded by what `out` holds.
     pos = 0
     claimed = 0
     claimed_inflated = 0
@@ -361,6 +361,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
         end = pos + 12 + _be(buf, pos + 8, 4)
         stored_crc = _be(buf, pos + 17, 4) & 0xFFFFFFFF
         attributes = _be(buf, pos + 21, 2)
+        codec = attributes & _CODEC_MASK
         base_timestamp = _be(buf, pos + 27, 8)
         timestamp_unsafe = base_timestamp < -_TIMESTAMP_SAFE or base_timestamp > _TIMESTAMP_SAFE
         if timestamp_unsafe or _crc(buf, buf_address, pos + 21, end, tables, crc_function) != stored_crc:
@@ -370,7 +371,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
         count = _be(buf, pos + 57, 4)
         base_offset = _be(buf, pos, 8)
         max_timestamp = _be(buf, pos + 35, 8)
-        if attributes & _CODEC_MASK == 0:
+        if codec == 0:
             start = pos + _RECORD_BATCH_OVERHEAD
             next_row = _read_records(
                 buf, start, end, count, base_offset, base_timestamp, max_timestamp, attributes, 0, columns, row
@@ -382,13 +383,13 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
             target = out_address + np.uint64(inflated)
             payload = buf_address + np.uint64(pos + _RECORD_BATCH_OVERHEAD)
             payload_size = end - pos - _RECORD_BATCH_OVERHEAD
-            if attributes & _CODEC_MASK == _ZSTD:
+            if codec == _ZSTD:
                 raw = zstd_decompress(
                     np.uint64(zstd_context), target, np.uint64(capacity), payload, np.uint64(payload_size)
                 )
                 failed = zstd_is_error(raw) != 0
                 size = np.int64(raw)  # one integer type in both branches: numba makes a float of two
-            elif attributes & _CODEC_MASK == _LZ4:
+            elif codec == _LZ4:
                 size = _unlz4(
                     lz4_decompress,
                     lz4_is_error,

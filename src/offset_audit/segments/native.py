@@ -1,8 +1,8 @@
 """The C functions the compiled segment walker (`fast_walk`) calls: CRC-32C, zstd, gzip and lz4
 decompression.
 
-Both come from libraries the project's dependencies already ship, loaded with ctypes, so every machine
-that installed the project has the same code:
+All are loaded with ctypes. CRC-32C and zstd come from libraries the project's dependencies ship, so
+every machine that installed the project has them; zlib and liblz4 are the system's:
 
 - `crc32c_value` from google-crc32c's libcrc32c, which uses the CPU's CRC instruction where there is
   one (SSE 4.2, ARMv8): about 10 GB/s, where a table-driven CRC in numba does about 0.4 GB/s and the
@@ -21,8 +21,9 @@ that installed the project has the same code:
   with one decompression context per process, reset per batch.
 
 When a library cannot be loaded the walker is given stubs of the same types and told so: it then uses
-its own table-driven CRC, and hands zstd batches to the Python reader. Whatever libzstd refuses also goes
-to the Python reader, so the error a row carries is always cramjam's, whichever path read the file.
+its own table-driven CRC, and hands that codec's batches to the Python reader. Whatever a library
+refuses also goes to the Python reader, so the error a row carries is always the Python reader's,
+whichever path read the file.
 """
 
 from __future__ import annotations
@@ -214,7 +215,6 @@ _zlib = _load_zlib()
 _lz4 = _load_lz4()
 ZSTD_AVAILABLE = _zstd is not None
 CRC32C_AVAILABLE = _crc is not None
-ZLIB_AVAILABLE = _zlib is not None
 LZ4_AVAILABLE = _lz4 is not None
 # What the walker is given: the libraries' functions, or stubs it is told not to trust.
 ZSTD_DECOMPRESS, ZSTD_IS_ERROR, ZSTD_CONTEXT = _zstd if _zstd is not None else _zstd_stubs()
