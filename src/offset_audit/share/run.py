@@ -25,7 +25,7 @@ from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
 from offset_audit.sinks.delta import write_arrow
 from offset_audit.sources import KIP932_JSON, load_raw_records, log_files, log_units, raw_source, resolved
-from offset_audit.sources.end_offsets import COLUMNS, SCHEMA, load_end_offsets
+from offset_audit.sources.end_offsets import end_offsets_table
 from offset_audit.sources.tables import read_table
 from offset_audit.storage import for_settings, join
 
@@ -211,8 +211,7 @@ def run_share(
     progress.begin("auditing share-partitions and share groups")
     tables = share_tables.with_topic_names(share_tables.split_replay(replayed), topic_names)
     if end_offsets is not None:
-        ends = end_offsets if isinstance(end_offsets, pa.Table) else load_end_offsets(end_offsets, storage)
-        ends = ends.select(list(COLUMNS)).cast(SCHEMA)
+        ends = end_offsets_table(end_offsets, storage)
         tables["share_partitions"] = share_tables.with_share_lag(tables["share_partitions"], ends)
     tables["share_cleanup"] = share_tables.cleanup_cutoffs(tables["share_partitions"], log)
     # Everything is worked out before the first table is written: a finding that fails stops the run

@@ -77,10 +77,15 @@ def load_end_offsets(path: str, storage: Storage = LOCAL, start_offsets: str | N
     return _checked(path, table)
 
 
-def read_end_offsets(spark: SparkSession, source: str | pa.Table, storage: Storage = LOCAL) -> DataFrame:
-    """The end offsets as rows: from a file, or from the table preflight already read (or fetched)."""
+def end_offsets_table(source: str | pa.Table, storage: Storage = LOCAL) -> pa.Table:
+    """The end offsets as Arrow: from a file, or from the table preflight already read (or fetched)."""
     table = source if isinstance(source, pa.Table) else load_end_offsets(source, storage)
-    return spark.createDataFrame(table.select(list(COLUMNS)).cast(SCHEMA))
+    return table.select(list(COLUMNS)).cast(SCHEMA)
+
+
+def read_end_offsets(spark: SparkSession, source: str | pa.Table, storage: Storage = LOCAL) -> DataFrame:
+    """The end offsets as rows (see end_offsets_table)."""
+    return spark.createDataFrame(end_offsets_table(source, storage))
 
 
 def _read_whole(path: str, storage: Storage, what: str) -> tuple[bytes, bytes]:
