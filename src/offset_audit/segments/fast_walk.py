@@ -1,23 +1,24 @@
-"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain, zstd, gzip or
-lz4, decoded a chunk at a time; and the transaction markers alone, for the first pass.
+"""The common cases of a segment, walked in compiled code: magic 2 data batches, plain or compressed with
+any of Kafka's codecs, decoded a chunk at a time; and the transaction markers alone, for the first pass.
 
 Nearly every batch a group coordinator writes is a magic 2 batch of a few records without headers, and a
 segment holds about a million of them; in Python each costs about 3 µs (40 with zstd). Here `walk`
 (numba) steps over a chunk of the file's bytes batch by batch, checks each CRC-32C, inflates zstd
-batches with libzstd, gzip batches with zlib and lz4 ones with liblz4 (`native`), and decodes the
-records of every batch it accepts into columns (offset, timestamp, key and value as start and length,
-the batch's producer and position), which `gather_bytes` turns into Arrow binary buffers.
-`scan_control` walks the same way but decodes nothing: it gives the positions of the control batches,
-the only ones the transaction pass reads.
+batches with libzstd, gzip batches with zlib and lz4 ones with liblz4 (`native`), decodes snappy ones
+itself (`_unsnappy`: no dependency ships libsnappy's C symbols, and a raw snappy block is a few dozen
+lines of literals and copies), and decodes the records of every batch it accepts into columns (offset,
+timestamp, key and value as start and length, the batch's producer and position), which `gather_bytes`
+turns into Arrow binary buffers. `scan_control` walks the same way but decodes nothing: it gives the
+positions of the control batches, the only ones the transaction pass reads.
 
 It accepts a batch only when the Python reader (`framing`, `record_batch`) would read it without a word
-to say and its records are laid out plainly; it stops at the first batch it does not accept (snappy, a
-control batch, magic 0/1, a CRC that fails, a length that does not fit, a payload its library refuses
-or that inflates past the bound, a gzip payload of more than one member or an lz4 one of more than one
-frame, a varint longer than it reads, record headers, an offset or timestamp near the int64 limits) and
-the reader hands that batch to the Python path, which says exactly what it says today. So the fast path
-decides nothing the slow path would decide differently: it only does the same work without Python
-objects per record.
+to say and its records are laid out plainly; it stops at the first batch it does not accept (a control
+batch, magic 0/1, a CRC that fails, a length that does not fit, a payload its library or its snappy
+decoder refuses or that inflates past the bound, a gzip payload of more than one member or an lz4 one
+of more than one frame, a varint longer than it reads, record headers, an offset or timestamp near the
+int64 limits) and the reader hands that batch to the Python path, which says exactly what it says
+today. So the fast path decides nothing the slow path would decide differently: it only does the same
+work without Python objects per record.
 
 Numba rather than numpy: the walk is sequential (each batch's position is the previous one's end), so it
 cannot be vectorised, and a per-batch Python loop is what costs. Integers are int64 throughout: numba
@@ -40,6 +41,7 @@ _MIN_V2_SIZE = 49  # after the 12-byte log overhead
 _MIN_RECORD_BYTES = 7  # length, attributes, timestamp delta, offset delta, key length, value length, headers
 _CODEC_MASK = 0x07
 _GZIP = 1
+_SNAPPY = 2
 _LZ4 = 3
 _ZSTD = 4
 _Z_FINISH = 4
@@ -282,6 +284,138 @@ def _unlz4(decompress, is_error, reset, context, sizes, buf, start, dst, capacit
 
 
 @njit(cache=True, nogil=True)
+def _snappy_block(src, start, end, dst, at, room):
+    """A raw snappy block src[start:end] decoded to dst[at:] (at most `room` bytes): how many bytes it
+    gave, or -1 where the Python reader must judge.
+
+    Strict, so that it takes only what the Python reader (cramjam, i.e. the snap crate) takes, and gives
+    the same bytes: the stated length (a varint of at most 5 bytes, below 2^32) must fit `room` and be
+    exactly what the elements produce; every literal and copy must lie within the input and the stated
+    length; a copy's offset is from 1 to the bytes produced so far (it may overlap what it writes, as a
+    run does); a literal with 1-4 length bytes needs 4 bytes left after its tag, as snap requires.
+    Elements (tag low bits): 00 literal, length-1 in the tag's upper six bits, or for 60-63 in the next
+    1-4 bytes little-endian; 01 copy of 4-11 bytes, 11-bit offset (tag's top 3 bits, then a byte); 10 and
+    11 copies of 1-64 bytes with a 2 or 4 byte little-endian offset."""
+    length = np.int64(0)
+    pos = start
+    done = False
+    for k in range(5):
+        if pos >= end:
+            return -1
+        byte = np.int64(src[pos])
+        pos += 1
+        length |= (byte & 0x7F) << (7 * k)
+        if byte < 0x80:
+            done = True
+            break
+    if not done or length > 0xFFFFFFFF or length > room:
+        return -1
+    limit = at + length
+    d = at
+    while pos < end:
+        tag = np.int64(src[pos])
+        pos += 1
+        kind = tag & 3
+        if kind == 0:
+            size = (tag >> 2) + 1
+            if size > 60:
+                extra = size - 60
+                if pos + 4 > end:
+                    return -1
+                size = np.int64(0)
+                for k in range(extra):
+                    size |= np.int64(src[pos + k]) << (8 * k)
+                size += 1
+                pos += extra
+            if end - pos < size or limit - d < size:
+                return -1
+            for k in range(size):
+                dst[d + k] = src[pos + k]
+            pos += size
+            d += size
+            continue
+        if kind == 1:
+            if pos >= end:
+                return -1
+            size = 4 + ((tag >> 2) & 7)
+            offset = ((tag & 0xE0) << 3) | np.int64(src[pos])
+            pos += 1
+        elif kind == 2:
+            if pos + 2 > end:
+                return -1
+            size = (tag >> 2) + 1
+            offset = np.int64(src[pos]) | (np.int64(src[pos + 1]) << 8)
+            pos += 2
+        else:
+            if pos + 4 > end:
+                return -1
+            size = (tag >> 2) + 1
+            offset = (
+                np.int64(src[pos])
+                | (np.int64(src[pos + 1]) << 8)
+                | (np.int64(src[pos + 2]) << 16)
+                | (np.int64(src[pos + 3]) << 24)
+            )
+            pos += 4
+        if offset == 0 or offset > d - at or limit - d < size:
+            return -1
+        # byte by byte: a copy may overlap the bytes it writes (offset 1 repeats one byte)
+        for k in range(size):
+            dst[d + k] = dst[d + k - offset]
+        d += size
+    if d != limit:
+        return -1
+    return length
+
+
+@njit(cache=True, nogil=True)
+def _unsnappy(src, start, end, dst, at, room):
+    """A snappy payload src[start:end] decoded to dst[at:] (at most `room` bytes), read as
+    compression._unsnappy reads it: snappy-java's stream (the 8-byte magic and two int32 versions, then
+    chunks of a big-endian int32 length and a raw block; a second stream header at a chunk boundary is
+    skipped), or a bare raw block when there is no stream header. How many bytes it gave, or -1 where
+    the Python reader must judge (a header cut short, a chunk length that does not fit, a block it does
+    not take)."""
+    if end - start < 8 or not _xerial_magic_at(src, start):
+        return _snappy_block(src, start, end, dst, at, room)
+    pos = start + 16
+    produced = np.int64(0)
+    while pos < end:
+        if end - pos >= 8 and _xerial_magic_at(src, pos):
+            pos += 16
+            continue
+        if end - pos < 4:
+            return -1
+        chunk = _be(src, pos, 4)
+        pos += 4
+        if chunk < 0 or chunk > end - pos:
+            return -1
+        size = _snappy_block(src, pos, pos + chunk, dst, at + produced, room - produced)
+        if size < 0:
+            return -1
+        produced += size
+        pos += chunk
+    if pos != end:
+        return -1  # a stream header cut short: the Python reader reads it as ending there
+    return produced
+
+
+@njit(cache=True, nogil=True)
+def _xerial_magic_at(src, pos):
+    """Whether snappy-java's stream magic (0x82 'SNAPPY' 0x00) starts at src[pos] (8 bytes known to be there)."""
+    return (
+        src[pos] == 0x82
+        and src[pos + 1] == 0x53
+        and src[pos + 2] == 0x4E
+        and src[pos + 3] == 0x41
+        and src[pos + 4] == 0x50
+        and src[pos + 5] == 0x50
+        and src[pos + 6] == 0x59
+        and src[pos + 7] == 0x00
+    )
+
+
+@njit(cache=True, nogil=True)
 def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     """Batches of buf[:n] (which starts at byte `file_position` of a file of `file_size` bytes) that the
     fast path takes, from the start of buf up to the first it does not; zstd batches are inflated into
@@ -317,6 +451,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
             attributes & ~(_FAST_ATTRIBUTES | _CODEC_MASK)
             or (
                 codec != 0
+                and codec != _SNAPPY
                 and not ((codec == _ZSTD and has_zstd) or (codec == _GZIP and has_gzip) or (codec == _LZ4 and has_lz4))
             )
             or count <= 0
@@ -403,6 +538,10 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
                     payload,
                     payload_size,
                 )
+                failed = size < 0
+            elif codec == _SNAPPY:
+                start = pos + _RECORD_BATCH_OVERHEAD
+                size = _unsnappy(buf, start, end, out, inflated, capacity)
                 failed = size < 0
             else:
                 size = _gunzip(

@@ -149,7 +149,7 @@ def _read_fast(
     The chunk and the inflation buffer are reused, so memory is one chunk, what the chunk's zstd batches
     inflate to (at most FAST_INFLATED_BYTES) and the rows not yet handed out, whatever the file's size. A
     batch larger than a chunk goes to the Python path (bounded by max_batch_bytes). After a stretch the
-    walker refuses (a snappy or magic 0/1 segment), it is asked again with a small probe rather than a
+    walker refuses (a magic 0/1 segment, records with headers), it is asked again with a small probe rather than a
     whole chunk, so such a file costs about what it costs without the fast path.
     """
     from offset_audit.segments import fast_walk
