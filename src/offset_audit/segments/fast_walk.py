@@ -153,6 +153,15 @@ def _be(buf, pos, width):
 
 
 @njit(cache=True, nogil=True)
+def _le(buf, pos, width):
+    """An unsigned little-endian integer of `width` bytes (1 to 4): snappy's lengths and offsets."""
+    value = np.int64(0)
+    for k in range(width):
+        value |= np.int64(buf[pos + k]) << (8 * k)
+    return value
+
+
+@njit(cache=True, nogil=True)
 def _uvarint(buf, pos, end, max_bytes):
     """An unsigned varint of at most `max_bytes` bytes ending before `end`: (raw, next position), or
     (-1, pos) when it is longer or runs past `end` (the Python reader then says what is wrong). With
@@ -296,6 +305,7 @@ def _snappy_block(src, start, end, dst, at, room):
     Elements (tag low bits): 00 literal, length-1 in the tag's upper six bits, or for 60-63 in the next
     1-4 bytes little-endian; 01 copy of 4-11 bytes, 11-bit offset (tag's top 3 bits, then a byte); 10 and
     11 copies of 1-64 bytes with a 2 or 4 byte little-endian offset."""
+    # Not _uvarint: it cuts a 5-byte varint to 32 bits as Java does, and would take lengths snap refuses.
     length = np.int64(0)
     pos = start
     done = False
@@ -322,10 +332,7 @@ def _snappy_block(src, start, end, dst, at, room):
                 extra = size - 60
                 if pos + 4 > end:
                     return -1
-                size = np.int64(0)
-                for k in range(extra):
-                    size |= np.int64(src[pos + k]) << (8 * k)
-                size += 1
+                size = _le(src, pos, extra) + 1
                 pos += extra
             if end - pos < size or limit - d < size:
                 return -1
@@ -344,18 +351,13 @@ def _snappy_block(src, start, end, dst, at, room):
             if pos + 2 > end:
                 return -1
             size = (tag >> 2) + 1
-            offset = np.int64(src[pos]) | (np.int64(src[pos + 1]) << 8)
+            offset = _le(src, pos, 2)
             pos += 2
         else:
             if pos + 4 > end:
                 return -1
             size = (tag >> 2) + 1
-            offset = (
-                np.int64(src[pos])
-                | (np.int64(src[pos + 1]) << 8)
-                | (np.int64(src[pos + 2]) << 16)
-                | (np.int64(src[pos + 3]) << 24)
-            )
+            offset = _le(src, pos, 4)
             pos += 4
         if offset == 0 or offset > d - at or limit - d < size:
             return -1
