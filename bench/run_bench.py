@@ -169,7 +169,7 @@ def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict
 # the file costs (VmHWM reset through /proc/self/clear_refs).
 _MEMORY_PROBE = """
 import json, re, sys
-from offset_audit.segments import read_segment
+from offset_audit.inputs.segments import read_segment
 def status(field):
     return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
 fast = sys.argv[2] == "fast"
@@ -185,7 +185,7 @@ print(json.dumps({"rows": rows, "growth_mib": status("VmHWM") - baseline}))
 def bench_segment_memory(seed: int) -> dict:
     """What reading one segment file costs in memory, for a 60 MiB and a 600 MiB file: the 5M dump's
     partitions laid end to end in one file, cut to size at a batch boundary."""
-    from offset_audit.segments.framing import iter_frames
+    from offset_audit.inputs.segments.framing import iter_frames
 
     source = sorted(segments_for(5_000_000, seed).rglob("*.log"))
     result = {}

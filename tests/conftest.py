@@ -95,7 +95,7 @@ def audited(spark, tmp_path_factory) -> Path:
 def segment_path(request, monkeypatch) -> str:
     """Runs a segment test on both readers: the compiled fast path and the Python path it hands the rest
     to must give the same rows (read_segment's default, in this process)."""
-    from offset_audit.segments import reader
+    from offset_audit.inputs.segments import reader
 
     monkeypatch.setattr(reader, "FAST_BY_DEFAULT", request.param == "fast")
     return request.param

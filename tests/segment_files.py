@@ -1,9 +1,9 @@
 """Segment-building helpers for the end-to-end tests of log-file inputs: the package's writer
-(offset_audit.segments.writer), whose output the hand-laid vectors of test_segments.py do not depend on."""
+(offset_audit.inputs.segments.writer), whose output the hand-laid vectors of test_segments.py do not depend on."""
 
 from __future__ import annotations
 
-from offset_audit.segments.writer import TRANSACTIONAL, marker_batch, record_batch
+from offset_audit.inputs.segments.writer import TRANSACTIONAL, marker_batch, record_batch
 
 
 def batch(base_offset, records, producer_id=-1, attributes=0):

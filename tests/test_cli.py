@@ -49,7 +49,7 @@ def test_kafka_needs_bootstrap_servers(spark, tmp_path):
 
 
 def test_kafka_without_the_connector_says_which_package_to_add(spark, tmp_path):
-    from offset_audit.sources.kafka import kafka_package
+    from offset_audit.inputs.kafka_topic import kafka_package
 
     try:
         spark.read.format("kafka")._jreader.lookupDataSourceV2  # noqa: B018
@@ -265,7 +265,7 @@ def test_a_snapshot_column_of_another_type_is_one_sentence(no_spark, tmp_path):
 
 def test_the_dataframe_route_checks_the_same_types(spark):
     from offset_audit.errors import UserError
-    from offset_audit.sources.snapshot import to_raw_records
+    from offset_audit.inputs.snapshot import to_raw_records
 
     frame = spark.createDataFrame([(b"k", b"v", 0, "x")], "key binary, value binary, partition int, offset string")
     with pytest.raises(UserError, match="column 'offset' must be an integer"):

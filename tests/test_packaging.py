@@ -19,7 +19,7 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
 
     names = zipfile.ZipFile(archive).namelist()
     # This machine's bytecode and numba caches stay out: stale ones (of older walker versions) made it 1.7 MiB.
-    assert "offset_audit/segments/fast_walk.py" in names
+    assert "offset_audit/inputs/segments/fast_walk.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc"))]
     probe = (
         "import offset_audit, sys; assert offset_audit.__file__.startswith(sys.argv[1]), offset_audit.__file__;"

@@ -270,9 +270,9 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     all of them went to the record-by-record replay (make bench at 5M records: 92 s instead of 2.6 s)."""
     import pyarrow.parquet as pq
 
+    from offset_audit.inputs.dump import FileUnits, raw_source, resolved
     from offset_audit.share import onepass
     from offset_audit.share.job import SHARE_STATE_TOPIC
-    from offset_audit.sources import FileUnits, raw_source, resolved
 
     generate_share_state(str(tmp_path / "state"), 6_000, seed=1, world_records=2_000)
     table = pq.read_table(tmp_path / "state").sort_by([("offset", "ascending"), ("partition", "ascending")])

@@ -22,14 +22,14 @@ from offset_audit.compaction import latest_commits
 from offset_audit.config import Settings
 from offset_audit.decode import arrow_schema
 from offset_audit.errors import UserError
+from offset_audit.inputs.end_offsets import read_end_offsets
+from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.outputs.read_back import read_table
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
 from offset_audit.session import has_delta, scoped_conf
 from offset_audit.sinks.delta import WriteResult, write_delta
 from offset_audit.sinks.scratch import scratch_folder
-from offset_audit.sources.end_offsets import read_end_offsets
-from offset_audit.sources.parquet_files import read_parquet_files
-from offset_audit.sources.tables import read_table
 from offset_audit.storage import LOCAL, Storage, for_settings, join, spark_path
 from offset_audit.tables import table_schema
 

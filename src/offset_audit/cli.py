@@ -32,8 +32,8 @@ from offset_audit.storage import normalize
 def _session(settings, inputs: list[str]):
     """The run's SparkSession; under spark-submit, with shuffles sized to the dump and the cluster."""
     from offset_audit import progress
+    from offset_audit.inputs.dump import input_bytes
     from offset_audit.session import fit_to_cluster, get_spark, under_spark_submit
-    from offset_audit.sources import input_bytes
 
     progress.begin("starting Spark")
     spark = get_spark(settings.spark)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.transactions import COMMITTED, PENDING
+from offset_audit.inputs.transactions import COMMITTED, PENDING
 
 COMMIT_KEY = ("group_id", "topic", "partition")
 RAW_KEY = "_compaction_key"

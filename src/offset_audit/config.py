@@ -13,7 +13,7 @@ from offset_audit import constants as K
 from offset_audit.errors import UserError
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
-# auto: worked out from the inputs (offset_audit.sources.detect_format); kafka is never guessed.
+# auto: worked out from the inputs (offset_audit.inputs.dump.detect_format); kafka is never guessed.
 # kip932-json (the KIP-932 draft's share-state control records) is read by the share command only.
 INPUT_FORMATS = ("auto", "parquet", "delta", "kafka", "segments", "dump-log", "console", "kip932-json")
 

@@ -41,12 +41,12 @@ from offset_audit.layouts.spec import record_layouts
 from offset_audit.tables import TableSchema, coordinate_columns, parse_type, table_schema
 from offset_audit.timestamps import arrow_timestamps, ms_column, spark_timestamp
 
-# Columns every raw record brings to the decode stage (see offset_audit.sources and `for_decode`).
+# Columns every raw record brings to the decode stage (see offset_audit.inputs.dump and `for_decode`).
 RAW_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value", "other_topic")
 # Where a record is in the dump, as the decoders carry it (the TIMESTAMP `record_timestamp` is shown
 # from the exact milliseconds when a table is finalised).
 COORDINATES = ("source_partition", "source_offset", "record_timestamp_ms")
-# Columns only file dumps bring (offset_audit.sources.log_records, after offset_audit.transactions):
+# Columns only file dumps bring (offset_audit.inputs.log_records, after offset_audit.inputs.transactions):
 # a reader's error for input it could not read, the transaction state, and what the format cannot tell.
 OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes")
 # Record classes that are counted but not decoded: records of another topic, transactional commits
@@ -381,7 +381,7 @@ def _decoded_arrow_batches(decoded: DecodedBatch, schema: pa.Schema, eras: dict[
 
 
 def decode_records(raw: DataFrame, topic: str = "__consumer_offsets", use_fast_path: bool = True) -> DataFrame:
-    """Decode every raw record (see offset_audit.sources) into the decode-stage DataFrame."""
+    """Decode every raw record (see offset_audit.inputs.dump) into the decode-stage DataFrame."""
     schema = decoded_schema()
     arrow = to_arrow_schema(schema, timezone="UTC")
     layouts = record_layouts()  # read on the driver, shipped with the function

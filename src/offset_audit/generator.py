@@ -735,7 +735,7 @@ def snapshot_to_segments(
 
     The coordinator appends most records one batch each, so `batch_records` defaults to 1; larger
     batches (and compression) show how the reader copes with other producers' shapes."""
-    from offset_audit.segments.writer import SEGMENT_BYTES, write_partition
+    from offset_audit.inputs.segments.writer import SEGMENT_BYTES, write_partition
 
     files = sorted(Path(snapshot).glob("part-*.parquet"))
     partitions = sorted(

@@ -107,19 +107,19 @@ def check_end_offsets(path: str | None, settings: Settings, start_offsets: str |
     """The end offsets the run uses, or None without --end-offsets: the file (and --start-offsets) read
     here whole, one line per topic partition, and checked; or, with `--end-offsets kafka`, asked of the
     --bootstrap-server cluster (within 10 s, before Spark starts)."""
-    from offset_audit.sources import kafka_offsets
-    from offset_audit.sources.end_offsets import load_end_offsets
+    from offset_audit.inputs import kafka_end_offsets
+    from offset_audit.inputs.end_offsets import load_end_offsets
 
     if not path:
         if start_offsets:
             raise UserError("--start-offsets goes with --end-offsets (kafka-get-offsets.sh --time -1 output)")
         return None
-    if path == kafka_offsets.FROM_CLUSTER:
+    if path == kafka_end_offsets.FROM_CLUSTER:
         if start_offsets:
             raise UserError("--end-offsets kafka asks the cluster for the log start offsets too: drop --start-offsets")
         if not settings.bootstrap_servers:
             raise UserError("--end-offsets kafka needs --bootstrap-server HOST:PORT[,HOST:PORT], the cluster to ask")
-        return kafka_offsets.fetch_end_offsets(settings.bootstrap_servers, settings.kafka_options)
+        return kafka_end_offsets.fetch_end_offsets(settings.bootstrap_servers, settings.kafka_options)
     starts = normalize(start_offsets) if start_offsets else None
     return load_end_offsets(normalize(path), for_settings(settings), starts)
 
@@ -144,8 +144,9 @@ def check_script_path(path: str) -> None:
 def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> Settings:
     """The inputs exist and are what the run expects; returns the settings with the input format worked
     out (`auto` replaced), so the run does not work it out again."""
-    from offset_audit.sources import KIP932_JSON, log_files, log_units, resolved
-    from offset_audit.sources.snapshot import check_snapshot_schema, data_files, read_by_workers, read_footer
+    from offset_audit.inputs import log_files
+    from offset_audit.inputs.dump import KIP932_JSON, log_units, resolved
+    from offset_audit.inputs.snapshot import check_snapshot_schema, data_files, read_by_workers, read_footer
 
     if settings.input_format == "kafka":
         if not settings.bootstrap_servers:

@@ -66,7 +66,7 @@ def _replay_schema() -> StructType:
 def decode_share_state(
     raw: DataFrame, topic: str = SHARE_STATE_TOPIC, only: frozenset[tuple[str, str, int]] | None = None
 ) -> DataFrame:
-    """Raw records (offset_audit.sources) -> one decoded row per record; records of another topic are
+    """Raw records (offset_audit.inputs.dump) -> one decoded row per record; records of another topic are
     kept as `skipped` rows so that the counts reconcile.
 
     With `only` (share-partitions as (group id, topic id, partition)), just the share-state records of

@@ -29,10 +29,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offset_audit.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
 from offset_audit.decode import SKIPPED_SUPERSEDED, TABLES, arrow_schema, decode_batch, for_decode, source_notes
 from offset_audit.fastpath import key_types
+from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
-from offset_audit.sources import FileUnits
 from offset_audit.storage import LOCAL, Storage, join
 from offset_audit.tables import parse_type
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of

@@ -1,0 +1,239 @@
+"""Where raw records come from. Every source yields the same raw-record DataFrame:
+
+    source_topic string, source_partition int, source_offset bigint, record_timestamp_ms bigint,
+    key binary, value binary
+
+in which a null value is a tombstone; log-file dumps add source_error, source_note and transaction
+(see offset_audit.decode.OPTIONAL_RAW_COLUMNS). Only this package (and `sinks/`) touches files or Kafka.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from offset_audit.config import Settings
+from offset_audit.errors import UserError
+from offset_audit.inputs import log_files
+from offset_audit.inputs.kafka_topic import read_kafka
+from offset_audit.inputs.snapshot import (
+    _expand,
+    _is_delta,
+    read_by_workers,
+    read_piece,
+    read_snapshot,
+    snapshot_pieces,
+    to_raw_records,
+)
+from offset_audit.inputs.transactions import Markers
+from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
+
+KIP932_JSON = "kip932-json"
+
+
+@dataclass(frozen=True)
+class FileUnits:
+    """Input that Python workers read themselves, one unit per task slot: pieces of local snapshot
+    files, or the files of a log dump. Skipping the JVM-to-Python transfer is what makes the one-pass
+    decoder fast (see `make bench`)."""
+
+    units: list[Any]
+    read: Callable[[Any], Iterator[pa.RecordBatch]]  # a unit -> raw-record batches for the decoder
+    rows: int | None  # records in the input when known before reading (Parquet footers)
+    files: int = 0  # the input files the units hold (for progress)
+
+    def slices(self, cores: int, keep_order: bool = False) -> list[list[Any]]:
+        """The units dealt into tasks by weight (unit_weight): one task per core, or a few waves of them
+        where the input is large enough that a task would hold more than RECORDS_PER_TASK records, so
+        progress still moves on a big dump.
+
+        Spark's own split of a list cuts it by position, and partitions of __consumer_offsets differ
+        several-fold in size (groups hash unevenly), so its tasks did too: at 1M records the heaviest of
+        four tasks held 46% of the records. A task costs tens of milliseconds to start, so balanced
+        tasks, one per core, beat more, smaller ones (warm decode of the 1M-record segments: about 0.5 s
+        against 0.75 s for four position-cut tasks on 2 cores).
+
+        By default the heaviest unit goes first, each to the lightest task so far. `keep_order` cuts the
+        list into runs of about equal weight instead, so that each task holds a stretch of the input:
+        share's fold combines tasks' summaries of a share-partition only when their records do not
+        interleave."""
+        weights = [unit_weight(unit) for unit in self.units]
+        total = sum(weights)
+        waves = max(1, math.ceil(total / (cores * RECORDS_PER_TASK)))
+        count = max(1, min(len(self.units), waves * cores))
+        tasks: list[list[int]] = [[] for _ in range(count)]
+        if keep_order:
+            done = 0
+            for index, weight in enumerate(weights):
+                # the task whose share of the total holds this unit's middle
+                tasks[min(count - 1, (2 * done + weight) * count // max(1, 2 * total))].append(index)
+                done += weight
+        else:
+            loads = [0] * count
+            for index in sorted(range(len(self.units)), key=lambda i: -weights[i]):
+                lightest = loads.index(min(loads))
+                tasks[lightest].append(index)
+                loads[lightest] += weights[index]
+        # Each task reads its units in input order (a partition's files stay in log order).
+        return [[self.units[i] for i in sorted(task)] for task in tasks if task]
+
+    def run(self, spark, task: Callable[[Iterator[Any]], Iterator[Any]], keep_order: bool = False):
+        """`task` over every unit, one Spark task per slice (see `slices`); the RDD of its results."""
+        slices = self.slices(spark.sparkContext.defaultParallelism, keep_order)
+        return spark.sparkContext.parallelize(slices, len(slices)).mapPartitions(
+            lambda groups: task(unit for group in groups for unit in group)
+        )
+
+
+# About 1.5 s of one core's decoding: the most a task takes on before the units are split into waves.
+RECORDS_PER_TASK = 4_000_000
+# Bytes per record of a log segment as coordinators write it (one record per batch): 134 in make bench.
+SEGMENT_BYTES_PER_RECORD = 128
+
+
+def unit_weight(unit: Any) -> int:
+    """About how many records a unit of FileUnits holds: its rows (snapshot pieces, from the Parquet
+    footers), or its bytes over SEGMENT_BYTES_PER_RECORD (log files, a partition's files)."""
+    files = getattr(unit, "files", None)
+    if files is not None:
+        return sum(f.size for f in files) // SEGMENT_BYTES_PER_RECORD
+    if hasattr(unit, "size"):
+        return unit.size // SEGMENT_BYTES_PER_RECORD
+    return unit.rows
+
+
+def _sniff(path: str, storage: Storage) -> str:
+    """The format of one file, from its first bytes."""
+    with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
+        head = handle.read(log_files.SNIFF_BYTES)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    from offset_audit.inputs.textdumps import looks_like_console_dump, looks_like_dump_log
+
+    text = head.decode("utf-8", errors="replace")
+    first = text.lstrip().split("\n", 1)[0]
+    if first.startswith("{") and ('"SHARE_CHECKPOINT"' in first or '"SHARE_DELTA"' in first):
+        return KIP932_JSON
+    if looks_like_dump_log(text):
+        return log_files.DUMP_LOG
+    if looks_like_console_dump(text):
+        return log_files.CONSOLE
+    if path.endswith(".log"):
+        return log_files.SEGMENTS
+    raise UserError(
+        f"cannot tell the format of '{path}'; pass --input-format (parquet, delta, segments, dump-log or console)"
+    )
+
+
+def _format_of(path: str, storage: Storage) -> str:
+    if "://" in path and not is_remote(path):
+        return "parquet"  # another store: a Kafka-source snapshot read by Spark
+    if storage.is_dir(path):
+        if _is_delta(path, storage):
+            return "delta"
+        root = path.rstrip("/") + "/"
+        kinds = set()
+        for file in storage.files_under(path):
+            folders = file[len(root) :].split("/")[:-1]
+            # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
+            if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
+                continue
+            if file.endswith(".parquet"):
+                kinds.add("parquet")
+            elif file.endswith(".log"):
+                kinds.add(log_files.SEGMENTS)
+        if len(kinds) == 1:
+            return kinds.pop()
+        raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
+    return _sniff(path, storage)
+
+
+def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
+    """--input-format auto: the one format all inputs share."""
+    kinds = {_format_of(path, storage) for path in _expand(inputs, storage)}
+    if kinds == {"parquet", "delta"}:
+        return "parquet"  # the parquet reader takes Delta folders too
+    if len(kinds) != 1:
+        raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
+    return kinds.pop()
+
+
+def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
+    """The settings with --input-format auto replaced by the detected format; kip932-json (share-state
+    control records) only where `share` reads it."""
+    if settings.input_format == "auto":
+        if not inputs:
+            raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
+        settings = dataclasses.replace(settings, input_format=detect_format(inputs, for_settings(settings)))
+    if settings.input_format == KIP932_JSON and not share:
+        raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")
+    return settings
+
+
+def log_units(inputs: list[str], settings: Settings) -> list[log_files.LogFile]:
+    """The dump's files (local, mounted or in an object store), in log order."""
+    storage = for_settings(settings)
+    paths = _expand(inputs, storage)
+    other = [p for p in paths if "://" in p and not is_remote(p)]
+    if other:
+        raise UserError(f"{settings.input_format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
+    return log_files.log_files(
+        paths, settings.input_format, settings.partition, settings.max_batch_bytes, storage, settings.fast_path
+    )
+
+
+def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:
+    """The dump's files, and its transaction markers (the first, light pass)."""
+    units = log_units(inputs, settings)
+    return units, log_files.gather_markers(spark, units)
+
+
+def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings, share: bool = False) -> DataFrame:
+    settings = resolved(settings, inputs, share)
+    if settings.input_format == "kafka":
+        return to_raw_records(read_kafka(spark, settings))
+    if settings.input_format in log_files.LOG_FORMATS:
+        return log_files.raw_dataframe(spark, *_log_units(spark, inputs, settings))
+    return to_raw_records(read_snapshot(spark, inputs, settings.input_format, for_settings(settings)))
+
+
+def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
+    """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
+    dumps), or else the raw-record DataFrame."""
+    settings = resolved(settings, inputs)
+    if settings.input_format == log_files.SEGMENTS:
+        # A partition's transaction markers are in its own log: each task finds those of its partitions
+        # itself, and the dump is read in one Spark job rather than two.
+        units = log_units(inputs, settings)
+        groups = log_files.by_partition(units)
+        return FileUnits(groups, partial(log_files.read_partition_raw, topic=settings.topic), None, len(units))
+    if settings.input_format in log_files.LOG_FORMATS:
+        units, markers = _log_units(spark, inputs, settings)
+        return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None, len(units))
+    if settings.input_format != "kafka" and read_by_workers(inputs):
+        pieces = snapshot_pieces(inputs, settings.input_format, storage=for_settings(settings))
+        return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))
+    return load_raw_records(spark, inputs, settings)
+
+
+def input_bytes(inputs: list[str], settings: Settings) -> int | None:
+    """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
+    if settings.input_format == "kafka":
+        return None
+    storage = for_settings(settings)
+    total = 0
+    for path in _expand(inputs, storage):
+        if "://" in path and not is_remote(path):
+            return None
+        if storage.is_dir(path):
+            total += sum(storage.size(f) for f in storage.files_under(path))
+        else:
+            total += storage.size(path)
+    return total

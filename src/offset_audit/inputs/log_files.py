@@ -1,0 +1,246 @@
+"""Dumps operators already have: log segment files, kafka-dump-log text, console-consumer text.
+
+Each input file is one unit of work, read by a Python worker with the reader of its format (all three
+yield Arrow batches of `offset_audit.inputs.log_records.LOG_RECORD_SCHEMA`). Transactions need a
+look across files (a marker may sit in a later segment than its commits), so reading takes two
+passes: a light one gathering the COMMIT/ABORT markers, resolved on the driver
+(`offset_audit.inputs.transactions`), then the real one, in which every task labels its own records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from offset_audit.errors import InputNotFound, UserError
+from offset_audit.escaping import stored_text
+from offset_audit.inputs import transactions
+from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
+from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
+from offset_audit.storage import LOCAL, Storage, basename, parent
+
+SEGMENTS = "segments"
+DUMP_LOG = "dump-log"
+CONSOLE = "console"
+LOG_FORMATS = (SEGMENTS, DUMP_LOG, CONSOLE)
+# Formats that carry transaction markers (batch headers); the console formatter shows none.
+WITH_MARKERS = (SEGMENTS, DUMP_LOG)
+SNIFF_BYTES = 65_536
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """One input file and how to read it: the unit of work of a log-file dump."""
+
+    path: str
+    input_format: str
+    partition: int | None  # --partition; otherwise the reader takes it from the path or the text
+    size: int
+    topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES  # decode.max_batch_mib: the most one batch may take
+    storage: Storage = LOCAL  # how to reach it (an object store's options travel with the unit)
+    fast_path: bool = True  # decode.fast_path: segments through the compiled walker (false: Python only)
+
+
+def _walk(path: str, keep, storage: Storage) -> list[str]:
+    return [f for f in storage.files_under(path) if keep(basename(f))]
+
+
+def _segment_sort_key(path: str) -> tuple:
+    from offset_audit.inputs.segments.reader import partition_from_path
+
+    partition = partition_from_path(path)
+    return (partition is None, partition or 0, parent(path), basename(path))
+
+
+def log_files(
+    paths: list[str],
+    input_format: str,
+    partition: int | None = None,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    storage: Storage = LOCAL,
+    fast_path: bool = True,
+) -> list[LogFile]:
+    """The files of the dump, in log order within each partition (segment names are base offsets)."""
+    files: list[str] = []
+    for path in paths:
+        if storage.is_dir(path):
+            if input_format == SEGMENTS:
+                files += _walk(path, lambda n: n.endswith(".log"), storage)
+            elif input_format == "kip932-json":
+                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), storage)
+            else:
+                files += _walk(path, lambda n: not n.startswith((".", "_")), storage)
+        else:
+            files.append(path)
+    if not files:
+        raise InputNotFound(f"no {input_format} files under {', '.join(paths)}")
+    if input_format == SEGMENTS:
+        from offset_audit.inputs.segments.reader import partition_from_path
+
+        files.sort(key=_segment_sort_key)
+        unknown = [f for f in files if partition is None and partition_from_path(f) is None]
+        if unknown:
+            raise UserError(
+                f"cannot tell which __consumer_offsets partition '{unknown[0]}' belongs to: keep segments in "
+                "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
+            )
+    topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
+    return [
+        LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage, fast_path)
+        for f in files
+    ]
+
+
+def _segment_topic(path: str) -> str | None:
+    from offset_audit.inputs.segments.reader import topic_from_path
+
+    return topic_from_path(path)
+
+
+def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = False) -> Iterator[pa.RecordBatch]:
+    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format. `only_control`
+    lets a reader that can skip data batches cheaply (segments) do so; the others read everything."""
+    if unit.input_format == SEGMENTS:
+        from offset_audit.inputs.segments.reader import read_segment
+
+        yield from read_segment(
+            unit.path,
+            unit.partition,
+            batch_rows,
+            only_control=only_control,
+            max_batch_bytes=unit.max_batch_bytes,
+            storage=unit.storage,
+            fast=unit.fast_path,
+        )
+    elif unit.input_format == DUMP_LOG:
+        from offset_audit.inputs.textdumps import read_dump_log
+
+        yield from read_dump_log(unit.path, unit.partition, batch_rows, unit.storage)
+    else:
+        from offset_audit.inputs.textdumps import read_console_dump
+
+        yield from read_console_dump(unit.path, unit.partition, batch_rows, unit.storage)
+
+
+def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Markers:
+    """First pass: the COMMIT/ABORT markers of every file (a few per transaction), to the driver."""
+    if not units or units[0].input_format not in WITH_MARKERS:
+        return transactions.Markers()
+
+    def task(items: Iterator[LogFile]) -> Iterator[tuple]:
+        for unit in items:
+            for batch in read_log_file(unit, only_control=True):
+                yield from transactions.marker_rows(batch)
+
+    # A few tasks per core: a task costs tens of milliseconds to start, about what scanning 100 MiB for
+    # markers costs. (Segments find their markers inside the decode task, see read_partition_raw.)
+    slices = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
+    rows = spark.sparkContext.parallelize(units, slices).mapPartitions(task).collect()
+    return transactions.Markers.from_rows(rows)
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The segment files of one partition, in log order: a unit of work that needs nothing from the
+    other partitions, since a transaction's markers sit in the log of the partition its records are in."""
+
+    partition: int | None
+    files: tuple[LogFile, ...]
+
+
+def by_partition(units: list[LogFile]) -> list[PartitionFiles]:
+    """Segment files grouped by partition (`log_files` gives them sorted by partition, then log order)."""
+    from offset_audit.inputs.segments.reader import partition_from_path
+
+    groups: dict[int | None, list[LogFile]] = {}
+    for unit in units:
+        partition = unit.partition if unit.partition is not None else partition_from_path(unit.path)
+        groups.setdefault(partition, []).append(unit)
+    return [PartitionFiles(partition, tuple(files)) for partition, files in groups.items()]
+
+
+def read_partition_raw(group: PartitionFiles, topic: str | None = None) -> Iterator[pa.RecordBatch]:
+    """One partition's segments as raw-record batches: its markers first (the light pass of
+    `gather_markers`, over these files only), then its records labelled by them."""
+    rows = [
+        row
+        for unit in group.files
+        for batch in read_log_file(unit, only_control=True)
+        for row in transactions.marker_rows(batch)
+    ]
+    markers = transactions.Markers.from_rows(rows)
+    for unit in group.files:
+        yield from read_raw(unit, markers, topic)
+
+
+# What the decode stage takes from a labelled log-file batch (see offset_audit.decode.RAW_COLUMNS).
+_RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
+
+
+def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_topic: bool = False) -> pa.RecordBatch:
+    """A LOG_RECORD_SCHEMA batch as raw records for `offset_audit.decode.decode_batch`, labelled with
+    its transaction state; `other_topic` when the file's folder names another topic than the one read
+    (a data directory holding both __consumer_offsets and __share_group_state)."""
+    columns = [batch.column(name) for name in _RAW]
+    names = list(_RAW)
+    columns.append(pa.array([other_topic] * batch.num_rows, pa.bool_()))
+    names.append("other_topic")
+    for name in ("source_error", "source_note", "skipped_bytes"):
+        columns.append(batch.column(name))
+        names.append(name)
+    columns.append(transactions.label(batch, markers))
+    names.append("transaction")
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
+    """Error rows name where in the input they are: the quarantine table has no file column."""
+    errors = batch.column("source_error")
+    if errors.null_count == batch.num_rows:
+        return batch
+    positions = batch.column("source_position").to_pylist()
+    where = "byte" if unit.input_format == SEGMENTS else "line"
+    path = stored_text(unit.path)  # a file name need not be UTF-8
+    located = [
+        None if error is None else f"{error} [{path}, {where} {position}]"
+        for error, position in zip(errors.to_pylist(), positions, strict=True)
+    ]
+    index = batch.schema.get_field_index("source_error")
+    return batch.set_column(index, "source_error", pa.array(located, pa.string()))
+
+
+def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = None) -> Iterator[pa.RecordBatch]:
+    """Second pass over one unit: raw-record batches ready for the decoder (records of a file whose
+    folder names another topic than `topic` are marked, to be counted as skipped)."""
+    other = unit.topic is not None and topic is not None and unit.topic != topic
+    for batch in read_log_file(unit):
+        if batch.schema != LOG_RECORD_SCHEMA:
+            batch = batch.cast(LOG_RECORD_SCHEMA)
+        yield to_raw_batch(_located_errors(batch, unit), markers, other)
+
+
+# The DataFrame route (sessions with delta-spark) reads the same units in the Python workers, one Spark
+# partition per file, the raw records arriving as Arrow batches.
+
+RAW_LOG_DDL = (
+    "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
+    "source_error string, source_note string, skipped_bytes bigint, transaction string, source_topic string"
+)
+
+
+def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
+    """The log dump as a raw-record DataFrame (with the optional columns of log dumps)."""
+    from offset_audit.inputs.parquet_files import read_units
+
+    def read(unit: LogFile) -> Iterator[pa.RecordBatch]:
+        topics = None
+        for batch in read_raw(unit, markers):
+            if topics is None or len(topics) != batch.num_rows:
+                topics = pa.array([unit.topic] * batch.num_rows, pa.string())
+            yield batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
+
+    return read_units(spark, units, read, RAW_LOG_DDL)

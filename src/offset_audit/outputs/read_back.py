@@ -1,0 +1,43 @@
+"""Reading back Delta tables this project wrote (the audit reads the decode tables, share the group
+records)."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.session import has_delta
+from offset_audit.storage import LOCAL, Storage, join, spark_path
+from offset_audit.tables import table_schema
+
+
+def read_table(spark: SparkSession, folder: str, name: str, storage: Storage = LOCAL) -> DataFrame:
+    """The current version of a Delta table as a DataFrame, without Delta jars when need be: delta-rs
+    lists the live files and their partition values, and their Parquet is read (see parquet_files)."""
+    path = join(folder, name)
+    schema = table_schema(name).struct()
+    if has_delta(spark):
+        return spark.read.format("delta").load(spark_path(path))
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path, storage_options=storage.delta_options)
+    partitions = table.metadata().partition_columns
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    if not actions:
+        return spark.createDataFrame([], schema)
+    groups: dict[tuple, list[str]] = {}
+    for action in actions:
+        values = tuple(action.get(f"partition.{c}") for c in partitions)
+        groups.setdefault(values, []).append(join(path, action["path"]))
+    data_schema = type(schema)([f for f in schema.fields if f.name not in partitions])
+    frames = []
+    for values, files in groups.items():
+        frame = read_parquet_files(spark, files, data_schema, storage)
+        for column, value in zip(partitions, values, strict=True):
+            frame = frame.withColumn(column, F.lit(value).cast(schema[column].dataType))
+        frames.append(frame.select(*schema.names))
+    return reduce(DataFrame.unionByName, frames)
