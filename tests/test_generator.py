@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from offset_audit import records
+from offset_audit.decoding import records
 from offset_audit.generator import generate_dump
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.partitioner import java_string_hash, partition_for

@@ -347,7 +347,7 @@ def test_cli_unknown_snapshot_is_one_sentence_and_exit_2(audited, no_spark):
 
 
 def test_the_columns_read_are_in_the_table_schemas():
-    from offset_audit.tables import table_schema
+    from offset_audit.layouts.tables import table_schema
 
     assert set(PARTITION_COLUMNS) <= {c.name for c in table_schema("partition_verdicts").columns}
     assert set(GROUP_COLUMNS) <= {c.name for c in table_schema("group_verdicts").columns}

@@ -6,7 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.config import load_settings
-from offset_audit.decode import TABLES as DECODE_TABLES
+from offset_audit.decoding.decoder import TABLES as DECODE_TABLES
 from offset_audit.generator import generate_dump
 from offset_audit.pipeline import run_decode
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from offset_audit.cli import main
-from offset_audit.tables import table_schema
+from offset_audit.layouts.tables import table_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 from vector_files import load
 
+from offset_audit.decoding.records import QUARANTINE
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.records import QUARANTINE
 from offset_audit.share.columns import KIND_CODES, ShareStateReader
 from offset_audit.share.records import decode_share_state_record
 

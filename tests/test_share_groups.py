@@ -9,8 +9,9 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit import constants as K
+from offset_audit.decoding.records import modern_row
 from offset_audit.layouts.codec import DecodedValue
-from offset_audit.records import modern_row
+from offset_audit.layouts.tables import table_schema
 from offset_audit.share.groups import (
     ASSIGNMENT_DIFFERS,
     ASSIGNMENT_NOT_COMPUTED,
@@ -36,7 +37,6 @@ from offset_audit.share.groups import (
 )
 from offset_audit.share.limits import MAX_GROUPS, MAX_SIZE, check_settings, effective_limits
 from offset_audit.share.state import ARCHIVED, ShareState, StateBatch
-from offset_audit.tables import table_schema
 
 ORDERS = "11111111-1111-1111-1111-111111111111"
 PAYMENTS = "22222222-2222-2222-2222-222222222222"

@@ -18,12 +18,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit import progress, replay, verdicts
-from offset_audit.compaction import latest_commits
 from offset_audit.config import Settings
-from offset_audit.decode import arrow_schema
+from offset_audit.decoding.compaction import latest_commits
+from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.read_back import read_table
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
@@ -31,7 +32,6 @@ from offset_audit.session import has_delta, scoped_conf
 from offset_audit.sinks.delta import WriteResult, write_delta
 from offset_audit.sinks.scratch import scratch_folder
 from offset_audit.storage import LOCAL, Storage, for_settings, join, spark_path
-from offset_audit.tables import table_schema
 
 DECODED = "decoded"
 # Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
@@ -155,7 +155,7 @@ def coordinator_state(
 
 def _merge_on_driver(files: list[str], scratch: str, storage: Storage) -> str:
     """The decode tasks' compacted commits as one file of one record per key (see
-    `offset_audit.compaction.latest_commits`); only for a small state, which the driver holds easily."""
+    `offset_audit.decoding.compaction.latest_commits`); only for a small state, which the driver holds easily."""
     schema = arrow_schema("offset_commits")
     parts = [pq.read_table(storage.parquet_source(file), schema=schema) for file in files]
     path = join(scratch, "latest-commits.parquet")

@@ -230,7 +230,7 @@ def decode(
 ) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import preflight
-    from offset_audit.decode import TABLES
+    from offset_audit.decoding.decoder import TABLES
     from offset_audit.documents import decode_document
     from offset_audit.pipeline import run_decode
     from offset_audit.summary import decode_summary
@@ -437,7 +437,7 @@ def _minutes_list(text: str) -> list[int]:
 
 def _decoded_tables() -> list[str]:
     from offset_audit.audit import DECODED
-    from offset_audit.decode import TABLES
+    from offset_audit.decoding.decoder import TABLES
 
     return [f"{DECODED}/{name}" for name in TABLES]
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from offset_audit.layouts.spec import schemas_dir
-from offset_audit.tables import coordinate_columns, table_schema
+from offset_audit.layouts.tables import coordinate_columns, table_schema
 
 
 def table_names() -> list[str]:

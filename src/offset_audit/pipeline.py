@@ -14,17 +14,18 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import decode, progress, records
+from offset_audit import progress
 from offset_audit.config import Settings
-from offset_audit.decode import SKIP_REASONS
+from offset_audit.decoding import decoder, records
+from offset_audit.decoding.decoder import SKIP_REASONS
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.layouts.spec import record_layouts
+from offset_audit.layouts.tables import table_schema
 from offset_audit.report import DecodeReport, TypeCount
 from offset_audit.session import has_delta
 from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, write_delta
 from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.storage import LOCAL, Storage, for_settings, join
-from offset_audit.tables import table_schema
 
 
 def fill_counts(report: DecodeReport, counts: Counter) -> None:
@@ -159,18 +160,18 @@ def decode_dump(
     raw = load_raw_records(spark, inputs, settings)
     progress.begin(f"decoding the dump ({settings.input_format})")
     report.records_read = raw.count()
-    decoded = decode.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
+    decoded = decoder.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = Counter()
-        for row in decode.decode_counts(decoded).collect():
+        for row in decoder.decode_counts(decoded).collect():
             counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.records
         fill_counts(report, counts)
-        report.bytes_skipped = decode.quarantine(decoded).agg(F.sum("skipped_bytes")).collect()[0][0] or 0
+        report.bytes_skipped = decoder.quarantine(decoded).agg(F.sum("skipped_bytes")).collect()[0][0] or 0
         if "source_note" in raw.columns:
             notes = raw.where(F.col("source_note").isNotNull()).groupBy("source_note").count().collect()
             report.format_notes = {row.source_note: row["count"] for row in notes}
         _check(report)
-        for name, build in decode.TABLE_BUILDERS.items():
+        for name, build in decoder.TABLE_BUILDERS.items():
             written = write_delta(build(decoded), join(output, name), run_id=report.run_id, storage=storage)
             report.wrote(name, written)
     finally:

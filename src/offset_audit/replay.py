@@ -47,7 +47,7 @@ def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None, la
     A pending commit is not the committed offset yet (the broker keeps it aside until the COMMIT
     marker, then applies it if its record is newer, which log order already gives). `pending` is
     `pending_commits(offset_commits)`, or None when the input cannot show transactions. `latest` says
-    the committed records are already one per key, the last (`offset_audit.compaction.latest_commits`):
+    the committed records are already one per key, the last (`offset_audit.decoding.compaction.latest_commits`):
     only tombstones are left to remove.
     """
     committed_records = offset_commits.where(~_is_pending(F.col("transaction")))

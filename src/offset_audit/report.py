@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offset_audit import records
+from offset_audit.decoding import records
 
 
 @dataclass(frozen=True)

@@ -82,13 +82,11 @@ def _files(table, keys: list[str], partition: tuple[str, str] | None = None) -> 
 
 
 def _column_type(table: str, column: str) -> pa.DataType:
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    from offset_audit.tables import parse_type, table_schema
+    from offset_audit.layouts.tables import arrow_type, table_schema
 
     for known in table_schema(table).columns:
         if known.name == column:
-            return to_arrow_type(parse_type(known.type))
+            return arrow_type(known.type)
     raise UserError(f"the {table} table has no column {column}")
 
 

@@ -62,7 +62,7 @@ def test_delta_flag_on_a_plain_folder(spark, tmp_path):
 def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
     import pyarrow as pa
 
-    from offset_audit.decode import for_decode
+    from offset_audit.decoding.decoder import for_decode
     from offset_audit.inputs.snapshot import read_piece, snapshot_pieces
 
     generate_dump(str(tmp_path), 2500, seed=4)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from repo_paths import TEXT_DUMPS
 
+from offset_audit.decoding.records import decode_record
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.textdumps import dump_log as D
 from offset_audit.inputs.textdumps import looks_like_console_dump, looks_like_dump_log, read_dump_log, reencode
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.encoder import encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.records import decode_record
 
 FIXTURES = TEXT_DUMPS
 CODEC = RecordCodec(record_layouts())

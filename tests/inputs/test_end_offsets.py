@@ -439,7 +439,7 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
     and each group's totals are the sums of its partitions' lag."""
     from offset_audit import audit
     from offset_audit.audit import run_audit
-    from offset_audit.tables import TableSchema, table_schema
+    from offset_audit.layouts.tables import TableSchema, table_schema
 
     added = {"lag_total", "stale_lag_total", "partitions_with_lag"}
 

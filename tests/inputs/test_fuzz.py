@@ -15,8 +15,8 @@ import pytest
 from repo_paths import TEXT_DUMPS
 from vector_files import all_vectors
 
-from offset_audit import decode, records
-from offset_audit.fastpath import decode_offset_commits
+from offset_audit.decoding import decoder, records
+from offset_audit.decoding.fastpath import decode_offset_commits
 from offset_audit.inputs.segments import read_segment
 from offset_audit.inputs.segments.writer import record_batch
 from offset_audit.inputs.textdumps import read_console_dump, read_dump_log
@@ -111,7 +111,7 @@ def test_a_batch_of_good_and_damaged_records_accounts_for_each_and_decodes_the_g
             "other_topic": [False] * len(mixed),
         }
     )
-    decoded = decode.decode_batch(batch, CODEC, fast)
+    decoded = decoder.decode_batch(batch, CODEC, fast)
     assert sum(decoded.counts.values()) == len(mixed)
     commits = {row["source_offset"]: row for row in decoded.table("offset_commits").to_pylist()}
     for offset, (kind, (key, value)) in enumerate(mixed):

@@ -22,7 +22,7 @@ AS_OF = "2026-01-10T00:00:00Z"
 
 def assert_same_decode_tables(left, right):
     """Every decode table holds the same rows under both folders (order aside)."""
-    from offset_audit.decode import TABLES
+    from offset_audit.decoding.decoder import TABLES
 
     for name in TABLES:
         a = sorted(map(repr, DeltaTable(f"{left}/{name}").to_pyarrow_table().to_pylist()))

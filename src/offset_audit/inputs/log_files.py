@@ -177,12 +177,12 @@ def read_partition_raw(group: PartitionFiles, topic: str | None = None) -> Itera
         yield from read_raw(unit, markers, topic)
 
 
-# What the decode stage takes from a labelled log-file batch (see offset_audit.decode.RAW_COLUMNS).
+# What the decode stage takes from a labelled log-file batch (see offset_audit.decoding.decoder.RAW_COLUMNS).
 _RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
 
 
 def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_topic: bool = False) -> pa.RecordBatch:
-    """A LOG_RECORD_SCHEMA batch as raw records for `offset_audit.decode.decode_batch`, labelled with
+    """A LOG_RECORD_SCHEMA batch as raw records for `offset_audit.decoding.decoder.decode_batch`, labelled with
     its transaction state; `other_topic` when the file's folder names another topic than the one read
     (a data directory holding both __consumer_offsets and __share_group_state)."""
     columns = [batch.column(name) for name in _RAW]

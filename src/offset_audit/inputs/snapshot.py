@@ -230,7 +230,7 @@ def snapshot_pieces(
 
 
 def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
-    """Raw-record batches of one piece, as `offset_audit.decode.for_decode` would give them."""
+    """Raw-record batches of one piece, as `offset_audit.decoding.decoder.for_decode` would give them."""
     parquet = pq.ParquetFile(piece.storage.parquet_source(piece.path))
     names = parquet.schema_arrow.names
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]

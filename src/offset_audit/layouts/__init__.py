@@ -1,1 +1,13 @@
-"""Kafka record layouts as data and the byte-level readers they drive."""
+"""Every layout the tool reads or writes, as data (the files in schemas/), and the wire format they drive.
+
+    spec       schemas/records, schemas/share_state and schemas/protocol parsed into field specs
+    wire       Kafka's primitive encodings read from bytes, with errors a person can act on
+    compiler   field specs -> reader functions, built once per version
+    codec      one coordinator record's key and value decoded by its layout
+    encoder    records written in Kafka's wire format from the same layouts
+    tables     the output tables' columns (schemas/tables), as Spark and as Arrow types
+
+Adding a Kafka version means editing a schema file and adding its byte vectors, not writing a parser.
+
+May import: the top-level modules.
+"""

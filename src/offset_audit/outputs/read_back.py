@@ -10,9 +10,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.layouts.tables import table_schema
 from offset_audit.session import has_delta
 from offset_audit.storage import LOCAL, Storage, join, spark_path
-from offset_audit.tables import table_schema
 
 
 def read_table(spark: SparkSession, folder: str, name: str, storage: Storage = LOCAL) -> DataFrame:

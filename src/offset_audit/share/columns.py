@@ -1,7 +1,7 @@
 """`__share_group_state` records to columns: ShareSnapshot and ShareUpdate values read with numpy.
 
 A dump of `__share_group_state` is nearly all values of one layout (4.1+, version 0), so, like
-`offset_audit.fastpath` for offset commits, whole Arrow columns are read at once for the exact byte
+`offset_audit.decoding.fastpath` for offset commits, whole Arrow columns are read at once for the exact byte
 layouts the broker writes (reference 2.9):
 
     ShareSnapshotValue v0: int16 version, int32 SnapshotEpoch, int32 StateEpoch, int32 LeaderEpoch,
@@ -29,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.fastpath import BinaryColumn, _be, _read, _window
+from offset_audit.decoding.fastpath import BinaryColumn, _be, _read, _window
+from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.layouts.codec import RecordCodec
-from offset_audit.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.records import SHARE_SNAPSHOT, SHARE_UPDATE, decode_share_state_record
 
 SKIPPED = "skipped"
@@ -125,7 +125,7 @@ class ShareStateReader:
         return read
 
     def add(self, batch: pa.RecordBatch) -> None:
-        """Read one raw-record batch (the columns `offset_audit.decode.for_decode` gives)."""
+        """Read one raw-record batch (the columns `offset_audit.decoding.decoder.for_decode` gives)."""
         n = batch.num_rows
         names = batch.schema.names
         other = batch.column("other_topic").to_numpy(zero_copy_only=False).astype(bool)

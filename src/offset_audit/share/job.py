@@ -28,10 +28,10 @@ from pyspark.sql.types import StructField, StructType
 
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
+from offset_audit.layouts.tables import parse_type, table_schema
 from offset_audit.share import chain, cover, state
 from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.storage import LOCAL, Storage
-from offset_audit.tables import parse_type, table_schema
 
 SHARE_STATE_TOPIC = "__share_group_state"
 DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)

@@ -23,13 +23,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.decode import for_decode
+from offset_audit.decoding.decoder import for_decode
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
+from offset_audit.layouts.tables import parse_type
 from offset_audit.share import fold, job
 from offset_audit.share.columns import ShareStateReader
-from offset_audit.tables import parse_type
 
 _TASK_RESULT = parse_type("struct<result:binary>")
 QUARANTINE_SCHEMA = pa.schema(

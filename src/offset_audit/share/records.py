@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.layouts.codec import RecordCodec, UnknownRecordType, record_type_of
 from offset_audit.layouts.wire import DecodeError
-from offset_audit.records import QUARANTINE, SHARE_STATE
 
 SHARE_SNAPSHOT = 0
 SHARE_UPDATE = 1

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from offset_audit import progress
 from offset_audit.config import Settings
 from offset_audit.constants import OFFSETS_TOPIC
-from offset_audit.decode import arrow_schema
+from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved

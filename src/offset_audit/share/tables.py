@@ -13,8 +13,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.decode import arrow_schema
-from offset_audit.tables import table_schema
+from offset_audit.decoding.decoder import arrow_schema
+from offset_audit.layouts.tables import table_schema
 from offset_audit.timestamps import arrow_timestamps, ms_column
 
 # The tables split out of the replay's wide rows, by their row_kind.

@@ -31,9 +31,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
+from offset_audit.layouts.tables import parse_type
 from offset_audit.session import has_delta
 from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
-from offset_audit.tables import parse_type
 
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
 # without a checkpoint each open replays every JSON commit of the log: opening a table took 15-20 ms

@@ -1,6 +1,6 @@
 """Decode and write in one Spark pass: the default route to Delta when the session has no Delta jars.
 
-Each task decodes its Arrow batches with `offset_audit.decode.decode_batch` and writes the rows of every
+Each task decodes its Arrow batches with `offset_audit.decoding.decoder.decode_batch` and writes the rows of every
 table straight to Parquet files inside the table folders with pyarrow; it returns only the names,
 sizes and row counts of its files and its record counts. The driver then commits each table's files
 with delta-rs. Compared with turning the decoded rows back into Spark rows and letting Spark write
@@ -26,15 +26,22 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from offset_audit.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
-from offset_audit.decode import SKIPPED_SUPERSEDED, TABLES, arrow_schema, decode_batch, for_decode, source_notes
-from offset_audit.fastpath import key_types
+from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
+from offset_audit.decoding.decoder import (
+    SKIPPED_SUPERSEDED,
+    TABLES,
+    arrow_schema,
+    decode_batch,
+    for_decode,
+    source_notes,
+)
+from offset_audit.decoding.fastpath import key_types
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
+from offset_audit.layouts.tables import parse_type
 from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
 from offset_audit.storage import LOCAL, Storage, join
-from offset_audit.tables import parse_type
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
 ROW_GROUP_ROWS = 131_072
@@ -127,7 +134,7 @@ def _decode_and_write(
     """One task: decode raw batches, write each table's rows to this task's file for it, report.
 
     With `compact`, the task first keeps only its last raw record of each key and decodes those at the
-    end; the others are counted as skipped, superseded (see `offset_audit.compaction`).
+    end; the others are counted as skipped, superseded (see `offset_audit.decoding.compaction`).
     """
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"

@@ -2,7 +2,7 @@
 
 `decode_record` never raises: a record is an offset commit, a group metadata record, a modern group
 record, an unknown type kept as `other`, or a `quarantine` row with its reason. The Spark stage
-(`offset_audit.decode`) runs it inside Arrow batches; tests call it directly on byte vectors.
+(`offset_audit.decoding.decoder`) runs it inside Arrow batches; tests call it directly on byte vectors.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from vector_files import all_vectors, check_fields
 
-from offset_audit import records
+from offset_audit.decoding import records
 from offset_audit.layouts.codec import RecordCodec
 
 CODEC = RecordCodec()

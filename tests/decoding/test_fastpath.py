@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 from vector_files import all_vectors, load
 
-from offset_audit import records
-from offset_audit.fastpath import decode_offset_commits
+from offset_audit.decoding import records
+from offset_audit.decoding.fastpath import decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
 
 CODEC = RecordCodec()

@@ -1,4 +1,4 @@
-"""Each decode task's pre-reduction to its last record per key (offset_audit.compaction)."""
+"""Each decode task's pre-reduction to its last record per key (offset_audit.decoding.compaction)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from vector_files import hex_bytes
 
-from offset_audit.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
-from offset_audit.fastpath import key_types
+from offset_audit.decoding.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
+from offset_audit.decoding.fastpath import key_types
 
 
 def commits(rows: list[tuple]) -> pa.Table:
@@ -146,7 +146,7 @@ def test_only_keyed_records_of_the_topic_that_no_reader_or_marker_holds_back_are
 def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_rest(spark, tmp_path):
     """Superseded records are never decoded (the second one is not even valid), yet the newest record
     timestamp still counts them: here the oldest record in the log has the newest timestamp."""
-    from offset_audit.decode import SKIPPED_SUPERSEDED
+    from offset_audit.decoding.decoder import SKIPPED_SUPERSEDED
     from offset_audit.sinks.direct import decode_to_files
 
     base = 1_700_000_000_000

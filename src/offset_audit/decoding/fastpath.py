@@ -4,7 +4,7 @@ It reads whole Arrow columns of keys and values with numpy instead of one record
 layouts the broker actually writes: OffsetCommitKey (types 0 and 1) and OffsetCommitValue v0-v4 with
 one- or two-byte compact metadata lengths and either no tagged field or only the topicId tag. Every row
 it is not certain about (any other layout, longer varints, unknown tags, trailing bytes, strings that
-are not valid UTF-8, truncation) is left to the generic reader in `offset_audit.records`,
+are not valid UTF-8, truncation) is left to the generic reader in `offset_audit.decoding.records`,
 which knows every layout and gives exact quarantine reasons. Both are tested on the same vectors.
 """
 

@@ -34,11 +34,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from offset_audit import records
-from offset_audit.fastpath import decode_offset_commits
+from offset_audit.decoding import records
+from offset_audit.decoding.fastpath import decode_offset_commits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.tables import TableSchema, coordinate_columns, parse_type, table_schema
+from offset_audit.layouts.tables import TableSchema, coordinate_columns, parse_type, table_schema
 from offset_audit.timestamps import arrow_timestamps, ms_column, spark_timestamp
 
 # Columns every raw record brings to the decode stage (see offset_audit.inputs.dump and `for_decode`).

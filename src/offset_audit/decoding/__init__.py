@@ -1,0 +1,14 @@
+"""Raw records become typed rows here: one row of a decode table per record, or a quarantine row.
+
+    decoder      Arrow batches of raw records -> the rows of every decode table (offset_commits,
+                 group_metadata, group_members, modern_group_records, other_records, quarantine), and
+                 their DataFrame projections; the counts that must reconcile
+    fastpath     offset commits (nearly all of a dump) read column-wise with numpy
+    records      one record -> its row, through the layouts: the generic path, which never raises
+    compaction   each decode task's last raw record per key, as the log cleaner would leave it
+
+A new record type or version is a file in schemas/records/ (read by layouts/) and its byte vectors in
+tests/vectors/, not code here.
+
+May import: the top-level modules, layouts, inputs.
+"""
