@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit import audit, rules
+from offset_audit import audit
 from offset_audit import constants as K
 from offset_audit.audit import run_audit, run_whatif
 from offset_audit.config import load_settings
+from offset_audit.coordinator import rules
 from offset_audit.generator import SNAPSHOT_SCHEMA
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts

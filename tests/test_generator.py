@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
+from offset_audit.coordinator.partitioner import java_string_hash, partition_for
 from offset_audit.decoding import records
 from offset_audit.generator import generate_dump
 from offset_audit.layouts.codec import RecordCodec
-from offset_audit.partitioner import java_string_hash, partition_for
 
 
 def test_java_string_hash_matches_java():

@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit import verdicts
 from offset_audit.audit import run_audit, run_whatif
 from offset_audit.config import load_settings
+from offset_audit.coordinator import verdicts
 from offset_audit.generator import generate_dump, generate_share_state
 from offset_audit.pipeline import run_decode
 from offset_audit.share.run import run_share

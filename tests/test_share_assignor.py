@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from offset_audit.partitioner import java_string_hash
+from offset_audit.coordinator.partitioner import java_string_hash
 from offset_audit.share.assignor import (
     AssignmentReport,
     MemberDifference,

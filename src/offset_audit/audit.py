@@ -17,8 +17,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import progress, replay, verdicts
+from offset_audit import progress
 from offset_audit.config import Settings
+from offset_audit.coordinator import replay, verdicts
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.errors import UserError

@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offset_audit import constants as K
+from offset_audit.coordinator.partitioner import partition_for
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value, uvarint
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.partitioner import partition_for
 
 DAY_MS = 86_400_000
 END_MS = 1_793_000_000_000  # 2026-10-26: fixed so a seed always gives the same bytes
@@ -780,8 +780,8 @@ def generate_share_state(
     SHARE_STATE_SNAPSHOT_EVERY updates a snapshot restates the whole state. Records are spread over
     `partitions` __share_group_state partitions by their key's hash.
     """
+    from offset_audit.coordinator.partitioner import java_string_hash
     from offset_audit.layouts.spec import share_state_layouts
-    from offset_audit.partitioner import java_string_hash
 
     world = World(world_records, seed, partitions)
     layouts = share_state_layouts()

@@ -11,14 +11,15 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from offset_audit import history, progress
+from offset_audit import progress
 from offset_audit.audit import DECODED, _write_snapshot, resolve_as_of, snapshot_id_for
 from offset_audit.config import Settings
+from offset_audit.coordinator import history
+from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
-from offset_audit.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
 from offset_audit.storage import for_settings, join
 from offset_audit.timestamps import datetime_of
 

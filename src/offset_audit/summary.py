@@ -7,6 +7,7 @@ through `escaping.terminal`: nothing in a group id can move the cursor, clear th
 from __future__ import annotations
 
 from offset_audit.commands import delete_offsets
+from offset_audit.coordinator import events
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
 from offset_audit.report import DecodeReport
 
@@ -240,27 +241,25 @@ def _duration(ms: int | None) -> str:
 
 def timeline_line(event: dict) -> str:
     """One event as an operator reads it: '2026-01-08 10:05 orders-0 deleted: expired, EMPTY_GROUP, ...'."""
-    from offset_audit import history
-
     when = _when(event["event_time"])
     kind = event["event"]
     where = f"{terminal(event['topic'])}-{event['partition']}" if event["topic"] is not None else ""
-    if kind == history.COMMITTED:
+    if kind == events.COMMITTED:
         txn = f" (transactional, {event['transaction']})" if event["transaction"] else ""
         return f"  {when} {where} committed offset {event['committed_offset']}{txn}"
-    if kind in (history.GROUP_STABLE, history.GROUP_EMPTY):
-        state = "became Empty" if kind == history.GROUP_EMPTY else f"is {event['group_state']}"
+    if kind in (events.GROUP_STABLE, events.GROUP_EMPTY):
+        state = "became Empty" if kind == events.GROUP_EMPTY else f"is {event['group_state']}"
         members = event["member_count"] or 0
         return f"  {when} {state} (generation {event['generation']}, {members} member{'' if members == 1 else 's'})"
-    if kind == history.OFFSET_DELETED:
+    if kind == events.OFFSET_DELETED:
         cause = event["cause"]
-        if cause == history.EXPIRED:
+        if cause == events.EXPIRED:
             clock = "after the group became Empty" if event["rule"] == "EMPTY_GROUP" else "after the commit"
             return (
                 f"  {when} {where} deleted: expired, {event['rule']}, "
                 f"{_duration(event['event_time_ms'] - event['base_timestamp_ms'])} {clock}"
             )
-        if cause == history.UNKNOWN:
+        if cause == events.UNKNOWN:
             return f"  {when} {where} deleted: cause unknown (the commit it deleted is not in the dump)"
         expires = event["expires_at"]
         if expires is None:
@@ -270,16 +269,14 @@ def timeline_line(event: dict) -> str:
         else:
             left = f"{event['rule']}, it expired {_when(expires)} but a sweep would have deleted it within minutes"
         return f"  {when} {where} deleted by a request (OffsetDelete or an admin tool): {left}"
-    cause = (
-        "removed by the expiry sweep" if event["cause"] == history.EXPIRED else "deleted by a request (DeleteGroups)"
-    )
+    cause = "removed by the expiry sweep" if event["cause"] == events.EXPIRED else "deleted by a request (DeleteGroups)"
     return f"  {when} group {cause}; it was {event['group_state'] or 'unknown'}"
 
 
-def timeline(events: list[dict]) -> list[str]:
+def timeline(group_events: list[dict]) -> list[str]:
     """A group's events in log order (history_run.timeline_rows: runs of commits already folded)."""
     lines = []
-    for event in events:
+    for event in group_events:
         if event["event"] != "COMMIT_RUN":
             lines.append(timeline_line(event))
             continue
@@ -296,29 +293,27 @@ def timeline(events: list[dict]) -> list[str]:
 
 
 def history_summary(result, output: str) -> str:
-    from offset_audit import history
-
     report = result.report
     counts = result.events_by_kind
     deleted = {
-        cause: counts.get((history.OFFSET_DELETED, cause), 0)
-        for cause in (history.EXPIRED, history.DELETED_BY_REQUEST, history.UNKNOWN)
+        cause: counts.get((events.OFFSET_DELETED, cause), 0)
+        for cause in (events.EXPIRED, events.DELETED_BY_REQUEST, events.UNKNOWN)
     }
     groups_deleted = {
-        cause: counts.get((history.GROUP_DELETED, cause), 0) for cause in (history.EXPIRED, history.DELETED_BY_REQUEST)
+        cause: counts.get((events.GROUP_DELETED, cause), 0) for cause in (events.EXPIRED, events.DELETED_BY_REQUEST)
     }
     lines = [
         f"History of {terminal(report.input)} (snapshot {terminal(result.snapshot_id)}, causes judged at retention "
         f"{result.retention_minutes} min)",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, quarantined "
         f"{_n(report.quarantined)}, skipped {_n(report.records_skipped)} {_skip_detail(report)}",
-        f"  events: commits {_n(counts.get((history.COMMITTED, None), 0))}, group state changes "
-        f"{_n(counts.get((history.GROUP_STABLE, None), 0) + counts.get((history.GROUP_EMPTY, None), 0))}",
-        f"  offsets deleted: expired {_n(deleted[history.EXPIRED])}, "
-        f"by request {_n(deleted[history.DELETED_BY_REQUEST])}"
-        + (f", unknown {_n(deleted[history.UNKNOWN])}" if deleted[history.UNKNOWN] else ""),
-        f"  groups deleted: expired {_n(groups_deleted[history.EXPIRED])}, by request "
-        f"{_n(groups_deleted[history.DELETED_BY_REQUEST])}",
+        f"  events: commits {_n(counts.get((events.COMMITTED, None), 0))}, group state changes "
+        f"{_n(counts.get((events.GROUP_STABLE, None), 0) + counts.get((events.GROUP_EMPTY, None), 0))}",
+        f"  offsets deleted: expired {_n(deleted[events.EXPIRED])}, "
+        f"by request {_n(deleted[events.DELETED_BY_REQUEST])}"
+        + (f", unknown {_n(deleted[events.UNKNOWN])}" if deleted[events.UNKNOWN] else ""),
+        f"  groups deleted: expired {_n(groups_deleted[events.EXPIRED])}, by request "
+        f"{_n(groups_deleted[events.DELETED_BY_REQUEST])}",
     ]
     bound = result.retention
     if bound.tombstones:
@@ -335,11 +330,11 @@ def history_summary(result, output: str) -> str:
                 f"(record {row['source_partition']}@{row['source_offset']})"
             )
     for group in result.groups:
-        events = [e for e in result.timeline if e["group_id"] == group]
+        group_events = [e for e in result.timeline if e["group_id"] == group]
         lines += ["", f"  {terminal(group)}:"]
-        if not events:
+        if not group_events:
             lines.append("    no record of this group in the dump")
-        lines += timeline(events)
+        lines += timeline(group_events)
     reach = result.reach
     lines += [
         "",

@@ -5,7 +5,7 @@ long as its commit timestamp. A TIMESTAMP column cannot hold all of them: Spark 
 (ms * 1000 overflows beyond ±292,000 years), and Python's datetime, pandas and most readers stop at the
 years 1 to 9999. So every time read from a dump is kept twice: exactly, as `<name>_ms` (bigint), and as
 `<name>` (TIMESTAMP) only where it lies in 0001-01-01 .. 9999-12-31 UTC, null elsewhere. The broker's
-rules are judged on the milliseconds (`offset_audit.rules`), never on the TIMESTAMP, so a value that no
+rules are judged on the milliseconds (`offset_audit.coordinator.rules`), never on the TIMESTAMP, so a value that no
 date can show still gets the broker's verdict.
 """
 

@@ -355,7 +355,7 @@ def test_generate_refuses_offsets_files_for_share_state(tmp_path):
 def test_group_lag_totals_sum_the_partitions_whose_lag_is_known(spark):
     from audit_frames import AS_OF, WEEK, frames, group, offset
 
-    from offset_audit import verdicts
+    from offset_audit.coordinator import verdicts
 
     groups, offsets = frames(
         spark,

@@ -11,9 +11,9 @@ from repo_paths import TEXT_DUMPS
 from segment_files import batch, marker
 from test_audit import DAY, T0, commit, group_record
 
-from offset_audit import rules
 from offset_audit.audit import run_audit
 from offset_audit.config import load_settings
+from offset_audit.coordinator import rules
 from offset_audit.errors import UserError
 from offset_audit.pipeline import run_decode
 

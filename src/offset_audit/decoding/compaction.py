@@ -6,7 +6,7 @@ was most of the audit's time, so every task first keeps only its own last record
 key's bytes, before decoding anything: the log as Kafka's log cleaner would leave it. Tombstones are
 kept (a tombstone must still hide an earlier task's record). What is left is a few decoded rows per
 key, one per task: the driver merges them (`latest_commits`) when the state is small, otherwise the
-Spark replay (`offset_audit.replay.last_record_wins`) picks among them. "Last" is the order the
+Spark replay (`offset_audit.coordinator.replay.last_record_wins`) picks among them. "Last" is the order the
 replay uses: source partition, then source offset, with a missing coordinate the oldest.
 """
 
@@ -63,7 +63,7 @@ def latest_commits(commits: pa.Table) -> pa.Table:
     Each task leaves one record per key, so a key appears once per task that saw it (about four times
     on two cores); merging those on the driver, for a state small enough to hold there, spares Spark a
     window over all of them in a single task: on the 5M-record bench dump 138k rows became 36k and that
-    window, 1.5 s, went. The rule is `offset_audit.replay.live_offsets`' own, last record in log order.
+    window, 1.5 s, went. The rule is `offset_audit.coordinator.replay.live_offsets`' own, last record in log order.
     """
     pending = pc.fill_null(pc.equal(commits.column("transaction"), PENDING), False)
     if not pc.any(pending).as_py():

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from offset_audit.partitioner import java_string_hash
+from offset_audit.coordinator.partitioner import java_string_hash
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, set[TopicPartition]]

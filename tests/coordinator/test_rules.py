@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from audit_frames import AS_OF, WEEK, at, frames, group, offset
 
-from offset_audit import rules, verdicts
+from offset_audit.coordinator import rules, verdicts
 
 
 def verdict_rows(spark, groups, offsets, retention=WEEK, as_of=AS_OF):

@@ -31,17 +31,18 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
-from offset_audit import replay, rules, verdicts
+from offset_audit.coordinator import replay, rules, verdicts
+from offset_audit.coordinator.events import (
+    COMMITTED,
+    DELETED_BY_REQUEST,
+    EXPIRED,
+    GROUP_DELETED,
+    GROUP_EMPTY,
+    GROUP_STABLE,
+    OFFSET_DELETED,
+    UNKNOWN,
+)
 from offset_audit.timestamps import spark_timestamp
-
-COMMITTED = "COMMITTED"
-GROUP_STABLE = "GROUP_STABLE"
-GROUP_EMPTY = "GROUP_EMPTY"
-OFFSET_DELETED = "OFFSET_DELETED"
-GROUP_DELETED = "GROUP_DELETED"
-EXPIRED = "EXPIRED"
-DELETED_BY_REQUEST = "DELETED_BY_REQUEST"
-UNKNOWN = "UNKNOWN"
 
 SEP = "\u0000"
 GROUP_RECORD_TYPES = (K.CONSUMER_GROUP_METADATA, K.STREAMS_GROUP_METADATA, K.SHARE_GROUP_METADATA)

@@ -1,6 +1,6 @@
 """Per-offset and per-group verdicts, deletion candidates and what-if results.
 
-Pure functions: coordinator state (offsets + groups from `offset_audit.replay`) in, verdict tables
+Pure functions: coordinator state (offsets + groups from `offset_audit.coordinator.replay`) in, verdict tables
 out. `as_of` and the retention are plain values so one state can be judged at many points.
 """
 
@@ -11,8 +11,8 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from offset_audit import rules
-from offset_audit.replay import GROUP_COLUMNS
+from offset_audit.coordinator import rules
+from offset_audit.coordinator.replay import GROUP_COLUMNS
 from offset_audit.timestamps import millis_of, spark_timestamp
 
 

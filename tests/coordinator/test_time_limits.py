@@ -14,9 +14,9 @@ from segment_files import batch
 from test_audit import LAYOUTS, T0, snapshot_table
 
 from offset_audit import constants as K
-from offset_audit import rules, verdicts
 from offset_audit.audit import run_audit
 from offset_audit.config import load_settings
+from offset_audit.coordinator import rules, verdicts
 from offset_audit.layouts.encoder import encode_key, encode_value
 
 FAR_FUTURE = 2**62 - 1

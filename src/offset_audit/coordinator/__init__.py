@@ -1,0 +1,15 @@
+"""The broker's model, with no I/O: what the group coordinator holds after loading the log, and what its
+expiry sweep and OffsetDelete would do with it. Pure functions of DataFrames (the decode tables).
+
+    replay       decode tables -> the coordinator's groups and offsets (the last record of a key wins,
+                 pending transactional commits set aside)
+    rules        the broker's expiry and OffsetDelete rules, one named rule each, in the broker's order
+    verdicts     per offset, per group, deletion candidates, what-if scenarios
+    history      the log replayed forward: every commit, state change and deletion, with its cause
+    events       offset_history's event and cause names
+    partitioner  which __consumer_offsets partition holds a group
+
+A new broker rule goes in rules.py (and, if it changes what is loaded, replay.py).
+
+May import: the top-level modules, layouts, decoding. Never inputs, outputs, views, runs or cli.
+"""
