@@ -109,7 +109,7 @@ def test_dataframe_route_writes_the_same_tables_as_the_direct_route(spark, dump,
 def test_direct_route_from_a_dataframe_source_equals_the_pieces_route(spark, dump, decoded, tmp_path):
     """Live Kafka and object stores reach the one-pass decoder as a DataFrame, not as file pieces."""
     from offset_audit.inputs.dump import load_raw_records
-    from offset_audit.sinks.direct import commit_decoded, decode_to_files
+    from offset_audit.outputs.direct import commit_decoded, decode_to_files
 
     report, output = decoded
     result = decode_to_files(

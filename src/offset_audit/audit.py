@@ -26,12 +26,12 @@ from offset_audit.errors import UserError
 from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
+from offset_audit.outputs.delta import WriteResult, has_delta, write_delta
 from offset_audit.outputs.read_back import read_table
+from offset_audit.outputs.scratch import scratch_folder
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
-from offset_audit.session import has_delta, scoped_conf
-from offset_audit.sinks.delta import WriteResult, write_delta
-from offset_audit.sinks.scratch import scratch_folder
+from offset_audit.session import scoped_conf
 from offset_audit.storage import LOCAL, Storage, for_settings, join, spark_path
 
 DECODED = "decoded"
@@ -129,7 +129,7 @@ def coordinator_state(
         scratch = None
         if not keep_decoded and not has_delta(spark):
             # Removed when the block ends, also when decoding or loading fails; a later run clears it
-            # if this process is killed (offset_audit.sinks.scratch).
+            # if this process is killed (offset_audit.outputs.scratch).
             scratch = stack.enter_context(scratch_folder(output, storage))
         decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}

@@ -21,10 +21,9 @@ from offset_audit.decoding.decoder import SKIP_REASONS
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import table_schema
+from offset_audit.outputs.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, has_delta, write_delta
+from offset_audit.outputs.direct import commit_decoded, decode_to_files
 from offset_audit.report import DecodeReport, TypeCount
-from offset_audit.session import has_delta
-from offset_audit.sinks.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, write_delta
-from offset_audit.sinks.direct import commit_decoded, decode_to_files
 from offset_audit.storage import LOCAL, Storage, for_settings, join
 
 

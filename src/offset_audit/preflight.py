@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 
 from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
-from offset_audit.sinks.delta import check_table_dir
+from offset_audit.outputs.delta import check_table_dir
 from offset_audit.storage import Storage, for_settings, is_remote, join, normalize
 
 if TYPE_CHECKING:

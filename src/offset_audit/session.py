@@ -265,19 +265,6 @@ def _seconds(text: str) -> float:
     return value * {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}[unit]
 
 
-def has_delta(spark: SparkSession) -> bool:
-    """True when the session can write format("delta"): delta-spark's jars are on the classpath and its
-    catalog extension is configured (a cluster started with delta-spark)."""
-    extensions = spark.conf.get("spark.sql.extensions", "") or ""
-    if "DeltaSparkSessionExtension" not in extensions:
-        return False
-    try:
-        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.delta.DeltaLog")  # type: ignore[union-attr]
-        return True
-    except Exception:
-        return False
-
-
 @contextmanager
 def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
     """Runtime SQL settings for the `with` block only; the session's own values come back after it,

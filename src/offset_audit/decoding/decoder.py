@@ -4,11 +4,11 @@
 output table. Offset commits (nearly all of a dump) are read column-wise by the vectorised reader and
 stay Arrow end to end; the rare records go through the layout-driven generic reader.
 
-Two transports carry its result, chosen by the sink (see `offset_audit.sinks`):
+Two transports carry its result, chosen by the writer (see `offset_audit.outputs`):
 - `decode_records` + the table functions below: a DataFrame of offset-commit columns plus a JSON
   payload for the rare records, projected into one DataFrame per table. Pure DataFrame -> DataFrame;
   used with delta-spark sessions and in tests.
-- `offset_audit.sinks.direct`: one Spark pass in which each task decodes and writes its Parquet files
+- `offset_audit.outputs.direct`: one Spark pass in which each task decodes and writes its Parquet files
   itself, so decoded rows never travel back to the JVM (measured: `make bench`).
 """
 

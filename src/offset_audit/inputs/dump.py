@@ -4,7 +4,7 @@
     key binary, value binary
 
 in which a null value is a tombstone; log-file dumps add source_error, source_note and transaction
-(see offset_audit.decoding.decoder.OPTIONAL_RAW_COLUMNS). Only this package (and `sinks/`) touches files or Kafka.
+(see offset_audit.decoding.decoder.OPTIONAL_RAW_COLUMNS). Only this package (and `outputs/`) touches files or Kafka.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.session import has_delta
+from offset_audit.outputs.delta import has_delta
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 
 

@@ -20,6 +20,7 @@ from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved
 from offset_audit.inputs.end_offsets import end_offsets_table
+from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.pipeline import decode_dump, write_run
 from offset_audit.report import DecodeReport
@@ -27,7 +28,6 @@ from offset_audit.share import job, onepass
 from offset_audit.share import tables as share_tables
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
 from offset_audit.share.state import DELIVERY_STATE_NAMES
-from offset_audit.sinks.delta import write_arrow
 from offset_audit.storage import for_settings, join
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}

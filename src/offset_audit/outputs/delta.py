@@ -32,7 +32,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
 from offset_audit.layouts.tables import parse_type
-from offset_audit.session import has_delta
 from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
 
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
@@ -44,6 +43,19 @@ TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 # Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
 # userMetadata), so the `runs` row can name the version of each table the run committed.
 RUN_ID_KEY = "offset_audit.run_id"
+
+
+def has_delta(spark: SparkSession) -> bool:
+    """True when the session can write format("delta"): delta-spark's jars are on the classpath and its
+    catalog extension is configured (a cluster started with delta-spark)."""
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if "DeltaSparkSessionExtension" not in extensions:
+        return False
+    try:
+        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.delta.DeltaLog")  # type: ignore[union-attr]
+        return True
+    except Exception:
+        return False
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,7 @@ def test_commits_racing_for_one_s3_table_all_land(s3, aws):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from offset_audit.sinks.delta import DataFile, commit_files
+    from offset_audit.outputs.delta import DataFile, commit_files
     from offset_audit.storage import Storage
 
     storage, table = Storage.of(aws), s3.url("race")

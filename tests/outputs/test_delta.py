@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit.session import has_delta
-from offset_audit.sinks.delta import DataFile, commit_files, write_delta
+from offset_audit.outputs.delta import DataFile, commit_files, has_delta, write_delta
 
 
 def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp_path):
@@ -70,7 +69,7 @@ def test_delta_spark_route(spark, tmp_path):
     assert result.rows == 1 and DeltaTable(path).count() == 1
     import pyarrow as pa
 
-    from offset_audit.sinks.delta import write_arrow
+    from offset_audit.outputs.delta import write_arrow
 
     small = write_arrow(spark, pa.table({"x": pa.array([5, 6], pa.int32()), "s": ["b", "c"]}), path, run_id="r")
     assert small.route == "delta-spark" and small.rows == 2 and small.version == 1
@@ -103,7 +102,7 @@ def test_write_arrow_replaces_the_table_and_names_the_version_of_its_run(spark, 
     """The share tables' route: the driver writes one file (none for no rows) and delta-rs commits it."""
     import pyarrow as pa
 
-    from offset_audit.sinks.delta import write_arrow
+    from offset_audit.outputs.delta import write_arrow
 
     path = str(tmp_path / "t")
     schema = pa.schema([("x", pa.int32()), ("ts", pa.timestamp("us", tz="UTC"))])
@@ -121,7 +120,7 @@ def test_write_arrow_never_takes_over_a_folder_of_other_files(spark, tmp_path):
     import pyarrow as pa
 
     from offset_audit.errors import UserError
-    from offset_audit.sinks.delta import write_arrow
+    from offset_audit.outputs.delta import write_arrow
 
     path = tmp_path / "t"
     path.mkdir()

@@ -40,7 +40,7 @@ from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import parse_type
-from offset_audit.sinks.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
+from offset_audit.outputs.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
 from offset_audit.storage import LOCAL, Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 

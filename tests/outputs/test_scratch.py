@@ -14,12 +14,12 @@ import pytest
 from offset_audit.audit import run_audit
 from offset_audit.config import load_settings
 from offset_audit.generator import generate_dump
-from offset_audit.sinks.scratch import OWNER, PREFIX, UNOWNED_GRACE_SECONDS, clear_dead_scratch
+from offset_audit.outputs.scratch import OWNER, PREFIX, UNOWNED_GRACE_SECONDS, clear_dead_scratch
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from offset_audit.sinks.scratch import scratch_folder
+from offset_audit.outputs.scratch import scratch_folder
 with scratch_folder(sys.argv[1]) as folder:
     (Path(folder) / "part-00000.parquet").write_bytes(b"commits")
     print(folder, flush=True)

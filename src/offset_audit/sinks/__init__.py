@@ -1,1 +1,0 @@
-"""Where tables leave the job: Delta Lake (the only place besides `sources/` that touches files)."""
