@@ -60,7 +60,7 @@ def audited(spark, tmp_path_factory) -> Path:
     from offset_audit.audit import run_audit, run_whatif
     from offset_audit.config import load_settings
     from offset_audit.generator import generate_dump
-    from offset_audit.results import read_snapshot, snapshots
+    from offset_audit.views.audit_folder import read_snapshot, snapshots
 
     root = tmp_path_factory.mktemp("audited")
     dump, output = str(root / "dump"), str(root / "audit")

@@ -20,7 +20,7 @@ from offset_audit.coordinator import rules
 from offset_audit.generator import SNAPSHOT_SCHEMA
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.results import delete_plan
+from offset_audit.views.audit_folder import delete_plan
 
 LAYOUTS = record_layouts()
 DAY = 86_400_000

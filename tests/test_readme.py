@@ -17,8 +17,8 @@ TABLES = sorted(p.stem for p in (ROOT / "schemas" / "tables").glob("*.json") if 
 
 
 def test_table_sections_are_generated_from_the_schemas():
-    """Run `python -m offset_audit.docs docs/tables.md` after changing schemas/tables/."""
-    from offset_audit.docs import sync
+    """Run `python -m offset_audit.views.table_docs docs/tables.md` after changing schemas/tables/."""
+    from offset_audit.views.table_docs import sync
 
     assert sync(TABLES_DOC) == TABLES_DOC
 

@@ -460,7 +460,7 @@ def _with_earlier_scenarios(
     """This run's scenarios plus the snapshot's earlier ones that it does not judge again: what-if runs
     on one dump accumulate (1d and 7d today, 30d tomorrow), and a scenario run again is replaced. The
     snapshot's partition is still replaced in one commit, so readers never see half of it."""
-    from offset_audit.results import has_table
+    from offset_audit.views.audit_folder import has_table
 
     if not has_table(output, table, storage):
         return frame

@@ -22,11 +22,11 @@ from offset_audit.cli_common import (
 )
 from offset_audit.cli_metrics import metrics
 from offset_audit.cli_report import report
-from offset_audit.commands import DEFAULT_BOOTSTRAP
 from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import normalize
+from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 
 
 def _session(settings, inputs: list[str]):
@@ -75,7 +75,7 @@ def _progress(quiet: bool):
 def _emit(as_json: bool, document: Callable[[], dict], summary: Callable[[], str]) -> None:
     """The command's result on stdout: the JSON document, or the readable summary."""
     if as_json:
-        from offset_audit.documents import dumps
+        from offset_audit.views.json_documents import dumps
 
         click.echo(dumps(document()))
     else:
@@ -231,9 +231,9 @@ def decode(
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import preflight
     from offset_audit.decoding.decoder import TABLES
-    from offset_audit.documents import decode_document
     from offset_audit.pipeline import run_decode
-    from offset_audit.summary import decode_summary
+    from offset_audit.views.json_documents import decode_document
+    from offset_audit.views.summary import decode_summary
 
     settings = _input_settings(
         inputs,
@@ -346,8 +346,8 @@ def audit(
     Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
     from offset_audit import preflight
     from offset_audit.audit import AUDIT_TABLES, run_audit
-    from offset_audit.documents import audit_document
-    from offset_audit.summary import audit_summary
+    from offset_audit.views.json_documents import audit_document
+    from offset_audit.views.summary import audit_summary
 
     settings = _input_settings(
         inputs,
@@ -484,8 +484,8 @@ def whatif(
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit import preflight
     from offset_audit.audit import WHATIF_TABLES, run_whatif
-    from offset_audit.documents import whatif_document
-    from offset_audit.summary import whatif_summary
+    from offset_audit.views.json_documents import whatif_document
+    from offset_audit.views.summary import whatif_summary
 
     settings = _input_settings(
         inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, storage_options
@@ -568,9 +568,9 @@ def share(
 
     from offset_audit import preflight
     from offset_audit.constants import OFFSETS_TOPIC
-    from offset_audit.documents import share_document
     from offset_audit.share.run import SHARE_TABLES, check_share_input_format, run_share
-    from offset_audit.summary import share_summary
+    from offset_audit.views.json_documents import share_document
+    from offset_audit.views.summary import share_summary
 
     settings = _input_settings(
         inputs,
@@ -657,9 +657,9 @@ def history(
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
     from offset_audit import preflight
-    from offset_audit.documents import history_document
     from offset_audit.history_run import HISTORY_TABLE, run_history
-    from offset_audit.summary import history_summary
+    from offset_audit.views.json_documents import history_document
+    from offset_audit.views.summary import history_summary
 
     settings = _input_settings(
         inputs,
@@ -704,27 +704,14 @@ def describe(audit_dir, groups, topic, expiring_within, snapshot_id, storage_opt
 
     Reads the audit's tables directly (no Spark): an answer in about a second.
     """
-    from offset_audit import describe as view
-    from offset_audit import results
-    from offset_audit.documents import dumps
     from offset_audit.durations import MINUTE_MS
+    from offset_audit.views import describe as view
+    from offset_audit.views.json_documents import dumps
 
     storage = read_storage(conf_file, storage_options)
-    audit_dir = normalize(audit_dir)
-    results.check_audit_dir(audit_dir, storage, "partition_verdicts")
-    snapshot = results.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage)
-    offsets = results.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*view.COLUMNS, "as_of"])
-    as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
     within = None if expiring_within is None else expiring_within * MINUTE_MS
-    chosen = view.select_offsets(offsets.drop_columns(["as_of"]), list(groups), topic, within)
-    unknown = sorted(set(groups) - set(offsets.column("group_id").to_pylist()))
-    if unknown:
-        raise UserError(f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot}' of {audit_dir}")
-    group_rows = results.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, view.GROUP_COLUMNS)
-    if as_json:
-        click.echo(dumps(view.document(chosen, group_rows, snapshot, as_of)))
-    else:
-        click.echo(view.render(chosen, group_rows, snapshot, as_of))
+    described = view.read_described(normalize(audit_dir), storage, list(groups), topic, within, snapshot_id)
+    click.echo(dumps(view.document(described)) if as_json else view.render(described))
 
 
 @main.command("delete-plan")
@@ -759,10 +746,10 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
     import os
 
     from offset_audit import preflight
-    from offset_audit.documents import delete_plan_document, dumps
-    from offset_audit.results import check_audit_dir
-    from offset_audit.results import delete_plan as plan
-    from offset_audit.summary import delete_plan_lines
+    from offset_audit.views.audit_folder import check_audit_dir
+    from offset_audit.views.audit_folder import delete_plan as plan
+    from offset_audit.views.json_documents import delete_plan_document, dumps
+    from offset_audit.views.summary import delete_plan_lines
 
     storage = read_storage(conf_file, storage_options)
     audit_dir = normalize(audit_dir)

@@ -41,7 +41,7 @@ def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
     Reads the audit's partition_verdicts and group_verdicts tables directly (no Spark). Metric names start
     with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
     """
-    from offset_audit.metrics import snapshot_metrics
+    from offset_audit.views.prometheus import snapshot_metrics
 
     if output is not None:
         _check_textfile(output)

@@ -21,8 +21,8 @@ from offset_audit.cli_common import (
 )
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
-from offset_audit.html_report import DEFAULT_DAYS
 from offset_audit.storage import Storage, is_remote, normalize, replace_file
+from offset_audit.views.html_report import DEFAULT_DAYS
 
 
 @click.command("report")
@@ -51,7 +51,7 @@ def report(audit_dir, output, snapshot_id, days, storage_options, conf_file) -> 
 
     Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
     """
-    from offset_audit.html_report import read_audit, render
+    from offset_audit.views.html_report import read_audit, render
 
     storage = read_storage(conf_file, storage_options)
     audit_dir, output = normalize(audit_dir), normalize(output)

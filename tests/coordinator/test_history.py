@@ -16,7 +16,7 @@ from offset_audit.config import load_settings
 from offset_audit.coordinator import history
 from offset_audit.history_run import HISTORY_TABLE, retention_bound, run_history
 from offset_audit.layouts.encoder import encode_key, encode_value
-from offset_audit.results import read_table
+from offset_audit.views.audit_folder import read_table
 
 MINUTE = 60_000
 WEEK = 7 * DAY

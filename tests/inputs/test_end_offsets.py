@@ -401,7 +401,7 @@ def cluster(tmp_path_factory):
 
 
 def _verdicts(output, table, columns):
-    from offset_audit.results import read_table
+    from offset_audit.views.audit_folder import read_table
 
     return read_table(str(output), table, columns=columns)
 

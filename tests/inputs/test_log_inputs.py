@@ -190,7 +190,7 @@ def test_text_dumps_are_detected_and_reconcile(spark, tmp_path, fixture, expecte
 
 
 def test_audit_summary_says_what_a_text_dump_could_not_tell(spark, tmp_path):
-    from offset_audit.summary import audit_summary
+    from offset_audit.views.summary import audit_summary
 
     settings = dataclasses.replace(load_settings(), as_of="now")
     result = run_audit(spark, [str(TEXT_DUMPS / "dump_log_3_7.txt")], str(tmp_path), settings)

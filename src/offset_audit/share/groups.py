@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from offset_audit import constants as K
-from offset_audit.commands import delete_share_group
 from offset_audit.escaping import NotAShellArgument
 from offset_audit.share.assignor import (
     MemberDifference,
@@ -47,6 +46,7 @@ from offset_audit.share.limits import (
     check_groups,
 )
 from offset_audit.share.state import ShareState, as_fields, is_int
+from offset_audit.views.kafka_commands import delete_share_group
 
 # ShareGroup.ShareGroupState names (Kafka 4.1): a loaded group is Empty without members, else Stable.
 EMPTY = "Empty"
@@ -419,7 +419,7 @@ def share_group_rows(groups: Sequence[ShareGroup], has_state: set[str], bootstra
 
 def delete_command(group_id: str, bootstrap: str) -> str | None:
     """The kafka-share-groups.sh call that deletes the group, its name one inert shell word
-    (offset_audit.commands); None for a name no command line can carry."""
+    (offset_audit.views.kafka_commands); None for a name no command line can carry."""
     try:
         return delete_share_group(group_id, bootstrap)
     except NotAShellArgument:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.storage import LOCAL, Storage, join
@@ -161,14 +162,34 @@ def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage
     The newest snapshot is the newest audit's (group_verdicts holds every audited snapshot), not the
     newest that had candidates: a plan must never come from an older state than the last audit saw."""
     check_audit_dir(audit_dir, storage)
-    audited = snapshots(audit_dir, storage=storage) if has_table(audit_dir, "group_verdicts", storage) else []
-    audited = audited or snapshots(audit_dir, "deletion_candidates", storage)
-    if snapshot_id is None:
-        if not audited:
-            return "", []
-        snapshot_id = audited[-1].snapshot_id
-    elif snapshot_id not in {s.snapshot_id for s in audited}:
-        raise UserError(f"snapshot '{snapshot_id}' is not among the audits in '{audit_dir}'")
+    table = "group_verdicts"
+    audited = snapshots(audit_dir, table, storage) if has_table(audit_dir, table, storage) else []
+    if not audited:  # a folder written before group_verdicts existed
+        table = "deletion_candidates"
+        audited = snapshots(audit_dir, table, storage)
+    if not audited and snapshot_id is None:
+        return "", []
+    snapshot_id = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited)
     rows = read_snapshot(audit_dir, "deletion_candidates", snapshot_id, storage)
     ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
     return snapshot_id, ordered.to_pylist()
+
+
+# Sums of offsets are exact: offsets reach 2^63 - 1, and pyarrow's int64 sum wraps around past it.
+EXACT = pa.decimal128(38, 0)
+
+
+def exact(table: pa.Table, *columns: str) -> pa.Table:
+    """`table` with these integer columns as decimals, so that their sums cannot overflow."""
+    for column in columns:
+        table = table.set_column(table.schema.get_field_index(column), column, table[column].cast(EXACT))
+    return table
+
+
+def sums_per_group(partitions: pa.Table, *columns: str) -> pa.Table:
+    """Each group's exact sums of `columns` (lag, stale_lag) over its partitions of known lag, as
+    group_id and `<column>_sum`: no row for a group whose lags are all unknown (no end offsets). Summed
+    from partition_verdicts rather than read from group_verdicts' lag_total, which is null where a
+    group's sum passes a long."""
+    known = exact(partitions.filter(pc.is_valid(partitions["lag"])), *columns)
+    return known.group_by("group_id", use_threads=False).aggregate([(c, "sum") for c in columns])

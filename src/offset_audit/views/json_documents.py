@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from offset_audit.report import DecodeReport
 from offset_audit.storage import join
+
+if TYPE_CHECKING:
+    from offset_audit.report import DecodeReport  # the run's counts: these views only read them
 
 EXIT_CODES = {
     0: "ran; no alert threshold matched",

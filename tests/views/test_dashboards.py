@@ -15,8 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from repo_paths import DOCS
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"
+DASHBOARDS = DOCS / "dashboards.md"
 DOC_FOLDER = "/data/offset-audit"
 BLOCK = re.compile(r"<!-- ([a-z, ]+): ([\w-]+) -->\n```(\w+)\n(.*?)```", re.S)
 
@@ -42,7 +43,7 @@ PANELS = {
 def _blocks() -> dict[str, dict[str, str]]:
     """Code blocks by engine (duckdb, spark, python), then by name."""
     found: dict[str, dict[str, str]] = {}
-    for engines, name, _language, code in BLOCK.findall(DOCS.read_text()):
+    for engines, name, _language, code in BLOCK.findall(DASHBOARDS.read_text()):
         for engine in (e.strip() for e in engines.split(",")):
             assert name not in found.setdefault(engine, {}), f"two {engine} blocks named {name}"
             found[engine][name] = code
@@ -126,7 +127,7 @@ def test_a_panel_gives_the_same_rows_in_duckdb_and_spark(panel, duckdb_connectio
 def test_total_lag_by_group_adds_up_to_the_newest_snapshots_lag(duckdb_connection, audited):
     import pyarrow.compute as pc
 
-    from offset_audit.results import read_snapshot, snapshots
+    from offset_audit.views.audit_folder import read_snapshot, snapshots
 
     newest = snapshots(str(audited))[-1].snapshot_id
     lag = read_snapshot(str(audited), "partition_verdicts", newest, columns=["lag"]).column("lag")

@@ -8,12 +8,16 @@ gets a line about its state before its rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
+from offset_audit.storage import Storage
+from offset_audit.views import audit_folder
 
 COLUMNS = [
     "group_id",
@@ -55,6 +59,38 @@ GROUP_COLUMNS = [
     "group_expires_at",
     "would_delete",
 ]
+
+
+@dataclass(frozen=True)
+class Described:
+    """What describe shows of one snapshot: the offsets asked for and the groups they belong to."""
+
+    snapshot_id: str
+    as_of: datetime | None
+    offsets: pa.Table
+    groups: pa.Table
+
+
+def read_described(
+    audit_dir: str,
+    storage: Storage,
+    groups: list[str],
+    topic: str | None = None,
+    within_ms: int | None = None,
+    snapshot_id: str | None = None,
+) -> Described:
+    """One snapshot of an audit folder (the newest by default), its offsets chosen as `select_offsets`
+    does; a group asked for that has no committed offset in the snapshot is an error naming it."""
+    audit_folder.check_audit_dir(audit_dir, storage, "partition_verdicts")
+    snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage)
+    offsets = audit_folder.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*COLUMNS, "as_of"])
+    as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
+    chosen = select_offsets(offsets.drop_columns(["as_of"]), groups, topic, within_ms)
+    unknown = sorted(set(groups) - set(offsets.column("group_id").to_pylist()))
+    if unknown:
+        raise UserError(f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot}' of {audit_dir}")
+    group_rows = audit_folder.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
+    return Described(snapshot, as_of, chosen, group_rows)
 
 
 def select_offsets(
@@ -119,11 +155,11 @@ def group_line(group: dict | None, group_id: str) -> str:
     return text + "."
 
 
-def render(offsets: pa.Table, groups: pa.Table, snapshot_id: str, as_of: datetime | None) -> str:
+def render(described: Described) -> str:
     """The describe view: a line per group, then its rows, columns aligned per group as Kafka's tool does."""
-    by_group = {g["group_id"]: g for g in groups.to_pylist()}
-    rows = offsets.to_pylist()
-    lines = [f"Snapshot {terminal(snapshot_id)} as of {_time(as_of)}"]
+    by_group = {g["group_id"]: g for g in described.groups.to_pylist()}
+    rows = described.offsets.to_pylist()
+    lines = [f"Snapshot {terminal(described.snapshot_id)} as of {_time(described.as_of)}"]
     if not rows:
         return "\n".join([*lines, "", "no committed offsets match"])
     sections: dict[str, list[dict]] = {}
@@ -137,15 +173,16 @@ def render(offsets: pa.Table, groups: pa.Table, snapshot_id: str, as_of: datetim
     return "\n".join(lines)
 
 
-def document(offsets: pa.Table, groups: pa.Table, snapshot_id: str, as_of: datetime | None) -> dict:
+def document(described: Described) -> dict:
     """--json: the same rows, and the groups they belong to."""
-    from offset_audit.documents import iso
+    from offset_audit.views.json_documents import iso
 
-    wanted = set(offsets.column("group_id").to_pylist())
+    wanted = set(described.offsets.column("group_id").to_pylist())
+    groups = described.groups.to_pylist()
     return {
         "command": "describe",
-        "snapshot_id": snapshot_id,
-        "as_of": iso(as_of),
-        "groups": [{k: iso(v) for k, v in g.items()} for g in groups.to_pylist() if g["group_id"] in wanted],
-        "offsets": [{k: iso(v) for k, v in r.items()} for r in offsets.to_pylist()],
+        "snapshot_id": described.snapshot_id,
+        "as_of": iso(described.as_of),
+        "groups": [{k: iso(v) for k, v in g.items()} for g in groups if g["group_id"] in wanted],
+        "offsets": [{k: iso(v) for k, v in r.items()} for r in described.offsets.to_pylist()],
     }

@@ -12,9 +12,9 @@ import pytest
 from browser import NOT_FOUND, Chromium, find_chromium
 from click.testing import CliRunner
 
-from offset_audit import html_report as report
 from offset_audit.cli import main
-from offset_audit.results import Snapshot
+from offset_audit.views import html_report as report
+from offset_audit.views.audit_folder import Snapshot
 
 AS_OF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -296,7 +296,7 @@ def test_chart_labels_are_escaped_for_plotly_which_reads_them_as_html():
 
 
 def test_report_writes_one_page_of_the_newest_snapshot(audited, tmp_path):
-    from offset_audit.results import snapshots
+    from offset_audit.views.audit_folder import snapshots
 
     out = tmp_path / "report.html"
     started = time.monotonic()
@@ -313,7 +313,7 @@ def test_report_writes_one_page_of_the_newest_snapshot(audited, tmp_path):
 
 
 def test_report_of_an_older_snapshot_over_fewer_days(audited, tmp_path):
-    from offset_audit.results import snapshots
+    from offset_audit.views.audit_folder import snapshots
 
     oldest = snapshots(str(audited))[0].snapshot_id
     out = tmp_path / "old.html"
@@ -359,7 +359,7 @@ def test_the_output_is_checked_before_the_audit_is_read(tmp_path):
 
 
 def test_group_lag_matches_group_verdicts_lag_total_where_the_table_has_it(audited):
-    from offset_audit.results import pick_snapshot, read_snapshot
+    from offset_audit.views.audit_folder import pick_snapshot, read_snapshot
 
     newest = pick_snapshot(str(audited), None)
     verdicts = read_snapshot(str(audited), "group_verdicts", newest)

@@ -6,10 +6,14 @@ through `escaping.terminal`: nothing in a group id can move the cursor, clear th
 
 from __future__ import annotations
 
-from offset_audit.commands import delete_offsets
+from typing import TYPE_CHECKING
+
 from offset_audit.coordinator import events
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
-from offset_audit.report import DecodeReport
+from offset_audit.views.kafka_commands import delete_offsets
+
+if TYPE_CHECKING:
+    from offset_audit.report import DecodeReport  # the run's counts: these views only read them
 
 
 def _n(value: int) -> str:
@@ -154,7 +158,7 @@ def whatif_summary(rows: list[dict]) -> str:
 def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) -> list[str]:
     """kafka-consumer-groups.sh commands, one per group, with what the broker is expected to answer.
 
-    Every name is inert (offset_audit.commands): comments are escaped for a terminal, values are
+    Every name is inert (offset_audit.views.kafka_commands): comments are escaped for a terminal, values are
     quoted shell words given as --group=VALUE and --topic=VALUE; a name no command line can carry
     (a NUL) is left out with a comment saying so.
     """

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from offset_audit.cli import main
 from offset_audit.durations import format_minutes, parse_minutes
 from offset_audit.errors import UserError
-from offset_audit.results import read_snapshot, read_table, snapshots
+from offset_audit.views.audit_folder import read_snapshot, read_table, snapshots
 
 
 def run(*args):
@@ -194,6 +194,20 @@ def test_delete_plan_json_without_spark(no_spark, audited):
     candidates = read_snapshot(str(audited), "deletion_candidates", newest)
     assert document["snapshot_id"] == newest and document["partitions"] == candidates.num_rows
     assert sum(len(t["partitions"]) for g in document["groups"] for t in g["topics"]) == candidates.num_rows
+
+
+def test_delete_plan_of_an_earlier_snapshot_and_of_one_never_audited(no_spark, audited):
+    """delete-plan chooses its snapshot as describe, report and metrics do: among the audited snapshots
+    (group_verdicts), the newest by default; one never audited is refused with the newest named."""
+    known = snapshots(str(audited))
+    older = known[0].snapshot_id
+    document = json.loads(run("delete-plan", "--audit", audited, "--snapshot-id", older, "--json").stdout)
+    candidates = read_snapshot(str(audited), "deletion_candidates", older)
+    assert document["snapshot_id"] == older and document["partitions"] == candidates.num_rows
+    result = run("delete-plan", "--audit", audited, "--snapshot-id", "never")
+    assert result.exit_code == 2 and result.stdout == ""
+    newest = known[-1].snapshot_id
+    assert result.stderr == f"error: snapshot 'never' is not in group_verdicts under '{audited}' (newest: '{newest}')\n"
 
 
 def test_the_config_takes_a_duration_for_the_retention(tmp_path):

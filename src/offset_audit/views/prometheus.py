@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 
 from offset_audit.escaping import prometheus_label
-from offset_audit.results import pick_snapshot, read_snapshot
 from offset_audit.storage import LOCAL, Storage
+from offset_audit.views.audit_folder import pick_snapshot, read_snapshot, sums_per_group
 
 PREFIX = "kafka_offset_audit_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -230,14 +230,8 @@ def _group_families(rows: list[dict], lag_by_group: dict[str, int], as_of_ms: in
 
 
 def _group_lag(partitions: pa.Table) -> dict[str, int]:
-    """Each group's known lags added up in Python integers: a log end offset may be near 2**63, and
-    Arrow's int64 sum would wrap around."""
-    lag_by_group: dict[str, int] = {}
-    groups, lags = partitions.column("group_id").to_pylist(), partitions.column("lag").to_pylist()
-    for group, lag in zip(groups, lags, strict=True):
-        if lag is not None:
-            lag_by_group[group] = lag_by_group.get(group, 0) + lag
-    return lag_by_group
+    """Each group's known lags added up exactly: a log end offset may be near 2**63."""
+    return {r["group_id"]: int(r["lag_sum"]) for r in sums_per_group(partitions, "lag").to_pylist()}
 
 
 def _partition_labels(row: dict) -> Labels:

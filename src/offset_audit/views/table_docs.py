@@ -1,6 +1,6 @@
 """docs/tables.md's table sections, generated from schemas/tables/ so they cannot drift.
 
-    python -m offset_audit.docs docs/tables.md     # rewrites each "### `table`" section's text and columns
+    python -m offset_audit.views.table_docs docs/tables.md     # rewrites each "### `table`" section's text and columns
 
 A test fails when the page and the schemas disagree; this rewrites the page to match.
 """

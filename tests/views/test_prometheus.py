@@ -13,12 +13,13 @@ import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
+from repo_paths import DOCS
 
 from offset_audit.cli import main
-from offset_audit.metrics import GROUP_COLUMNS, PARTITION_COLUMNS, exposition, snapshot_metrics
-from offset_audit.results import read_snapshot, snapshots
+from offset_audit.views.audit_folder import read_snapshot, snapshots
+from offset_audit.views.prometheus import GROUP_COLUMNS, PARTITION_COLUMNS, exposition, snapshot_metrics
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"
+DASHBOARDS = DOCS / "dashboards.md"
 PREFIX = "kafka_offset_audit_"
 AS_OF = datetime(2026, 10, 29, 7, 0, tzinfo=UTC)
 AS_OF_MS = 1_793_257_200_000
@@ -272,7 +273,7 @@ def test_hostile_group_and_topic_names_round_trip_through_the_parser():
 
 
 def test_the_sample_in_the_dashboards_doc_is_what_the_command_prints_for_its_rows():
-    sample = DOCS.read_text().split("<!-- metrics-sample -->\n```\n", 1)[1].split("```", 1)[0]
+    sample = DASHBOARDS.read_text().split("<!-- metrics-sample -->\n```\n", 1)[1].split("```", 1)[0]
     printed = set(exposition(*_orders_app()).text.splitlines())
     assert sample.strip()
     for line in sample.splitlines():

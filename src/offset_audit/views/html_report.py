@@ -23,8 +23,17 @@ import pyarrow.compute as pc
 
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text, json_for_html
-from offset_audit.results import Snapshot, has_table, pick_snapshot, read_snapshot, snapshots
 from offset_audit.storage import LOCAL, Storage
+from offset_audit.views.audit_folder import (
+    EXACT,
+    Snapshot,
+    exact,
+    has_table,
+    pick_snapshot,
+    read_snapshot,
+    snapshots,
+    sums_per_group,
+)
 
 DEFAULT_DAYS = 28
 # The history chart's second line: offsets a dashboard will see vanish within a week.
@@ -173,29 +182,16 @@ def _has_values(table: pa.Table, column: str) -> bool:
     return column in table.column_names and table[column].null_count < table.num_rows
 
 
-# Lag sums are exact: offsets reach 2^63 - 1, and pyarrow's int64 sum wraps around past it.
-EXACT = pa.decimal128(38, 0)
-
-
-def _exact(table: pa.Table, *columns: str) -> pa.Table:
-    """`table` with these integer columns as decimals, so that their sums cannot overflow."""
-    for column in columns:
-        table = table.set_column(table.schema.get_field_index(column), column, table[column].cast(EXACT))
-    return table
-
-
 def _int(value: object) -> int | None:
     return None if value is None else int(value)
 
 
 def lag_by_group(partitions: pa.Table, top: int = TOP_ROWS) -> list[GroupLag]:
     """The `top` groups by lag (the sum over their partitions), with their stale lag; empty when the
-    audit had no end offsets (lag all null). Summed here from partition_verdicts rather than read from
-    group_verdicts' lag_total, which is null where a group's sum passes a long."""
+    audit had no end offsets (lag all null)."""
     if not _has_values(partitions, "lag"):
         return []
-    lagging = _exact(partitions.filter(pc.is_valid(partitions["lag"])), "lag", "stale_lag")
-    totals = lagging.group_by("group_id", use_threads=False).aggregate([("lag", "sum"), ("stale_lag", "sum")])
+    totals = sums_per_group(partitions, "lag", "stale_lag")
     ordered = totals.sort_by([("lag_sum", "descending"), ("group_id", "ascending")]).slice(0, top)
     return [GroupLag(r["group_id"], int(r["lag_sum"]), _int(r["stale_lag_sum"]) or 0) for r in ordered.to_pylist()]
 
@@ -244,7 +240,7 @@ def top_candidates(candidates: pa.Table, top: int = TOP_ROWS) -> list[dict]:
     priority, then the most lag."""
     keys = ["priority", "reason", "group_id", "topic"]
     grouped = (
-        _exact(candidates, "lag").group_by(keys, use_threads=False).aggregate([("partition", "list"), ("lag", "sum")])
+        exact(candidates, "lag").group_by(keys, use_threads=False).aggregate([("partition", "list"), ("lag", "sum")])
     )
     rows = grouped.to_pylist()
     rows.sort(key=lambda r: (r["priority"], -(r["lag_sum"] or 0), r["group_id"], r["topic"]))

@@ -1,0 +1,18 @@
+"""Everything people and programs read, with no Spark: pure functions from finished results or an audit
+folder's tables to text.
+
+    summary          what the console prints after a run
+    describe         one snapshot in the shape of kafka-consumer-groups.sh --describe
+    json_documents   what --json prints: one JSON document per command
+    prometheus       an audited snapshot in Prometheus' text exposition format
+    html_report      the report page: charts and tables in one self-contained HTML file
+    kafka_commands   Kafka tool command lines built from names in the dump (delete plans, share groups)
+    audit_folder     an audit's output folder read with delta-rs and pyarrow: snapshots, tables, the
+                     deletion plan, sums that cannot overflow
+    table_docs       docs/tables.md's table sections, from schemas/tables/
+
+A new output format is a module here. Every name from the dump leaves through `escaping`, once per
+medium. Nothing here imports pyspark, directly or through what it imports.
+
+May import: the top-level modules, layouts, coordinator (its event names, which load no Spark).
+"""
