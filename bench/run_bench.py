@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from offset_audit.audit import run_audit
-from offset_audit.config import load_settings
 from offset_audit.generator import generate_dump
-from offset_audit.pipeline import run_decode
-from offset_audit.session import get_spark
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.decode import run_decode
+from offset_audit.runs.session import get_spark
 
 DATA = Path("bench-data")
 
@@ -143,7 +143,7 @@ def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict
     """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster) of
     `records` records, against `decode` of a Parquet __consumer_offsets dump of as many records."""
     from offset_audit.generator import generate_share_state
-    from offset_audit.share.run import run_share
+    from offset_audit.runs.share import run_share
 
     path = cached(
         f"share-state-{records}-{seed}",

@@ -18,7 +18,7 @@ time.tzset()
 
 @pytest.fixture(scope="session")
 def spark():
-    from offset_audit.session import get_spark
+    from offset_audit.runs.session import get_spark
 
     session = get_spark(
         {
@@ -37,12 +37,12 @@ def spark():
 def no_spark(monkeypatch):
     """Fails the test if the command starts Spark: mistakes are refused, and the read commands answer,
     before any session (a JVM costs seconds)."""
-    import offset_audit.session
+    import offset_audit.runs.session
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("the command started Spark")
 
-    monkeypatch.setattr(offset_audit.session, "get_spark", refuse)
+    monkeypatch.setattr(offset_audit.runs.session, "get_spark", refuse)
 
 
 AUDITED_RETENTIONS = [1440, 10080, 43200]
@@ -57,9 +57,10 @@ def audited(spark, tmp_path_factory) -> Path:
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    from offset_audit.audit import run_audit, run_whatif
-    from offset_audit.config import load_settings
     from offset_audit.generator import generate_dump
+    from offset_audit.runs.audit import run_audit
+    from offset_audit.runs.config import load_settings
+    from offset_audit.runs.whatif import run_whatif
     from offset_audit.views.audit_folder import read_snapshot, snapshots
 
     root = tmp_path_factory.mktemp("audited")

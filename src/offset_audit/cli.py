@@ -22,30 +22,12 @@ from offset_audit.cli_common import (
 )
 from offset_audit.cli_metrics import metrics
 from offset_audit.cli_report import report
-from offset_audit.config import INPUT_FORMATS, MAX_RETENTION_MINUTES, load_settings
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
+from offset_audit.runs.config import load_settings
+from offset_audit.settings import INPUT_FORMATS, MAX_RETENTION_MINUTES
 from offset_audit.storage import normalize
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
-
-
-def _session(settings, inputs: list[str]):
-    """The run's SparkSession; under spark-submit, with shuffles sized to the dump and the cluster."""
-    from offset_audit import progress
-    from offset_audit.inputs.dump import input_bytes
-    from offset_audit.session import fit_to_cluster, get_spark, under_spark_submit
-
-    progress.begin("starting Spark")
-    spark = get_spark(settings.spark)
-    progress.attach_spark(spark)
-    if under_spark_submit():
-        size = input_bytes(inputs, settings)
-        for name, value in fit_to_cluster(spark, size).items():
-            cores = spark.sparkContext.defaultParallelism
-            dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
-            click.echo(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", err=True)
-    return spark
-
 
 OUTPUT_OPTIONS = [
     click.option(
@@ -66,8 +48,8 @@ def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _progress(quiet: bool):
-    """Progress on stderr for the block (see offset_audit.progress), unless --quiet."""
-    from offset_audit import progress
+    """Progress on stderr for the block (see offset_audit.runs.progress), unless --quiet."""
+    from offset_audit.runs import progress
 
     return progress.reporting(not quiet)
 
@@ -229,9 +211,10 @@ def decode(
     quiet,
 ) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
-    from offset_audit import preflight
     from offset_audit.decoding.decoder import TABLES
-    from offset_audit.pipeline import run_decode
+    from offset_audit.runs import preflight
+    from offset_audit.runs.decode import run_decode
+    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import decode_document
     from offset_audit.views.summary import decode_summary
 
@@ -250,7 +233,7 @@ def decode(
     settings = preflight.check_inputs(inputs, settings)
     preflight.check_output(output, [*TABLES, RUNS], settings)
     with _progress(quiet):
-        spark = _session(settings, inputs)
+        spark = start_spark(settings, inputs)
         report = run_decode(spark, inputs, output, settings)
     _emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
 
@@ -344,8 +327,11 @@ def audit(
     """Judge every committed offset and group as the broker's expiry sweep would.
 
     Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
-    from offset_audit import preflight
-    from offset_audit.audit import AUDIT_TABLES, run_audit
+    from offset_audit.runs import preflight
+    from offset_audit.runs.audit import AUDIT_TABLES, run_audit
+    from offset_audit.runs.audit import alerts as audit_alerts
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.state import decoded_tables
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
@@ -365,9 +351,9 @@ def audit(
     settings = preflight.check_inputs(inputs, settings)
     preflight.check_as_of(settings.as_of, settings.input_format)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
-    preflight.check_output(output, [*AUDIT_TABLES, RUNS, *_decoded_tables()], settings)
+    preflight.check_output(output, [*AUDIT_TABLES, RUNS, *decoded_tables()], settings)
     with _progress(quiet):
-        spark = _session(settings, inputs)
+        spark = start_spark(settings, inputs)
         result = run_audit(
             spark,
             inputs,
@@ -377,7 +363,7 @@ def audit(
             end_offsets=end_offsets,
             keep_decoded=keep_decoded,
         )
-    alerts = _audit_alerts(result, fail_expiring, fail_expired)
+    alerts = audit_alerts(result, fail_expiring, fail_expired)
     _emit(
         as_json,
         lambda: audit_document(result, output, {a["name"]: a for a in alerts}),
@@ -388,58 +374,6 @@ def audit(
         click.echo(f"alert: {alert['message']} (exit {alert['exit_code']})", err=True)
     if fired:
         sys.exit(max(a["exit_code"] for a in fired))
-
-
-def _audit_alerts(result, expiring_minutes: int | None, expired: bool) -> list[dict]:
-    """The alert thresholds asked for, each with whether it matched and its exit code."""
-    from offset_audit.durations import MINUTE_MS, format_minutes
-
-    alerts = []
-    if expiring_minutes is not None:
-        count = result.expiring_within(expiring_minutes * MINUTE_MS)
-        within = format_minutes(expiring_minutes)
-        alerts.append(
-            {
-                "name": "expiring_within",
-                "within_minutes": expiring_minutes,
-                "offsets": count,
-                "matched": count > 0,
-                "exit_code": 3,
-                "message": f"{count:,} committed offsets expire within {within} of {result.as_of:%Y-%m-%d %H:%M} UTC",
-            }
-        )
-    if expired:
-        count = result.expired_in_active_groups()
-        alerts.append(
-            {
-                "name": "expired_in_active_groups",
-                "offsets": count,
-                "matched": count > 0,
-                "exit_code": 4,
-                "message": f"{count:,} expired offsets belong to groups with members",
-            }
-        )
-    return alerts
-
-
-def _minutes_list(text: str) -> list[int]:
-    from offset_audit.durations import parse_minutes
-
-    values = [parse_minutes(v, "--retention-minutes") for v in text.split(",") if v.strip()]
-    if not values:
-        raise UserError("--retention-minutes needs at least one number of minutes")
-    from offset_audit.preflight import check_retention_minutes
-
-    for value in values:
-        check_retention_minutes(value)
-    return values
-
-
-def _decoded_tables() -> list[str]:
-    from offset_audit.audit import DECODED
-    from offset_audit.decoding.decoder import TABLES
-
-    return [f"{DECODED}/{name}" for name in TABLES]
 
 
 @main.command()
@@ -482,23 +416,25 @@ def whatif(
     quiet,
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
-    from offset_audit import preflight
-    from offset_audit.audit import WHATIF_TABLES, run_whatif
+    from offset_audit.runs import preflight
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.state import decoded_tables
+    from offset_audit.runs.whatif import WHATIF_TABLES, run_whatif
     from offset_audit.views.json_documents import whatif_document
     from offset_audit.views.summary import whatif_summary
 
     settings = _input_settings(
         inputs, conf_file, input_format, partition, bootstrap_servers, kafka_options, topic, storage_options
     )
-    minutes = _minutes_list(retentions)
+    minutes = preflight.check_retention_list(retentions)
     points = list(as_of_points) or [settings.as_of]
     inputs, output = _paths(inputs), normalize(output)
     settings = preflight.check_inputs(inputs, settings)
     for point in points:
         preflight.check_as_of(point, settings.input_format)
-    preflight.check_output(output, [*WHATIF_TABLES, RUNS, *_decoded_tables()], settings)
+    preflight.check_output(output, [*WHATIF_TABLES, RUNS, *decoded_tables()], settings)
     with _progress(quiet):
-        spark = _session(settings, inputs)
+        spark = start_spark(settings, inputs)
         report, rows = run_whatif(
             spark,
             inputs,
@@ -566,9 +502,11 @@ def share(
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
     import dataclasses
 
-    from offset_audit import preflight
     from offset_audit.constants import OFFSETS_TOPIC
-    from offset_audit.share.run import SHARE_TABLES, check_share_input_format, run_share
+    from offset_audit.runs import preflight
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.share import SHARE_TABLES, check_share_input_format, run_share
+    from offset_audit.runs.state import decoded_tables
     from offset_audit.views.json_documents import share_document
     from offset_audit.views.summary import share_summary
 
@@ -589,13 +527,13 @@ def share(
     if groups_inputs:
         group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
         preflight.check_inputs(groups_inputs, group_settings)
-        tables += _decoded_tables()
+        tables += decoded_tables()
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")
     preflight.check_output(output, tables, settings)
     with _progress(quiet):
-        spark = _session(settings, inputs + groups_inputs)
+        spark = start_spark(settings, inputs + groups_inputs)
         result = run_share(
             spark,
             inputs,
@@ -656,8 +594,10 @@ def history(
 
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
-    from offset_audit import preflight
-    from offset_audit.history_run import HISTORY_TABLE, run_history
+    from offset_audit.runs import preflight
+    from offset_audit.runs.history import HISTORY_TABLE, run_history
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.state import decoded_tables
     from offset_audit.views.json_documents import history_document
     from offset_audit.views.summary import history_summary
 
@@ -674,9 +614,9 @@ def history(
     )
     inputs, output = _paths(inputs), normalize(output)
     settings = preflight.check_inputs(inputs, settings)
-    preflight.check_output(output, [HISTORY_TABLE, RUNS, *_decoded_tables()], settings)
+    preflight.check_output(output, [HISTORY_TABLE, RUNS, *decoded_tables()], settings)
     with _progress(quiet):
-        spark = _session(settings, inputs)
+        spark = start_spark(settings, inputs)
         result = run_history(
             spark, inputs, output, settings, groups=list(groups), topic=only_topic, snapshot_id=snapshot_id
         )
@@ -745,7 +685,7 @@ def delete_plan(audit_dir, snapshot_id, bootstrap_server, script, storage_option
     """
     import os
 
-    from offset_audit import preflight
+    from offset_audit.runs import preflight
     from offset_audit.views.audit_folder import check_audit_dir
     from offset_audit.views.audit_folder import delete_plan as plan
     from offset_audit.views.json_documents import delete_plan_document, dumps

@@ -104,7 +104,7 @@ READ_CONF_OPTION = click.option(
 
 def read_storage(conf_file: str | None, storage_options: tuple[str, ...]):
     """The object-store access of a read command: the config's [storage], then --storage-option."""
-    from offset_audit.config import load_settings
+    from offset_audit.runs.config import load_settings
     from offset_audit.storage import for_settings
 
     return for_settings(load_settings(conf_file, storage=_pairs(storage_options, "--storage-option")))

@@ -3,8 +3,6 @@ Spark, to stdout or atomically into node_exporter's textfile collector folder.""
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from offset_audit.cli_common import (
@@ -14,12 +12,8 @@ from offset_audit.cli_common import (
     _user_errors,
     read_storage,
 )
-from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
-from offset_audit.storage import is_remote, normalize, replace_file
-
-# node_exporter's textfile collector reads only files named *.prom.
-TEXTFILE_SUFFIX = ".prom"
+from offset_audit.storage import normalize, replace_file
 
 
 @click.command("metrics")
@@ -44,7 +38,9 @@ def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
     from offset_audit.views.prometheus import snapshot_metrics
 
     if output is not None:
-        _check_textfile(output)
+        from offset_audit.runs.preflight import check_textfile
+
+        check_textfile(output)
     storage = read_storage(conf_file, storage_options)
     result = snapshot_metrics(normalize(audit_dir), snapshot_id, storage)
     if output is None:
@@ -52,17 +48,6 @@ def metrics(audit_dir, output, snapshot_id, storage_options, conf_file) -> None:
         return
     _write_atomically(output, result.text)
     click.echo(f"wrote {result.samples} samples of {result.groups} groups to {terminal(output)}", err=True)
-
-
-def _check_textfile(output: str) -> None:
-    if is_remote(output) or not output.endswith(TEXTFILE_SUFFIX):
-        raise UserError(
-            f"--output {output} must be a local file named *{TEXTFILE_SUFFIX}, the only files "
-            "node_exporter's textfile collector reads"
-        )
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise UserError(f"--output {output} cannot be written: the folder {folder} does not exist")
 
 
 def _write_atomically(output: str, text: str) -> None:

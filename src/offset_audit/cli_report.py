@@ -6,10 +6,6 @@ Spark, an answer in about a second. The page itself is `html_report.render`.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 import click
 
 from offset_audit.cli_common import (
@@ -19,7 +15,6 @@ from offset_audit.cli_common import (
     _user_errors,
     read_storage,
 )
-from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage, is_remote, normalize, replace_file
 from offset_audit.views.html_report import DEFAULT_DAYS
@@ -55,38 +50,15 @@ def report(audit_dir, output, snapshot_id, days, storage_options, conf_file) -> 
 
     storage = read_storage(conf_file, storage_options)
     audit_dir, output = normalize(audit_dir), normalize(output)
-    check_output_file(output, storage)
+    from offset_audit.runs import preflight
+
+    preflight.check_output_file(output, storage)
     page = render(read_audit(audit_dir, snapshot_id, storage), days)
     written = write_page(output, page.html, storage)
     click.echo(
         f"wrote {terminal(output)} ({written // 1024:,} KiB): {page.drawn} charts, "
         f"snapshot {terminal(page.snapshot_id)}"
     )
-
-
-def check_output_file(output: str, storage: Storage) -> None:
-    """--output can be written, asked before anything is read: a file name in an existing, writable
-    folder (an object store: its bucket reachable with these credentials)."""
-    from offset_audit import preflight
-
-    if is_remote(output):
-        preflight.check_reachable(output, storage)
-        return
-    if "://" in output:
-        raise UserError(f"--output takes a local path or an s3:// URI, not {output}")
-    target = Path(output)
-    if target.is_dir():
-        raise UserError(f"--output {output} is a folder; give the HTML file's name")
-    if not target.parent.is_dir():
-        raise UserError(f"--output {output} cannot be written: the folder {target.parent} does not exist")
-    try:  # os.access answers yes to root on a read-only file system; a real try does not
-        handle, probe = tempfile.mkstemp(prefix=".offset-audit-probe-", dir=target.parent)
-        os.close(handle)
-        os.unlink(probe)
-        if target.exists():
-            os.close(os.open(output, os.O_WRONLY))  # opened for writing, not truncated
-    except OSError as err:
-        raise UserError(f"--output {output} cannot be written: {err.strerror}") from err
 
 
 def write_page(output: str, html: str, storage: Storage) -> int:

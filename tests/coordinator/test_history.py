@@ -7,15 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from dump_records import DAY, LAYOUTS, T0, group_record, group_tombstone, modern
 from segment_files import batch, marker
-from test_audit import DAY, LAYOUTS, T0, group_record, group_tombstone, modern
 
 from offset_audit import constants as K
-from offset_audit.audit import run_audit
-from offset_audit.config import load_settings
 from offset_audit.coordinator import history
-from offset_audit.history_run import HISTORY_TABLE, retention_bound, run_history
 from offset_audit.layouts.encoder import encode_key, encode_value
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.history import HISTORY_TABLE, retention_bound, run_history
 from offset_audit.views.audit_folder import read_table
 
 MINUTE = 60_000

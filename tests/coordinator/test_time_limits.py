@@ -10,14 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 from audit_frames import AS_OF, WEEK, at, frames, group, offset
 from deltalake import DeltaTable
+from dump_records import LAYOUTS, T0, snapshot_table
 from segment_files import batch
-from test_audit import LAYOUTS, T0, snapshot_table
 
 from offset_audit import constants as K
-from offset_audit.audit import run_audit
-from offset_audit.config import load_settings
 from offset_audit.coordinator import rules, verdicts
 from offset_audit.layouts.encoder import encode_key, encode_value
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
 
 FAR_FUTURE = 2**62 - 1
 FAR_PAST = -(2**62)

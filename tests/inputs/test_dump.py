@@ -97,8 +97,8 @@ def test_live_kafka_read(spark):
     servers = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if not servers:
         pytest.skip("no broker to read from: set KAFKA_BOOTSTRAP_SERVERS")
-    from offset_audit.config import load_settings
     from offset_audit.inputs.dump import load_raw_records
+    from offset_audit.runs.config import load_settings
 
     frame = load_raw_records(spark, [], load_settings(input_format="kafka", bootstrap_servers=servers))
     assert set(frame.columns) >= {"key", "value", "source_partition", "source_offset"}

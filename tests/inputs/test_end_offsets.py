@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offset_audit import preflight
 from offset_audit.cli import main
-from offset_audit.config import load_settings
 from offset_audit.errors import UserError
 from offset_audit.inputs import kafka_end_offsets
 from offset_audit.inputs.end_offsets import load_end_offsets
 from offset_audit.inputs.kafka_end_offsets import PartitionAnswer, client_config, offsets_table
+from offset_audit.runs import preflight
+from offset_audit.runs.config import load_settings
 
 INSTALL = "pip install 'kafka-offset-audit[kafka]'"
 
@@ -210,12 +210,12 @@ def test_end_offsets_kafka_asks_the_bootstrap_server_with_the_kafka_options(fake
 
 
 def test_the_old_option_name_still_names_the_cluster(no_spark, fake_cluster, small_dump, tmp_path, monkeypatch):
-    import offset_audit.preflight
+    import offset_audit.runs.preflight
 
     def stop(*_args, **_kwargs):  # the answer reached the run's checks; stop before any output
         raise UserError("stopped after the fetch")
 
-    monkeypatch.setattr(offset_audit.preflight, "check_output", stop)
+    monkeypatch.setattr(offset_audit.runs.preflight, "check_output", stop)
     result = run(
         "audit",
         "--input",
@@ -407,7 +407,7 @@ def _verdicts(output, table, columns):
 
 
 def test_kafka_get_offsets_files_give_the_lag_the_same_table_as_csv_gives(spark, cluster, tmp_path):
-    from offset_audit.audit import run_audit
+    from offset_audit.runs.audit import run_audit
 
     key = ["group_id", "topic", "partition"]
     wanted = [*key, "committed_offset", "lag", "stale_lag", "offset_out_of_range", "log_end_offset"]
@@ -437,9 +437,9 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
     """group_verdicts written without the lag total columns (as the version before them wrote it), then
     audited again with end offsets: the table gains the columns, the old snapshot reads them as null,
     and each group's totals are the sums of its partitions' lag."""
-    from offset_audit import audit
-    from offset_audit.audit import run_audit
     from offset_audit.layouts.tables import TableSchema, table_schema
+    from offset_audit.runs import snapshots
+    from offset_audit.runs.audit import run_audit
 
     added = {"lag_total", "stale_lag_total", "partitions_with_lag"}
 
@@ -449,7 +449,7 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
 
     output = str(tmp_path / "audit")
     with monkeypatch.context() as old_version:
-        old_version.setattr(audit, "table_schema", previous)
+        old_version.setattr(snapshots, "table_schema", previous)
         first = run_audit(spark, [cluster["dump"]], output, load_settings(None))
     second = run_audit(spark, [cluster["dump"]], output, load_settings(None, as_of="now"), end_offsets=cluster["csv"])
     assert first.snapshot_id != second.snapshot_id
@@ -487,8 +487,8 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
 def test_share_writes_the_cluster_into_its_delete_commands_or_the_shell_word(
     small_dump, tmp_path, monkeypatch, args, written
 ):
-    import offset_audit.cli
-    import offset_audit.share.run
+    import offset_audit.runs.session
+    import offset_audit.runs.share
 
     asked = {}
 
@@ -496,8 +496,8 @@ def test_share_writes_the_cluster_into_its_delete_commands_or_the_shell_word(
         asked.update(kwargs)
         raise UserError("stopped before the share run")
 
-    monkeypatch.setattr(offset_audit.cli, "_session", lambda *_args: None)
-    monkeypatch.setattr(offset_audit.share.run, "run_share", run_share)
+    monkeypatch.setattr(offset_audit.runs.session, "start_spark", lambda *_args: None)
+    monkeypatch.setattr(offset_audit.runs.share, "run_share", run_share)
     result = run("share", "--input", small_dump, "--input-format", "parquet", "--output", str(tmp_path / "o"), *args)
     assert "stopped before the share run" in result.output, result.output
     assert asked["bootstrap"] == written

@@ -7,15 +7,15 @@ import dataclasses
 
 import pytest
 from deltalake import DeltaTable
+from dump_records import DAY, T0, commit, group_record
 from repo_paths import TEXT_DUMPS
 from segment_files import batch, marker
-from test_audit import DAY, T0, commit, group_record
 
-from offset_audit.audit import run_audit
-from offset_audit.config import load_settings
 from offset_audit.coordinator import rules
 from offset_audit.errors import UserError
-from offset_audit.pipeline import run_decode
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.decode import run_decode
 
 AS_OF = "2026-01-10T00:00:00Z"
 

@@ -10,7 +10,7 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from test_audit import commit, snapshot_table
+from dump_records import commit, snapshot_table
 
 from offset_audit.cli import main
 

@@ -19,7 +19,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.config import Settings
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.kafka_topic import read_kafka
@@ -33,6 +32,7 @@ from offset_audit.inputs.snapshot import (
     to_raw_records,
 )
 from offset_audit.inputs.transactions import Markers
+from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
 
 KIP932_JSON = "kip932-json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.config import Settings
 from offset_audit.errors import ConnectorMissing, UserError
+from offset_audit.settings import Settings
 
 
 def kafka_package(spark: SparkSession) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from offset_audit.storage import join
 
 if TYPE_CHECKING:
-    from offset_audit.report import DecodeReport  # the run's counts: these views only read them
+    from offset_audit.runs.counts import DecodeReport  # the run's counts: these views only read them
 
 EXIT_CODES = {
     0: "ran; no alert threshold matched",

@@ -3,39 +3,15 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from offset_audit import constants as K
 from offset_audit.errors import UserError
+from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, Settings
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
-# auto: worked out from the inputs (offset_audit.inputs.dump.detect_format); kafka is never guessed.
-# kip932-json (the KIP-932 draft's share-state control records) is read by the share command only.
-INPUT_FORMATS = ("auto", "parquet", "delta", "kafka", "segments", "dump-log", "console", "kip932-json")
-
-
-@dataclass(frozen=True)
-class Settings:
-    input_format: str = "auto"
-    # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
-    partition: int | None = None
-    topic: str = K.OFFSETS_TOPIC
-    bootstrap_servers: str = ""
-    isolation_level: str = "read_committed"
-    kafka_options: dict[str, str] = field(default_factory=dict)
-    fast_path: bool = True
-    # decode.max_batch_mib in bytes: the most one log-segment batch may take, stored or inflated.
-    max_batch_bytes: int = 64 << 20
-    spark: dict[str, str] = field(default_factory=dict)
-    # [storage] of the config and --storage-option: object-store options, as delta-rs names them.
-    storage: dict[str, str] = field(default_factory=dict)
-    retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
-    check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
-    as_of: str = "latest"
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
@@ -104,11 +80,6 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")
     return Settings(**values)
-
-
-# offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).
-MAX_RETENTION_MINUTES = 2**31 - 1
-MAX_LONG = 2**63 - 1
 
 
 def _minutes(section: dict[str, Any], name: str, default: int) -> int:

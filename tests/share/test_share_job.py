@@ -12,10 +12,10 @@ import pytest
 from deltalake import DeltaTable
 from test_share_chain import NEW_CHECKPOINT_137, WORKED_EXAMPLE
 
-from offset_audit.config import load_settings
 from offset_audit.errors import UserError
 from offset_audit.generator import generate_dump, generate_share_state
-from offset_audit.share.run import run_share
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.share import run_share
 
 CLUSTER = 30_000  # records of the __consumer_offsets dump whose share groups the state belongs to
 
@@ -147,7 +147,7 @@ def test_end_offsets_give_share_lag_and_broker_config_is_checked(spark, cluster,
 
 
 def test_other_commands_refuse_share_input(spark, tmp_path):
-    from offset_audit.pipeline import run_decode
+    from offset_audit.runs.decode import run_decode
 
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps(WORKED_EXAMPLE[0]) + "\n")
@@ -168,7 +168,7 @@ def test_share_state_segments_replay_like_the_snapshot(spark, cluster, shared, t
     """A broker data directory holding both internal topics: share reads __share_group_state-N and
     skips __consumer_offsets-N; decode does the opposite; both count what they skip."""
     from offset_audit.generator import snapshot_to_segments
-    from offset_audit.pipeline import run_decode
+    from offset_audit.runs.decode import run_decode
 
     data_dir = tmp_path / "data"
     snapshot_to_segments(str(cluster / "state"), str(data_dir), batch_records=3, topic="__share_group_state")
@@ -250,7 +250,7 @@ def _damaged_share_dump(root) -> str:
 
 
 def test_the_folded_and_the_record_by_record_replay_write_the_same_tables(spark, tmp_path):
-    from offset_audit.share.run import SHARE_TABLES
+    from offset_audit.runs.share import SHARE_TABLES
 
     dump = _damaged_share_dump(tmp_path)
     tables = {}

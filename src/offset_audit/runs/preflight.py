@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from offset_audit.config import Settings
 from offset_audit.errors import InputNotFound, UserError
-from offset_audit.outputs.delta import check_table_dir
+from offset_audit.settings import Settings
 from offset_audit.storage import Storage, for_settings, is_remote, join, normalize
 
 if TYPE_CHECKING:
@@ -31,7 +30,8 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     become one, it is writable (an object store: reachable, its bucket there), and no table's place holds
     anything but that Delta table. A delta-spark session writes any URI through Spark's own connectors
     (hdfs://, abfss://, s3a:// with hadoop-aws), which it alone can check."""
-    from offset_audit.session import delta_spark_configured
+    from offset_audit.outputs.delta import check_table_dir
+    from offset_audit.runs.session import delta_spark_configured
 
     if "://" in output:
         if delta_spark_configured(settings.spark):
@@ -91,7 +91,7 @@ def check_retention_minutes(minutes: int, option: str = "--retention-minutes") -
 
 def check_as_of(spec: str, input_format: str) -> None:
     """--as-of parses, and `latest` has record timestamps to come from."""
-    from offset_audit.audit import resolve_as_of
+    from offset_audit.runs.audit import resolve_as_of
 
     if spec == "latest":
         if input_format == "console":
@@ -164,3 +164,54 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
         for file in data_files(inputs, kind, storage):
             check_snapshot_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
     return settings
+
+
+def check_retention_list(text: str, option: str = "--retention-minutes") -> list[int]:
+    """whatif's comma-separated retentions (minutes or durations), each one the broker can hold."""
+    from offset_audit.durations import parse_minutes
+
+    values = [parse_minutes(v, option) for v in text.split(",") if v.strip()]
+    if not values:
+        raise UserError(f"{option} needs at least one number of minutes")
+    for value in values:
+        check_retention_minutes(value, option)
+    return values
+
+
+def check_output_file(output: str, storage: Storage, option: str = "--output") -> None:
+    """A file to write (the report page), asked before anything is read: a file name in an existing,
+    writable folder (an object store: its bucket reachable with these credentials)."""
+    if is_remote(output):
+        check_reachable(output, storage)
+        return
+    if "://" in output:
+        raise UserError(f"{option} takes a local path or an s3:// URI, not {output}")
+    target = Path(output)
+    if target.is_dir():
+        raise UserError(f"{option} {output} is a folder; give the HTML file's name")
+    if not target.parent.is_dir():
+        raise UserError(f"{option} {output} cannot be written: the folder {target.parent} does not exist")
+    try:  # os.access answers yes to root on a read-only file system; a real try does not
+        handle, probe = tempfile.mkstemp(prefix=".offset-audit-probe-", dir=target.parent)
+        os.close(handle)
+        os.unlink(probe)
+        if target.exists():
+            os.close(os.open(output, os.O_WRONLY))  # opened for writing, not truncated
+    except OSError as err:
+        raise UserError(f"{option} {output} cannot be written: {err.strerror}") from err
+
+
+# node_exporter's textfile collector reads only files named *.prom.
+TEXTFILE_SUFFIX = ".prom"
+
+
+def check_textfile(output: str, option: str = "--output") -> None:
+    """A metrics file for node_exporter's textfile collector: a local *.prom file in an existing folder."""
+    if is_remote(output) or not output.endswith(TEXTFILE_SUFFIX):
+        raise UserError(
+            f"{option} {output} must be a local file named *{TEXTFILE_SUFFIX}, the only files "
+            "node_exporter's textfile collector reads"
+        )
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise UserError(f"{option} {output} cannot be written: the folder {folder} does not exist")

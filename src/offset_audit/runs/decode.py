@@ -1,4 +1,4 @@
-"""The decode job end to end: sources -> decode -> sinks, with the counts that must reconcile.
+"""The decode command end to end: inputs -> decoding -> outputs, with the counts that must reconcile.
 
 The CLI and the spark-submit entry scripts in jobs/ both call `run_decode`; neither holds logic.
 """
@@ -9,95 +9,23 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import progress
-from offset_audit.config import Settings
-from offset_audit.decoding import decoder, records
-from offset_audit.decoding.decoder import SKIP_REASONS
+from offset_audit.decoding import decoder
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
-from offset_audit.layouts.spec import record_layouts
-from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, has_delta, write_delta
+from offset_audit.outputs.delta import has_delta, write_delta
 from offset_audit.outputs.direct import commit_decoded, decode_to_files
-from offset_audit.report import DecodeReport, TypeCount
-from offset_audit.storage import LOCAL, Storage, for_settings, join
+from offset_audit.runs import progress
+from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, bytes_skipped, check_reconciles, fill_counts, write_run
+from offset_audit.settings import Settings
+from offset_audit.storage import for_settings, join
 
 
-def fill_counts(report: DecodeReport, counts: Counter) -> None:
-    """Record counts keyed (class, record type, value version, layout era, tombstone) into the report."""
-    names = {t: layout.name for t, layout in record_layouts().items()}
-    by_type: dict[tuple, list[int]] = {}
-    for (cls, key_type, version, era, tombstone), n in counts.items():
-        if cls in SKIP_REASONS:
-            if not n:
-                continue
-            report.records_skipped += n
-            reason = SKIP_REASONS[cls]
-            report.skipped_by_reason[reason] = report.skipped_by_reason.get(reason, 0) + n
-            continue
-        report.by_class[cls] = report.by_class.get(cls, 0) + n
-        if cls in records.DECODED_CLASSES:
-            slot = by_type.setdefault((key_type, version, era), [0, 0])
-            slot[0] += n
-            if tombstone:
-                slot[1] += n
-                report.tombstones += n
-    report.decoded_by_type = sorted(
-        (TypeCount(t, names.get(t, str(t)), v, e, n, tombstones) for (t, v, e), (n, tombstones) in by_type.items()),
-        key=lambda c: (c.record_type, -1 if c.value_version is None else c.value_version, c.layout_era or ""),
-    )
-
-
-def write_run(spark: SparkSession, report: DecodeReport, output: str, storage: Storage = LOCAL) -> None:
-    """Append the run's row to `runs`: one row, so without delta-spark it is written without a Spark job."""
-    schema = table_schema("runs").struct()
-    path = join(output, "runs")
-    if not has_delta(spark):
-        from deltalake import write_deltalake
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        check_table_dir(path, storage)
-        row = report.as_row()
-        for name in ("table_rows", "table_versions", "skipped_by_reason", "format_notes"):
-            row[name] = list(row[name].items())
-        table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
-        # merge: a runs table written by an older version of this tool gains the new columns.
-        write_deltalake(
-            path,
-            table,
-            mode="append",
-            schema_mode="merge",
-            configuration=TABLE_PROPERTIES,
-            commit_properties=commit_properties(report.run_id),
-            storage_options=storage.delta_options,
-        )
-    else:
-        frame = spark.createDataFrame([report.as_row()], schema)
-        write_delta(frame, path, mode="append", run_id=report.run_id, storage=storage)
-
-
-def bytes_skipped(quarantine_files: list, storage: Storage = LOCAL) -> int:
-    """The bytes the quarantine rows of these files stand for (log segment stretches holding no batch)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    total = 0
-    for file in quarantine_files:
-        column = pq.read_table(storage.parquet_source(file.path), columns=["skipped_bytes"]).column(0)
-        total += int(pc.sum(column).as_py() or 0)
-    return total
-
-
-def _check(report: DecodeReport) -> None:
-    if not report.reconciles:
-        raise RuntimeError(
-            f"record counts do not add up: read {report.records_read}, skipped {report.records_skipped}, "
-            f"decoded {report.records_decoded}, other {report.other_records}, quarantined {report.quarantined}"
-        )
+def written_tables() -> list[str]:
+    """Every table the decode command writes under its output folder, checked before Spark starts."""
+    return [*decoder.TABLES, RUNS_TABLE]
 
 
 @dataclass
@@ -146,7 +74,7 @@ def decode_dump(
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
         report.bytes_skipped = bytes_skipped(result.files["quarantine"], storage)
-        _check(report)  # nothing is committed unless every record is accounted for
+        check_reconciles(report)  # nothing is committed unless every record is accounted for
         decoded = Decoded(result.newest_record)
         if compact_commits_to is not None:
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
@@ -169,7 +97,7 @@ def decode_dump(
         if "source_note" in raw.columns:
             notes = raw.where(F.col("source_note").isNotNull()).groupBy("source_note").count().collect()
             report.format_notes = {row.source_note: row["count"] for row in notes}
-        _check(report)
+        check_reconciles(report)
         for name, build in decoder.TABLE_BUILDERS.items():
             written = write_delta(build(decoded), join(output, name), run_id=report.run_id, storage=storage)
             report.wrote(name, written)

@@ -11,81 +11,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+from dump_records import DAY, T0, commit, group_record, group_tombstone, modern, offset_tombstone, snapshot_table
 
-from offset_audit import audit
 from offset_audit import constants as K
-from offset_audit.audit import run_audit, run_whatif
-from offset_audit.config import load_settings
 from offset_audit.coordinator import rules
-from offset_audit.generator import SNAPSHOT_SCHEMA
-from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
-from offset_audit.layouts.spec import record_layouts
+from offset_audit.runs import state
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.whatif import run_whatif
 from offset_audit.views.audit_folder import delete_plan
-
-LAYOUTS = record_layouts()
-DAY = 86_400_000
-T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
-
-
-def commit(group, topic, partition, offset, day, version=3):
-    key = encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition})
-    value = encode_value(
-        LAYOUTS[K.OFFSET_COMMIT],
-        version,
-        {"offset": offset, "leaderEpoch": 1, "metadata": "", "commitTimestamp": T0 + day * DAY, "expireTimestamp": -1},
-    )
-    return key, value, T0 + day * DAY
-
-
-def offset_tombstone(group, topic, partition, day):
-    return (
-        encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": partition}),
-        None,
-        T0 + day * DAY,
-    )
-
-
-def group_record(group, day, members=(), version=3, protocol_type="consumer", state_day=None):
-    def subscription(topics):
-        return encode_consumer_protocol(
-            "consumer_protocol_subscription", 1, {"Topics": list(topics), "UserData": None, "OwnedPartitions": []}
-        )
-
-    value = {
-        "protocolType": protocol_type,
-        "generation": 4,
-        "protocol": "range" if members else None,
-        "leader": "m0" if members else None,
-        "currentStateTimestamp": T0 + (state_day if state_day is not None else day) * DAY,
-        "members": [
-            {
-                "memberId": f"m{i}",
-                "groupInstanceId": None,
-                "clientId": "c",
-                "clientHost": "/h",
-                "rebalanceTimeout": 1000,
-                "sessionTimeout": 1000,
-                "subscription": subscription(topics),
-                "assignment": b"",
-            }
-            for i, topics in enumerate(members)
-        ],
-    }
-    return (
-        encode_key(LAYOUTS[K.GROUP_METADATA], {"group": group}),
-        encode_value(LAYOUTS[K.GROUP_METADATA], version, value),
-        T0 + day * DAY,
-    )
-
-
-def group_tombstone(group, day):
-    return encode_key(LAYOUTS[K.GROUP_METADATA], {"group": group}), None, T0 + day * DAY
-
-
-def modern(record_type, key, value, day):
-    layout = LAYOUTS[record_type]
-    return encode_key(layout, key), (None if value is None else encode_value(layout, 0, value)), T0 + day * DAY
-
 
 SCENARIO = [
     commit("reset", "orders", 0, 100, 1),
@@ -141,23 +75,6 @@ SCENARIO = [
     commit("k2", "orders", 0, 30, 8, version=4),
 ]
 AS_OF = "2026-01-10T00:00:00Z"
-
-
-def snapshot_table(records) -> pa.Table:
-    """(key, value, timestamp ms) records as a Kafka-source snapshot of partition 0, offsets in order."""
-    keys, values, stamps = zip(*records, strict=True)
-    return pa.table(
-        {
-            "key": pa.array(keys, pa.binary()),
-            "value": pa.array(values, pa.binary()),
-            "topic": [K.OFFSETS_TOPIC] * len(keys),
-            "partition": pa.array([0] * len(keys), pa.int32()),
-            "offset": pa.array(range(len(keys)), pa.int64()),
-            "timestamp": pa.array([s * 1000 for s in stamps], pa.timestamp("us", tz="UTC")),
-            "timestampType": pa.array([0] * len(keys), pa.int32()),
-        },
-        schema=SNAPSHOT_SCHEMA,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -298,15 +215,15 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     The full-history run also replays the state spread over partitions, as a large state would be."""
     settings = dataclasses.replace(load_settings(), as_of=AS_OF)
     layouts = []
-    load_state = audit.load_state
+    load_state = state.load_state
 
     def spy(*args):
         layouts.append(args[5:7])  # commits_latest (merged on the driver), single_partition
         return load_state(*args)
 
-    monkeypatch.setattr(audit, "load_state", spy)
+    monkeypatch.setattr(state, "load_state", spy)
     compact = run_audit(spark, [split_dump], str(tmp_path / "compact"), settings, snapshot_id="s")
-    monkeypatch.setattr(audit, "SMALL_STATE_ROWS", 0)
+    monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)
     full = run_audit(spark, [split_dump], str(tmp_path / "full"), settings, snapshot_id="s", keep_decoded=True)
     assert layouts == [(True, True), (False, False)]
     for table in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
@@ -327,7 +244,7 @@ def test_a_failed_state_load_leaves_no_scratch_folder(spark, dump, tmp_path, mon
     def broken(*args):
         raise RuntimeError("load failed")
 
-    monkeypatch.setattr(audit, "load_state", broken)
+    monkeypatch.setattr(state, "load_state", broken)
     with pytest.raises(RuntimeError, match="load failed"):
         run_audit(spark, [dump], str(tmp_path), load_settings())
     assert (tmp_path / "decoded").exists() and not list(tmp_path.glob("_replay-*"))

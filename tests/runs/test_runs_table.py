@@ -8,13 +8,14 @@ import dataclasses
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit.audit import run_audit, run_whatif
-from offset_audit.config import load_settings
 from offset_audit.coordinator import verdicts
 from offset_audit.generator import generate_dump, generate_share_state
 from offset_audit.outputs.delta import RUN_ID_KEY
-from offset_audit.pipeline import run_decode
-from offset_audit.share.run import run_share
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.decode import run_decode
+from offset_audit.runs.share import run_share
+from offset_audit.runs.whatif import run_whatif
 
 
 @pytest.fixture(scope="module")

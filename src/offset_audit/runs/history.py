@@ -11,19 +11,25 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from offset_audit import progress
-from offset_audit.audit import DECODED, _write_snapshot, resolve_as_of, snapshot_id_for
-from offset_audit.config import Settings
 from offset_audit.coordinator import history
 from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
-from offset_audit.pipeline import decode_dump, write_run
-from offset_audit.report import DecodeReport
+from offset_audit.runs import progress
+from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.decode import decode_dump
+from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
+from offset_audit.runs.state import DECODED, decoded_tables
+from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join
 from offset_audit.timestamps import datetime_of
 
 HISTORY_TABLE = "offset_history"
+
+
+def written_tables() -> list[str]:
+    """Every table a history run writes under its output folder, checked before Spark starts."""
+    return [HISTORY_TABLE, RUNS_TABLE, *decoded_tables()]
 
 
 @dataclass
@@ -107,7 +113,7 @@ def run_history(
         "retention_minutes", F.lit(settings.retention_minutes)
     )
     progress.begin(f"writing {HISTORY_TABLE}")
-    _write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, storage)
+    write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, storage)
     result = HistoryResult(report, snapshot, settings.retention_minutes, groups=list(groups or []))
     _summarise(spark, result, output, snapshot, storage, groups, settings.check_interval_ms)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit.config import load_settings
 from offset_audit.decoding.decoder import TABLES as DECODE_TABLES
 from offset_audit.generator import generate_dump
-from offset_audit.pipeline import run_decode
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.decode import run_decode
 
 
 @pytest.fixture(scope="module")

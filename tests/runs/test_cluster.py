@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from live_services import Unavailable, s3_server, sorted_rows, standalone_cluster, table_rows
+from repo_paths import ROOT
 
 from offset_audit.cli import main
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 RECORDS = 200_000
 DECODE_TABLES = ["offset_commits", "group_metadata", "group_members", "modern_group_records", "other_records"]
 AUDIT_TABLES = ["partition_verdicts", "group_verdicts", "deletion_candidates"]

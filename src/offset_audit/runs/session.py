@@ -27,6 +27,7 @@ from importlib import resources
 from pyspark.sql import SparkSession
 
 from offset_audit.errors import JavaMissing
+from offset_audit.settings import Settings
 
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.master": "local[*]",
@@ -280,3 +281,21 @@ def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[No
                 spark.conf.unset(name)
             else:
                 spark.conf.set(name, value)
+
+
+def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
+    """The run's SparkSession, its progress shown; under spark-submit, with shuffles sized to the dump and
+    the cluster (each setting chosen is said on stderr)."""
+    from offset_audit.inputs.dump import input_bytes
+    from offset_audit.runs import progress
+
+    progress.begin("starting Spark")
+    spark = get_spark(settings.spark)
+    progress.attach_spark(spark)
+    if under_spark_submit():
+        size = input_bytes(inputs, settings)
+        for name, value in fit_to_cluster(spark, size).items():
+            cores = spark.sparkContext.defaultParallelism
+            dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
+            print(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", file=sys.stderr)
+    return spark

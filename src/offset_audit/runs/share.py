@@ -12,8 +12,6 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit import progress
-from offset_audit.config import Settings
 from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.errors import UserError
@@ -22,8 +20,11 @@ from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, r
 from offset_audit.inputs.end_offsets import end_offsets_table
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
-from offset_audit.pipeline import decode_dump, write_run
-from offset_audit.report import DecodeReport
+from offset_audit.runs import progress
+from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.decode import decode_dump
+from offset_audit.runs.state import decoded_tables
+from offset_audit.settings import Settings
 from offset_audit.share import job, onepass
 from offset_audit.share import tables as share_tables
 from offset_audit.share.records import QUARANTINE, SHARE_STATE
@@ -41,6 +42,12 @@ SHARE_TABLES = (
     "share_groups",
     "share_findings",
 )
+
+
+def written_tables(with_groups: bool) -> list[str]:
+    """Every table a share run writes under its output folder (the decode tables too when it reads the
+    groups' dump), checked before Spark starts."""
+    return [*SHARE_TABLES, RUNS_TABLE, *(decoded_tables() if with_groups else [])]
 
 
 @dataclasses.dataclass

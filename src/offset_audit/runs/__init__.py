@@ -1,0 +1,21 @@
+"""Each command end to end, and what every run needs: the SparkSession, the settings, progress on
+stderr, and the checks made before Spark starts.
+
+    decode       inputs -> decoding -> the decode tables
+    state        the dump decoded and replayed into the coordinator's state (audit, whatif)
+    audit        the state judged: partition and group verdicts, deletion candidates, the alerts
+    whatif       the state judged under other retentions and at other times
+    history      the log replayed forward into offset_history
+    share        KIP-932 share groups: share-partition state, cleanup, assignment, limits
+    snapshots    a snapshot's as_of, its id, and its rows replaced in one commit per table
+    counts       what a run read, decoded, skipped and quarantined (they must add up), and its runs row
+    session      the one place a SparkSession is built (local, or spark-submit's)
+    config       conf/default.toml, --conf and the flags -> Settings
+    progress     which stage runs, on stderr
+    preflight    every check of options, paths and inputs that runs before Spark starts
+
+The SparkSession is created here and passed in; every transformation it runs lives in the packages
+above. A new command is a module here, a view for what it prints, and a click command in cli/.
+
+May import: the top-level modules, layouts, inputs, decoding, coordinator, share, outputs, views.
+"""

@@ -1,0 +1,101 @@
+"""The whatif command end to end: the coordinator's state judged under other retentions and at other
+times, each scenario's offsets and groups deleted, accumulating across runs of one snapshot."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offset_audit.coordinator import verdicts
+from offset_audit.outputs.read_back import read_table
+from offset_audit.runs import progress
+from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
+from offset_audit.runs.state import CoordinatorState, coordinator_state, decoded_tables
+from offset_audit.settings import Settings
+from offset_audit.storage import Storage, for_settings
+
+WHATIF_TABLES = ("whatif", "whatif_groups")
+
+
+def written_tables() -> list[str]:
+    """Every table a what-if writes under its output folder, checked before Spark starts."""
+    return [*WHATIF_TABLES, RUNS_TABLE, *decoded_tables()]
+
+
+def run_whatif(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    retentions: list[int],
+    as_of_specs: list[str],
+    snapshot_id: str | None = None,
+    per_group: bool = False,
+    keep_decoded: bool = False,
+) -> tuple[DecodeReport, list[dict]]:
+    report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
+    with coordinator_state(spark, inputs, output, settings, report, keep_decoded) as state:
+        return _compare(spark, state, inputs, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
+
+
+def _compare(
+    spark: SparkSession,
+    state: CoordinatorState,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    retentions: list[int],
+    as_of_specs: list[str],
+    snapshot_id: str | None,
+    per_group: bool,
+) -> tuple[DecodeReport, list[dict]]:
+    points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
+    snapshot = snapshot_id_for(report, state.newest_record, points[0], snapshot_id)
+    judged = verdicts.judged_offsets(state.offsets, state.groups)
+    progress.begin(f"judging {len(retentions) * len(points)} what-if scenarios")
+    groups = verdicts.whatif_groups(judged, state.groups, retentions, points).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        table = verdicts.whatif(groups)
+        storage = for_settings(settings)
+        rows = [r.asDict() for r in table.collect()]
+        write_snapshot(
+            _with_earlier_scenarios(spark, table, output, "whatif", snapshot, storage),
+            output,
+            "whatif",
+            snapshot,
+            report,
+            storage,
+        )
+        if per_group:
+            kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, storage)
+            write_snapshot(kept, output, "whatif_groups", snapshot, report, storage)
+    finally:
+        groups.unpersist()
+    report.snapshot_id, report.as_of = snapshot, points[0]
+    report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
+    write_run(spark, report, output, for_settings(settings))
+    return report, rows
+
+
+SCENARIO = ["retention_minutes", "as_of"]
+
+
+def _with_earlier_scenarios(
+    spark: SparkSession, frame: DataFrame, output: str, table: str, snapshot_id: str, storage: Storage
+) -> DataFrame:
+    """This run's scenarios plus the snapshot's earlier ones that it does not judge again: what-if runs
+    on one dump accumulate (1d and 7d today, 30d tomorrow), and a scenario run again is replaced. The
+    snapshot's partition is still replaced in one commit, so readers never see half of it."""
+    from offset_audit.views.audit_folder import has_table
+
+    if not has_table(output, table, storage):
+        return frame
+    earlier = read_table(spark, output, table, storage).where(F.col("snapshot_id") == snapshot_id)
+    again = frame.select(*SCENARIO).distinct()
+    return frame.unionByName(earlier.drop("snapshot_id").join(again, SCENARIO, "left_anti").select(*frame.columns))
