@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 
 if __name__ == "__main__":
     main(["decode", *sys.argv[1:]], prog_name="offset-audit")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.session import cluster_cores, fit_to_cluster, quiet_spark_logs, shuffle_partitions
 from offset_audit.storage import Storage, for_settings, join, normalize, parent, spark_path, storage_options

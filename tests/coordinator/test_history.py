@@ -233,7 +233,7 @@ def test_history_and_audit_agree_on_the_last_state(spark, dump, traced, tmp_path
 def run_cli(*args):
     from click.testing import CliRunner
 
-    from offset_audit.cli import main
+    from offset_audit.cli.main import main
 
     return CliRunner().invoke(main, [str(a) for a in args])
 

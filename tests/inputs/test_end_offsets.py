@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.errors import UserError
 from offset_audit.inputs import kafka_end_offsets
 from offset_audit.inputs.end_offsets import load_end_offsets

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.inputs.segments import read_segment
 from offset_audit.inputs.segments.crc import crc32c
 from offset_audit.inputs.segments.writer import record_batch

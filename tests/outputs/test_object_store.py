@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from live_services import Unavailable, s3_server, sorted_rows, table_rows
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 
 pytestmark = pytest.mark.slow
 
@@ -123,7 +123,7 @@ def test_two_audits_at_once_into_one_output_both_commit(s3, dumps, tmp_path):
             [
                 sys.executable,
                 "-m",
-                "offset_audit.cli",
+                "offset_audit.cli.main",
                 "audit",
                 "--input",
                 dumps["snapshot"],

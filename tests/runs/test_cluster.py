@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from live_services import Unavailable, s3_server, sorted_rows, standalone_cluster, table_rows
 from repo_paths import ROOT
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from dump_records import commit, snapshot_table
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 
 HOSTILE_GROUPS = [
     "nl\ntouch X",

@@ -12,7 +12,7 @@ import pytest
 from browser import NOT_FOUND, Chromium, find_chromium
 from click.testing import CliRunner
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.views import html_report as report
 from offset_audit.views.audit_folder import Snapshot
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.durations import format_minutes, parse_minutes
 from offset_audit.errors import UserError
 from offset_audit.views.audit_folder import read_snapshot, read_table, snapshots

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 from repo_paths import DOCS
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 from offset_audit.views.audit_folder import read_snapshot, snapshots
 from offset_audit.views.prometheus import GROUP_COLUMNS, PARTITION_COLUMNS, exposition, snapshot_metrics
 

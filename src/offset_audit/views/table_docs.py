@@ -1,16 +1,13 @@
 """docs/tables.md's table sections, generated from schemas/tables/ so they cannot drift.
 
-    python -m offset_audit.views.table_docs docs/tables.md     # rewrites each "### `table`" section's text and columns
-
-A test fails when the page and the schemas disagree; this rewrites the page to match.
+`python -m offset_audit.cli.docs tables` rewrites each "### `table`" section's text and columns of the
+page; a test fails when the page and the schemas disagree.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 from offset_audit.layouts.spec import schemas_dir
 from offset_audit.layouts.tables import coordinate_columns, table_schema
@@ -44,8 +41,3 @@ def sync(readme: str) -> str:
         if not count:
             raise ValueError(f"the README has no section ### `{name}`")
     return readme
-
-
-if __name__ == "__main__":
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/tables.md")
-    path.write_text(sync(path.read_text()))

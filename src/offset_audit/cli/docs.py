@@ -1,7 +1,9 @@
-"""Every command output shown in README.md and docs/, produced from the demo data so it cannot drift.
+"""The docs that are generated from the code, so they cannot drift: every command output shown in
+README.md and docs/ (produced from the demo data), and docs/tables.md's table sections.
 
-    python -m offset_audit.examples            # re-run the examples and rewrite their blocks
-    python -m offset_audit.examples --check    # exit 1 when a block differs from what the commands print
+    python -m offset_audit.cli.docs examples          # re-run the examples and rewrite their blocks
+    python -m offset_audit.cli.docs examples --check  # exit 1 when a block differs from what the commands print
+    python -m offset_audit.cli.docs tables            # rewrite docs/tables.md from schemas/tables/
 
 A block in a Markdown file is marked by the line `<!-- example: NAME -->` right before its fence; the
 fence holds `$ <command>` and what the command printed on stdout. The commands run in a scratch
@@ -22,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import click
+
+ROOT = Path(__file__).resolve().parents[3]
 DOCUMENTS = [
     "README.md",
     "docs/inputs.md",
@@ -146,7 +150,7 @@ def run_examples(workdir: Path, names: set[str] | None = None) -> dict[str, str]
     """Run the examples in `workdir`; each block's text by name (command line and output)."""
     from click.testing import CliRunner
 
-    from offset_audit.cli import main
+    from offset_audit.cli.main import main
 
     blocks = {}
     previous = Path.cwd()
@@ -189,8 +193,15 @@ def blocks_in(text: str) -> dict[str, str]:
     return {m.group("name"): m.group("body").rstrip("\n") for m in BLOCK.finditer(text)}
 
 
-def main(argv: list[str]) -> int:
-    check = "--check" in argv
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Regenerate the docs that come from the code (for maintainers)."""
+
+
+@main.command()
+@click.option("--check", is_flag=True, help="exit 1 when a shown output is out of date, and rewrite nothing.")
+def examples(check: bool) -> None:
+    """Re-run the demo commands and rewrite every shown output in README.md and docs/."""
     with tempfile.TemporaryDirectory() as scratch:
         blocks = run_examples(Path(scratch))
     stale = []
@@ -205,12 +216,23 @@ def main(argv: list[str]) -> int:
                 stale.append(document)
         elif new != text:
             path.write_text(new)
-            print(f"rewrote the examples of {document}")
+            click.echo(f"rewrote the examples of {document}")
     if stale:
-        print(f"examples out of date in {', '.join(stale)}: run python -m offset_audit.examples", file=sys.stderr)
-        return 1
-    return 0
+        click.echo(
+            f"examples out of date in {', '.join(stale)}: run python -m offset_audit.cli.docs examples", err=True
+        )
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("page", default="docs/tables.md", type=click.Path(dir_okay=False, exists=True))
+def tables(page: str) -> None:
+    """Rewrite the table sections of PAGE (docs/tables.md) from schemas/tables/."""
+    from offset_audit.views.table_docs import sync
+
+    path = Path(page)
+    path.write_text(sync(path.read_text()))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main()

@@ -4,12 +4,12 @@ glance, every docs link resolves, and the README stays a five-minute read."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from offset_audit.cli import main
+from repo_paths import ROOT
+
+from offset_audit.cli.main import main
 from offset_audit.layouts.tables import table_schema
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 TABLES_DOC = (ROOT / "docs" / "tables.md").read_text()
 # Every output table described in schemas/tables/ (coordinates.json is the shared column block).
@@ -17,7 +17,7 @@ TABLES = sorted(p.stem for p in (ROOT / "schemas" / "tables").glob("*.json") if 
 
 
 def test_table_sections_are_generated_from_the_schemas():
-    """Run `python -m offset_audit.views.table_docs docs/tables.md` after changing schemas/tables/."""
+    """Run `python -m offset_audit.cli.docs tables` after changing schemas/tables/."""
     from offset_audit.views.table_docs import sync
 
     assert sync(TABLES_DOC) == TABLES_DOC

@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-JOBS = Path(__file__).resolve().parent.parent / "jobs"
+from repo_paths import ROOT
+
+JOBS = ROOT / "jobs"
 
 
 def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):

@@ -7,7 +7,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from offset_audit.cli import main
+from offset_audit.cli.main import main
 
 
 def run(*args):
@@ -123,14 +123,14 @@ def test_a_binary_file_read_as_console_text_is_quarantined_not_a_traceback(spark
 
 def test_a_user_error_raised_in_a_spark_task_is_one_sentence_and_exit_2(spark, capfd):
     """Once, a UserError in a task reached the user as a 150-line PythonException, exit 1."""
-    from offset_audit.cli import _user_errors
+    from offset_audit.cli.options import user_errors
 
     def _raise_user_error(_):
         from offset_audit.errors import UserError
 
         raise UserError("the thing in the task is wrong")
 
-    @_user_errors
+    @user_errors
     def command():
         spark.sparkContext.parallelize([1], 1).map(_raise_user_error).collect()
 
@@ -141,9 +141,9 @@ def test_a_user_error_raised_in_a_spark_task_is_one_sentence_and_exit_2(spark, c
 
 
 def test_anything_else_from_a_task_keeps_its_traceback(spark):
-    from offset_audit.cli import _user_errors
+    from offset_audit.cli.options import user_errors
 
-    @_user_errors
+    @user_errors
     def command():
         spark.sparkContext.parallelize([1], 1).map(lambda _: 1 // 0).collect()
 

@@ -1,0 +1,126 @@
+"""`offset-audit generate`: a realistic, deterministic dump for demos, tests and benches (generator/)."""
+
+from __future__ import annotations
+
+import click
+
+from offset_audit.cli.options import user_errors
+from offset_audit.errors import UserError
+from offset_audit.escaping import terminal
+
+
+@click.command()
+@click.option("--output", required=True, metavar="PATH", help="folder for the dump.")
+@click.option("--records", default=100_000, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=1, show_default=True, type=int)
+@click.option(
+    "--corrupt",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="how many corrupt or unknown records to mix in.",
+)
+@click.option(
+    "--partitions",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="__consumer_offsets partition count (offsets.topic.num.partitions).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["parquet", "segments", "share-state"]),
+    default="parquet",
+    show_default=True,
+    help="a Kafka-source snapshot of __consumer_offsets, a broker data directory of __consumer_offsets-N/*.log "
+    "segments, or a Kafka-source snapshot of __share_group_state for the share groups of the same cluster.",
+)
+@click.option(
+    "--cluster-records",
+    default=None,
+    type=click.IntRange(min=1),
+    help="with --format share-state: the --records of the __consumer_offsets dump whose share groups to use "
+    "(default: --records).",
+)
+@click.option(
+    "--compression",
+    type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+    help="with --format segments: the batches' codec.",
+)
+@click.option(
+    "--batch-records",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="with --format segments: records per batch (the coordinator writes most records one per batch).",
+)
+@click.option(
+    "--end-offsets",
+    "end_offsets_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="also write what kafka-get-offsets.sh (--time -1) would print for the generated cluster: the log end "
+    "offset of every partition with committed offsets, for audit --end-offsets.",
+)
+@click.option(
+    "--start-offsets",
+    "start_offsets_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="also write the log start offsets (kafka-get-offsets.sh --time -2), a few above committed offsets.",
+)
+@user_errors
+def generate(
+    output: str,
+    records: int,
+    seed: int,
+    corrupt: int,
+    partitions: int,
+    output_format: str,
+    cluster_records: int | None,
+    compression: str,
+    batch_records: int,
+    end_offsets_file: str | None,
+    start_offsets_file: str | None,
+) -> None:
+    """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments), or of
+    __share_group_state for the same cluster's share groups."""
+    import tempfile
+
+    from offset_audit.generator import generate_dump, generate_share_state, snapshot_to_segments
+
+    offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}
+    if output_format == "share-state":
+        if end_offsets_file or start_offsets_file:
+            raise UserError("--end-offsets and --start-offsets go with --format parquet or segments")
+        result = generate_share_state(
+            output, records, seed=seed, world_records=cluster_records or records, partitions=partitions, corrupt=corrupt
+        )
+        click.echo(
+            f"wrote {result['records']:,} __share_group_state records of {result['share_partitions']:,} "
+            f"share-partitions in {result['partitions']} partitions to {terminal(output)}"
+        )
+        return
+    if output_format == "parquet":
+        result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files)
+        where = f"({result['files']} Parquet files)"
+    else:
+        with tempfile.TemporaryDirectory() as snapshot:
+            result = generate_dump(
+                snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files
+            )
+            written = snapshot_to_segments(snapshot, output, batch_records, compression)
+        codec = "uncompressed" if compression == "none" else f"{compression}-compressed"
+        where = f"({written['segments']} segment files, {codec} batches)"
+    click.echo(
+        f"wrote {result['records']:,} records of {result['groups']:,} groups in {result['partitions']} "
+        f"__consumer_offsets partitions to {terminal(output)} {where}"
+    )
+    for path in (end_offsets_file, start_offsets_file):
+        if path:
+            click.echo(f"wrote the offsets of {result['offset_partitions']:,} topic partitions to {terminal(path)}")

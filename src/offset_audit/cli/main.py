@@ -1,0 +1,24 @@
+"""`offset-audit`: the command group, and every command registered in it."""
+
+from __future__ import annotations
+
+import click
+
+from offset_audit.cli.generate import generate
+from offset_audit.cli.options import Commands
+from offset_audit.cli.read_commands import delete_plan, describe, metrics, report
+from offset_audit.cli.run_commands import audit, decode, history, share, whatif
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kafka-offset-audit")
+def main() -> None:
+    """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
+
+
+for command in (decode, audit, whatif, share, history, describe, delete_plan, generate, metrics, report):
+    main.add_command(command)
+
+
+if __name__ == "__main__":
+    main()

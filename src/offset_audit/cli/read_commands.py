@@ -1,0 +1,188 @@
+"""The commands that read an audit's output folder: describe, delete-plan, report and metrics.
+
+They read the finished Delta tables with delta-rs and pyarrow (views.audit_folder) and never start
+Spark: an operator expects an answer in about a second.
+"""
+
+from __future__ import annotations
+
+import click
+
+from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options
+from offset_audit.escaping import terminal
+from offset_audit.storage import Storage, is_remote, normalize, replace_file
+from offset_audit.views.html_report import DEFAULT_DAYS
+from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
+
+
+@click.command()
+@audit_folder_options
+@click.option("--group", "groups", multiple=True, metavar="GROUP", help="only this group (repeatable).")
+@click.option("--topic", default=None, help="only this topic.")
+@click.option(
+    "--expiring-within",
+    type=DURATION,
+    default=None,
+    metavar="DURATION",
+    help="only offsets that expire within DURATION of the snapshot's as_of (24h, 7d; expired ones included).",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest audit).")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document (groups and offsets) instead.")
+def describe(
+    audit: AuditFolder,
+    groups: tuple[str, ...],
+    topic: str | None,
+    expiring_within: int | None,
+    snapshot_id: str | None,
+    as_json: bool,
+) -> None:
+    """Committed offsets like kafka-consumer-groups.sh --describe, with when each expires and why.
+
+    Reads the audit's tables directly (no Spark): an answer in about a second.
+    """
+    from offset_audit.durations import MINUTE_MS
+    from offset_audit.views import describe as view
+    from offset_audit.views.json_documents import dumps
+
+    within = None if expiring_within is None else expiring_within * MINUTE_MS
+    described = view.read_described(audit.path, audit.storage, list(groups), topic, within, snapshot_id)
+    click.echo(dumps(view.document(described)) if as_json else view.render(described))
+
+
+@click.command("delete-plan")
+@audit_folder_options
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@click.option(
+    "--bootstrap-server",
+    default=DEFAULT_BOOTSTRAP,
+    show_default=True,
+    help="written into the commands as given: a shell word of yours, expanded when the script runs.",
+)
+@click.option(
+    "--script", type=click.Path(dir_okay=False), default=None, help="write the commands to this file instead."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print one JSON document (the candidates by group and topic, the snapshot, the script path) instead "
+    "of the commands; with --script the script is written too.",
+)
+def delete_plan(
+    audit: AuditFolder, snapshot_id: str | None, bootstrap_server: str, script: str | None, as_json: bool
+) -> None:
+    """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates.
+
+    Reads the audit's deletion_candidates table directly (no Spark). Every group and topic name in the
+    script is quoted and passed as --group=NAME / --topic=NAME, comments are escaped: a name from the
+    dump cannot run anything or pass for an option.
+    """
+    import os
+
+    from offset_audit.runs import preflight
+    from offset_audit.views.audit_folder import check_audit_dir
+    from offset_audit.views.audit_folder import delete_plan as plan
+    from offset_audit.views.json_documents import delete_plan_document, dumps
+    from offset_audit.views.summary import delete_plan_lines
+
+    check_audit_dir(audit.path, audit.storage)
+    if script:
+        preflight.check_script_path(script)
+    snapshot, candidates = plan(audit.path, snapshot_id, audit.storage)
+    if not candidates:
+        if as_json:
+            click.echo(dumps(delete_plan_document(audit.path, snapshot, [], None)))
+        else:
+            click.echo(f"no deletion candidates in {terminal(audit.path)}")
+        return
+    text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
+    if script:
+        with open(script, "w") as handle:
+            handle.write(text)
+        os.chmod(script, 0o755)
+    if as_json:
+        click.echo(dumps(delete_plan_document(audit.path, snapshot, candidates, script)))
+    elif script:
+        groups = len({c["group_id"] for c in candidates})
+        click.echo(f"wrote {len(candidates)} partitions of {groups} groups to {terminal(script)}")
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command()
+@audit_folder_options
+@click.option(
+    "--output",
+    required=True,
+    metavar="PATH",
+    help="the HTML file to write (local or s3://); it opens offline: plotly.js and the styles are inline.",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@click.option(
+    "--days",
+    default=DEFAULT_DAYS,
+    show_default=True,
+    type=click.IntRange(min=1, max=3660),
+    help="how many days after as_of the expiry chart covers.",
+)
+def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) -> None:
+    """Write one HTML page summarising an audit folder: offsets expiring per day by rule, groups by state
+    and verdict, the what-if curve, lag by group, the snapshots' history, the top deletion candidates and
+    the soonest expiries.
+
+    Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
+    """
+    from offset_audit.runs import preflight
+    from offset_audit.views.html_report import read_audit, render
+
+    output = normalize(output)
+    preflight.check_output_file(output, audit.storage)
+    page = render(read_audit(audit.path, snapshot_id, audit.storage), days)
+    written = _write_page(output, page.html, audit.storage)
+    click.echo(
+        f"wrote {terminal(output)} ({written // 1024:,} KiB): {page.drawn} charts, "
+        f"snapshot {terminal(page.snapshot_id)}"
+    )
+
+
+def _write_page(output: str, html: str, storage: Storage) -> int:
+    """Write the page whole: locally through a temporary file renamed over `output`, so a reader never
+    sees half a page. Returns its size in bytes."""
+    data = html.encode("utf-8")
+    if is_remote(output):
+        with storage.open_output_stream(output) as stream:
+            stream.write(data)
+        return len(data)
+    replace_file(output, data)
+    return len(data)
+
+
+@click.command()
+@audit_folder_options
+@click.option(
+    "--output",
+    default=None,
+    metavar="FILE",
+    help="write to this *.prom file, atomically (for node_exporter's textfile collector); default: stdout.",
+)
+@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+def metrics(audit: AuditFolder, output: str | None, snapshot_id: str | None) -> None:
+    """Print an audited snapshot as Prometheus metrics (text format 0.0.4): lag, commit age and expiry per
+    partition, offsets, lag and expiry per group.
+
+    Reads the audit's partition_verdicts and group_verdicts tables directly (no Spark). Metric names start
+    with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
+    """
+    from offset_audit.runs import preflight
+    from offset_audit.views.prometheus import snapshot_metrics
+
+    if output is not None:
+        preflight.check_textfile(output)
+    result = snapshot_metrics(audit.path, snapshot_id, audit.storage)
+    if output is None:
+        click.echo(result.text, nl=False)
+        return
+    # Renamed over the target (a scrape sees the old file or the new one), readable by all: node_exporter
+    # usually runs as another user.
+    replace_file(output, result.text.encode("utf-8"), mode=0o644)
+    click.echo(f"wrote {result.samples} samples of {result.groups} groups to {terminal(output)}", err=True)

@@ -1,0 +1,337 @@
+"""The commands that read a dump and run Spark: decode, audit, whatif, history and share.
+
+Each one checks its flags and inputs before Spark starts (runs.preflight: a mistake costs a second,
+not a decoded dump), runs (runs/), and prints what the run found (views/).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from offset_audit.cli.options import (
+    DURATION,
+    END_OFFSETS_OPTION,
+    RETENTION_MINUTES,
+    START_OFFSETS_OPTION,
+    Dump,
+    dump_options,
+    emit,
+    output_options,
+)
+from offset_audit.escaping import terminal
+from offset_audit.storage import normalize
+
+KEEP_DECODED_HELP = (
+    "decode (and quarantine) every record and keep the full commit history in DIR/decoded/offset_commits "
+    "(by default only the last record of each key is decoded, the others count as superseded, and "
+    "offset_commits stays empty)."
+)
+
+
+@click.command()
+@dump_options(settings_from=("fast_path",))
+@click.option("--output", required=True, metavar="DIR", help="folder for the Delta tables.")
+@click.option(
+    "--no-fast-path", "fast_path", flag_value=False, default=None, help="decode every record with the generic reader."
+)
+@output_options
+def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
+    """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
+    from offset_audit.runs import preflight, progress
+    from offset_audit.runs.decode import run_decode, written_tables
+    from offset_audit.runs.session import start_spark
+    from offset_audit.views.json_documents import decode_document
+    from offset_audit.views.summary import decode_summary
+
+    output = normalize(output)
+    settings = preflight.check_inputs(dump.inputs, dump.settings)
+    preflight.check_output(output, written_tables(), settings)
+    with progress.reporting(not quiet):
+        spark = start_spark(settings, dump.inputs)
+        report = run_decode(spark, dump.inputs, output, settings)
+    emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
+
+
+@click.command()
+@dump_options(settings_from=("as_of", "retention_minutes"))
+@click.option(
+    "--output", required=True, metavar="DIR", help="folder for the verdict tables (decode tables go to DIR/decoded)."
+)
+@click.option("--as-of", default=None, help="latest (default: newest record in the dump), now, or an ISO timestamp.")
+@click.option(
+    "--retention-minutes",
+    type=RETENTION_MINUTES,
+    default=None,
+    help="offsets.retention.minutes: minutes or a duration like 7d (default 10080 = 7d; at most 2147483647 "
+    "minutes, an int on the broker).",
+)
+@click.option(
+    "--snapshot-id",
+    default=None,
+    help="name of this snapshot in the tables (default: as_of and a digest of the dump, the same wherever it lies).",
+)
+@END_OFFSETS_OPTION
+@START_OFFSETS_OPTION
+@click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
+@click.option(
+    "--fail-if-expiring-within",
+    "fail_expiring",
+    type=DURATION,
+    default=None,
+    metavar="DURATION",
+    help="exit 3 when an offset not yet expired expires within DURATION of as_of (24h, 7d, ...): for cron "
+    "and CI alerts. The tables and the summary are written first.",
+)
+@click.option(
+    "--fail-if-expired",
+    "fail_expired",
+    is_flag=True,
+    help="exit 4 when a group with members (not Empty) has expired offsets: its consumers reset when they "
+    "come back to those partitions. Takes precedence over exit 3.",
+)
+@output_options
+def audit(
+    dump: Dump,
+    output: str,
+    snapshot_id: str | None,
+    end_offsets: str | None,
+    start_offsets: str | None,
+    keep_decoded: bool,
+    fail_expiring: int | None,
+    fail_expired: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Judge every committed offset and group as the broker's expiry sweep would.
+
+    Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
+    from offset_audit.runs import preflight, progress
+    from offset_audit.runs.audit import alerts, run_audit, written_tables
+    from offset_audit.runs.session import start_spark
+    from offset_audit.views.json_documents import audit_document
+    from offset_audit.views.summary import audit_summary
+
+    output = normalize(output)
+    settings = preflight.check_inputs(dump.inputs, dump.settings)
+    preflight.check_as_of(settings.as_of, settings.input_format)
+    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
+    preflight.check_output(output, written_tables(), settings)
+    with progress.reporting(not quiet):
+        spark = start_spark(settings, dump.inputs)
+        result = run_audit(
+            spark,
+            dump.inputs,
+            output,
+            settings,
+            snapshot_id=snapshot_id,
+            end_offsets=end_offsets,
+            keep_decoded=keep_decoded,
+        )
+    checked = alerts(result, fail_expiring, fail_expired)
+    emit(
+        as_json,
+        lambda: audit_document(result, output, {a["name"]: a for a in checked}),
+        lambda: audit_summary(result, output),
+    )
+    fired = [a for a in checked if a["matched"]]
+    for alert in fired:
+        click.echo(f"alert: {alert['message']} (exit {alert['exit_code']})", err=True)
+    if fired:
+        sys.exit(max(a["exit_code"] for a in fired))
+
+
+@click.command()
+@dump_options
+@click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
+@click.option(
+    "--retention-minutes",
+    "retentions",
+    required=True,
+    metavar="LIST",
+    help="comma-separated minutes or durations, e.g. 1d,7d,30d or 1440,10080,43200.",
+)
+@click.option("--as-of", "as_of_points", multiple=True, help="latest (default), now or ISO timestamps (repeatable).")
+@click.option(
+    "--snapshot-id",
+    default=None,
+    help="name of this snapshot in the table (default: from the dump and the first --as-of, as audit names "
+    "it). Scenarios of one snapshot accumulate across runs; one judged again is replaced.",
+)
+@click.option("--per-group", is_flag=True, help="also write every group in every scenario (table whatif_groups).")
+@click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
+@output_options
+def whatif(
+    dump: Dump,
+    output: str,
+    retentions: str,
+    as_of_points: tuple[str, ...],
+    snapshot_id: str | None,
+    per_group: bool,
+    keep_decoded: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """What would expire, and which groups would go, under other retentions or at other times."""
+    from offset_audit.runs import preflight, progress
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.whatif import run_whatif, written_tables
+    from offset_audit.views.json_documents import whatif_document
+    from offset_audit.views.summary import whatif_summary
+
+    minutes = preflight.check_retention_list(retentions)
+    points = list(as_of_points) or [dump.settings.as_of]
+    output = normalize(output)
+    settings = preflight.check_inputs(dump.inputs, dump.settings)
+    for point in points:
+        preflight.check_as_of(point, settings.input_format)
+    preflight.check_output(output, written_tables(), settings)
+    with progress.reporting(not quiet):
+        spark = start_spark(settings, dump.inputs)
+        report, rows = run_whatif(
+            spark,
+            dump.inputs,
+            output,
+            settings,
+            minutes,
+            points,
+            snapshot_id,
+            per_group=per_group,
+            keep_decoded=keep_decoded,
+        )
+    emit(
+        as_json,
+        lambda: whatif_document(report, rows, output),
+        lambda: (
+            f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):\n" + whatif_summary(rows)
+        ),
+    )
+
+
+@click.command()
+@dump_options(default_topic="__share_group_state")
+@click.option("--output", required=True, metavar="DIR", help="folder for the share tables.")
+@click.option(
+    "--groups-input",
+    "groups_inputs",
+    multiple=True,
+    metavar="PATH",
+    help="a __consumer_offsets dump (any input format) with the share groups' records (types 9-15), repeatable.",
+)
+@click.option(
+    "--delivery-count-limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="group.share.delivery.count.limit (default: --broker-config's, else 5).",
+)
+@END_OFFSETS_OPTION
+@START_OFFSETS_OPTION
+@click.option(
+    "--broker-config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="a broker's server.properties: its group.share.* limits are checked and used.",
+)
+@output_options
+def share(
+    dump: Dump,
+    output: str,
+    groups_inputs: tuple[str, ...],
+    delivery_count_limit: int | None,
+    end_offsets: str | None,
+    start_offsets: str | None,
+    broker_config: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
+    import dataclasses
+
+    from offset_audit.cli.options import paths
+    from offset_audit.constants import OFFSETS_TOPIC
+    from offset_audit.runs import preflight, progress
+    from offset_audit.runs.session import start_spark
+    from offset_audit.runs.share import check_share_input_format, run_share, written_tables
+    from offset_audit.views.json_documents import share_document
+    from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
+    from offset_audit.views.summary import share_summary
+
+    output, groups = normalize(output), paths(groups_inputs)
+    settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
+    check_share_input_format(settings.input_format)
+    if groups:
+        group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+        preflight.check_inputs(groups, group_settings)
+    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
+    if broker_config:
+        preflight.check_file(broker_config, "--broker-config")
+    preflight.check_output(output, written_tables(with_groups=bool(groups)), settings)
+    with progress.reporting(not quiet):
+        spark = start_spark(settings, dump.inputs + groups)
+        result = run_share(
+            spark,
+            dump.inputs,
+            output,
+            settings,
+            delivery_count_limit=delivery_count_limit,
+            groups_inputs=groups,
+            end_offsets=end_offsets,
+            broker_config=broker_config,
+            # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
+            bootstrap=settings.bootstrap_servers or DEFAULT_BOOTSTRAP,
+        )
+    emit(as_json, lambda: share_document(result, output), lambda: share_summary(result, output))
+
+
+@click.command()
+@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes",))
+@click.option(
+    "--output", required=True, metavar="DIR", help="folder for offset_history (decode tables go to DIR/decoded)."
+)
+@click.option(
+    "--retention-minutes",
+    type=RETENTION_MINUTES,
+    default=None,
+    help="the offsets.retention.minutes the causes are judged with: minutes or a duration (default 10080 = 7d).",
+)
+@click.option(
+    "--group", "groups", multiple=True, metavar="GROUP", help="only this group, with its timeline (repeatable)."
+)
+@click.option(
+    "--topic", "only_topic", default=None, metavar="TOPIC", help="only this topic's offsets (and its groups' events)."
+)
+@click.option(
+    "--snapshot-id",
+    default=None,
+    help="name of this snapshot in the table (default: the newest record's time and a digest of the dump).",
+)
+@output_options
+def history(
+    dump: Dump,
+    output: str,
+    groups: tuple[str, ...],
+    only_topic: str | None,
+    snapshot_id: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Why did a group lose its offsets? Every commit, state change and deletion from the log, with its cause.
+
+    Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
+    """
+    from offset_audit.runs import preflight, progress
+    from offset_audit.runs.history import run_history, written_tables
+    from offset_audit.runs.session import start_spark
+    from offset_audit.views.json_documents import history_document
+    from offset_audit.views.summary import history_summary
+
+    output = normalize(output)
+    settings = preflight.check_inputs(dump.inputs, dump.settings)
+    preflight.check_output(output, written_tables(), settings)
+    with progress.reporting(not quiet):
+        spark = start_spark(settings, dump.inputs)
+        result = run_history(
+            spark, dump.inputs, output, settings, groups=list(groups), topic=only_topic, snapshot_id=snapshot_id
+        )
+    emit(as_json, lambda: history_document(result, output), lambda: history_summary(result, output))
