@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from offset_audit.generator import generate_dump
+from offset_audit.generator.dump import generate_dump
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
@@ -61,7 +61,7 @@ def raw_scan(spark, path: Path) -> float:
 def segments_for(records: int, seed: int, compression: str = "none") -> Path:
     """The same dump as a broker data directory: one record per batch, as the coordinator writes (each
     batch compressed on its own with `compression`, as a coordinator with compression.type does)."""
-    from offset_audit.generator import snapshot_to_segments
+    from offset_audit.generator.writers import snapshot_to_segments
 
     snapshot = dump_for(records, seed)
     name = f"segments-{records}-{seed}" + ("" if compression == "none" else f"-{compression}")
@@ -142,7 +142,7 @@ def bench_segments(spark, records: int, seed: int, compression: str, parquet_dec
 def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict:
     """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster) of
     `records` records, against `decode` of a Parquet __consumer_offsets dump of as many records."""
-    from offset_audit.generator import generate_share_state
+    from offset_audit.generator.share import generate_share_state
     from offset_audit.runs.share import run_share
 
     path = cached(

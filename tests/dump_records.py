@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from offset_audit import constants as K
-from offset_audit.generator import SNAPSHOT_SCHEMA
+from offset_audit.generator.writers import SNAPSHOT_SCHEMA
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts
 

@@ -134,7 +134,7 @@ def test_flat_segment_files_need_a_partition(spark, segments, tmp_path):
 
 
 def test_input_format_auto_refuses_mixed_inputs(spark, segments, tmp_path):
-    from offset_audit.generator import generate_dump
+    from offset_audit.generator.dump import generate_dump
 
     generate_dump(str(tmp_path / "parquet"), 100, seed=1)
     with pytest.raises(UserError, match="mix formats"):
@@ -151,7 +151,8 @@ def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(
     """The generated dump (every record type, corrupt records included) written as segment files of
     another shape must decode to the very same tables as the Kafka-source snapshot it came from, on the
     compiled segment walker and on the Python reader alone (decode.fast_path)."""
-    from offset_audit.generator import generate_dump, snapshot_to_segments
+    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.writers import snapshot_to_segments
 
     generate_dump(str(tmp_path / "snapshot"), 1500, seed=5, corrupt=6)
     snapshot_to_segments(str(tmp_path / "snapshot"), str(tmp_path / "segments"), batch_records, compression)

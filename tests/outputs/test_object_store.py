@@ -33,7 +33,8 @@ def s3(tmp_path_factory):
 @pytest.fixture(scope="module")
 def dumps(s3, tmp_path_factory):
     """The same records as a Parquet snapshot and as log segments, locally and in the bucket."""
-    from offset_audit.generator import generate_dump, snapshot_to_segments
+    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.writers import snapshot_to_segments
 
     folder = tmp_path_factory.mktemp("dumps")
     generate_dump(str(folder / "snapshot"), 20_000, seed=12, corrupt=6)

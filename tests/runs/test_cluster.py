@@ -73,7 +73,7 @@ def checkout(tmp_path_factory):
         built = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
         if built.returncode != 0:
             pytest.skip(f"`make package` could not build {command[-1]}: {built.stderr.strip()[-500:]}")
-    from offset_audit.generator import generate_dump
+    from offset_audit.generator.dump import generate_dump
 
     generate_dump(str(folder / "dump"), RECORDS, seed=7, corrupt=12)
     return folder

@@ -6,7 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.decoding.decoder import TABLES as DECODE_TABLES
-from offset_audit.generator import generate_dump
+from offset_audit.generator.dump import generate_dump
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
 

@@ -9,7 +9,8 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.coordinator import verdicts
-from offset_audit.generator import generate_dump, generate_share_state
+from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.share import generate_share_state
 from offset_audit.outputs.delta import RUN_ID_KEY
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings

@@ -13,7 +13,8 @@ from deltalake import DeltaTable
 from test_share_chain import NEW_CHECKPOINT_137, WORKED_EXAMPLE
 
 from offset_audit.errors import UserError
-from offset_audit.generator import generate_dump, generate_share_state
+from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.share import generate_share_state
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.share import run_share
 
@@ -167,7 +168,7 @@ def _batches_by_topic_id(output):
 def test_share_state_segments_replay_like_the_snapshot(spark, cluster, shared, tmp_path):
     """A broker data directory holding both internal topics: share reads __share_group_state-N and
     skips __consumer_offsets-N; decode does the opposite; both count what they skip."""
-    from offset_audit.generator import snapshot_to_segments
+    from offset_audit.generator.writers import snapshot_to_segments
     from offset_audit.runs.decode import run_decode
 
     data_dir = tmp_path / "data"
@@ -204,7 +205,7 @@ def _damaged_share_dump(root) -> str:
     tombstone and an update after it."""
     import pyarrow.parquet as pq
 
-    from offset_audit.generator import SNAPSHOT_SCHEMA
+    from offset_audit.generator.writers import SNAPSHOT_SCHEMA
     from offset_audit.layouts.encoder import encode_value
     from offset_audit.layouts.spec import share_state_layouts
 

@@ -92,7 +92,9 @@ def generate(
     __share_group_state for the same cluster's share groups."""
     import tempfile
 
-    from offset_audit.generator import generate_dump, generate_share_state, snapshot_to_segments
+    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.writers import snapshot_to_segments
 
     offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}
     if output_format == "share-state":
