@@ -32,7 +32,7 @@ demo: setup
 	$(BIN)/offset-audit delete-plan --audit demo-output --script demo-output/delete-offsets.sh
 	$(BIN)/offset-audit report --audit demo-output --output demo-output/report.html
 
-# Chromium for the report's browser test (tests/test_html_report.py), from Debian packages. Never fails:
+# Chromium for the report's browser test (tests/views/test_html_report.py), from Debian packages. Never fails:
 # without it (not root, no apt-get) that one test skips and says why.
 browser:
 	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then :; \

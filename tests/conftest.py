@@ -92,6 +92,15 @@ def audited(spark, tmp_path_factory) -> Path:
     return Path(output)
 
 
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """An S3-compatible server (moto) on 127.0.0.1 for one test module, stopped by pid after it."""
+    from live_services import live, s3_server
+
+    with live(s3_server(tmp_path_factory.mktemp("s3"))) as server:
+        yield server
+
+
 @pytest.fixture(params=["fast", "python"])
 def segment_path(request, monkeypatch) -> str:
     """Runs a segment test on both readers: the compiled fast path and the Python path it hands the rest

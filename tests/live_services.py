@@ -1,6 +1,7 @@
 """Real services the slow tests start on 127.0.0.1 and stop by pid: an S3-compatible server (moto in
 server mode) and a Spark standalone master with workers (the venv's pyspark, through spark-class).
-Each helper raises `Unavailable` with the exact reason when it cannot be had; the tests skip with it."""
+Each helper raises `Unavailable` with the exact reason when it cannot be had; `live` turns that into the
+skip of the tests that need it, saying why."""
 
 from __future__ import annotations
 
@@ -11,17 +12,29 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 LOOPBACK = "127.0.0.1"
 
 
 class Unavailable(Exception):
     """The service cannot be started here; the message says why."""
+
+
+@contextmanager
+def live(service: AbstractContextManager) -> Iterator:
+    """A live service (one of the context managers below) while the block runs, or the test that needs it
+    skipped with the reason it could not be had."""
+    try:
+        with service as running:
+            yield running
+    except Unavailable as reason:
+        pytest.skip(str(reason))
 
 
 def free_port() -> int:

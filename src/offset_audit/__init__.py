@@ -1,1 +1,20 @@
-"""kafka-offset-audit."""
+"""kafka-offset-audit: dumps of Kafka's __consumer_offsets judged as the group coordinator would.
+
+The package is laid out the way the data flows. Each subpackage's docstring says what it holds and what
+it may import (tests/test_layout.py holds it to that):
+
+    inputs/       where raw records come from: snapshots, log segments, text dumps, the live topic
+    decoding/     raw records -> typed rows of every decode table, or quarantine rows
+    coordinator/  the broker's model, no I/O: replay, rules, verdicts, history
+    share/        KIP-932 share groups: share-partition state, assignment, limits
+    outputs/      Delta tables written (delta-rs or delta-spark), and read back
+    views/        what people and programs read, no Spark: summaries, describe, JSON, metrics, HTML
+    runs/         each command end to end; the SparkSession, settings, progress, preflight checks
+    cli/          the click commands: flags -> settings -> a run or a view
+    generator/    deterministic dumps for the demo, the tests and the bench
+    layouts/      the record layouts and output tables of schemas/ as data, and the wire format
+
+The modules beside them are the vocabulary every stage shares, and import no subpackage: constants
+(Kafka's numbers), errors (user errors), settings, storage (paths and object stores), durations,
+timestamps (Kafka's milliseconds) and escaping (names from the dump made inert for each medium).
+"""

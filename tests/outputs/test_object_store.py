@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from live_services import Unavailable, s3_server, sorted_rows, table_rows
+from live_services import live, s3_server, sorted_rows, table_rows
 
 from offset_audit.cli.main import main
 
@@ -19,15 +19,6 @@ pytestmark = pytest.mark.slow
 
 AUDIT_TABLES = ["partition_verdicts", "group_verdicts", "deletion_candidates"]
 DECODE_TABLES = ["offset_commits", "group_metadata", "group_members", "modern_group_records", "other_records"]
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    try:
-        with s3_server(tmp_path_factory.mktemp("s3")) as server:
-            yield server
-    except Unavailable as reason:
-        pytest.skip(str(reason))
 
 
 @pytest.fixture(scope="module")
@@ -235,15 +226,10 @@ def test_an_unreachable_endpoint_is_one_sentence_before_spark(dumps, aws, no_spa
 
 
 def test_credentials_the_store_refuses_are_one_sentence_before_spark(tmp_path, no_spark, monkeypatch):
-    try:
-        with s3_server(tmp_path, checks_credentials=True) as strict:
-            for name, value in strict.environment.items():
-                monkeypatch.setenv(name, value)
-            result = CliRunner().invoke(
-                main, ["decode", "--input", strict.url("dump"), "--output", str(tmp_path / "o")]
-            )
-    except Unavailable as reason:
-        pytest.skip(str(reason))
+    with live(s3_server(tmp_path, checks_credentials=True)) as strict:
+        for name, value in strict.environment.items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(main, ["decode", "--input", strict.url("dump"), "--output", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: cannot reach s3://offset-audit/dump: ") and "ACCESS_DENIED" in result.output
     assert result.output.endswith(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from live_services import Unavailable, s3_server, sorted_rows, standalone_cluster, table_rows
+from live_services import live, sorted_rows, standalone_cluster, table_rows
 from repo_paths import ROOT
 
 from offset_audit.cli.main import main
@@ -56,11 +56,8 @@ def package_commands(dist: Path) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    try:
-        with standalone_cluster(tmp_path_factory.mktemp("cluster")) as live:
-            yield live
-    except Unavailable as reason:
-        pytest.skip(str(reason))
+    with live(standalone_cluster(tmp_path_factory.mktemp("cluster"))) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +74,6 @@ def checkout(tmp_path_factory):
 
     generate_dump(str(folder / "dump"), RECORDS, seed=7, corrupt=12)
     return folder
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    try:
-        with s3_server(tmp_path_factory.mktemp("s3")) as server:
-            yield server
-    except Unavailable as reason:
-        pytest.skip(str(reason))
 
 
 def submit(cluster, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None):

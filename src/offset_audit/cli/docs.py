@@ -9,7 +9,7 @@ A block in a Markdown file is marked by the line `<!-- example: NAME -->` right 
 fence holds `$ <command>` and what the command printed on stdout. The commands run in a scratch
 folder holding the demo dump (`make demo`'s generate line), in this process, one after the other (a
 later example may read what an earlier one wrote). Printed absolute paths of that folder are shown
-relative to it, as `make demo` leaves them in the repository. tests/test_examples.py runs them all
+relative to it, as `make demo` leaves them in the repository. tests/cli/test_examples.py runs them all
 and compares, ignoring only what differs from run to run (run ids).
 """
 

@@ -44,7 +44,7 @@ class DecodeReport:
     bytes_skipped: int = 0
     decoded_by_type: list[TypeCount] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
-    # The Delta version of each table this run committed (see sinks.delta.committed_version).
+    # The Delta version of each table this run committed (see outputs.delta.committed_version).
     table_versions: dict[str, int] = field(default_factory=dict)
     finished_at: datetime | None = None
     snapshot_id: str | None = None
@@ -64,7 +64,7 @@ class DecodeReport:
         )
 
     def wrote(self, table: str, written) -> None:
-        """Note a table this run committed (a sinks.delta.WriteResult): its rows, and its version."""
+        """Note a table this run committed (an outputs.delta.WriteResult): its rows, and its version."""
         self.table_rows[table] = written.rows
         if written.version is not None:
             self.table_versions[table] = written.version

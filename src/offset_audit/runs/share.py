@@ -1,5 +1,5 @@
-"""`offset-audit share`: orchestration only (the logic is in job.py, state.py, chain.py, groups.py,
-assignor.py and limits.py)."""
+"""`offset-audit share`: orchestration only (the logic is in share/: onepass, job, state, chain, groups,
+assignor and limits)."""
 
 from __future__ import annotations
 

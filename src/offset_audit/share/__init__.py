@@ -1,1 +1,19 @@
-"""KIP-932 share groups: share-partition state, assignment and limits (see `offset-audit share`)."""
+"""KIP-932 share groups: the share-partition state Kafka's share coordinator rebuilds, the groups the
+group coordinator holds, their assignment and the broker's limits (`offset-audit share`).
+
+    state      one share-partition's replay, rule for rule as Kafka 4.1's ShareCoordinatorShard
+    records    one __share_group_state record (ShareSnapshot, ShareUpdate) to its row
+    columns    __share_group_state values read column-wise with numpy
+    fold       a task's records folded per share-partition, the folds combined on the driver
+    cover      state merges over numpy arrays (which batch covers each offset)
+    onepass    the one Spark pass: read, decode and fold in the tasks
+    job        the record-by-record route, and the KIP-932 draft's control records
+    chain      the KIP-932 draft's checkpoint and delta chains
+    groups     share groups from __consumer_offsets (types 9-15), and what to act on
+    assignor   the target assignment the coordinator computes (SimpleAssignor), and how a stored one compares
+    limits     the group.share.* broker settings, checked, and the groups measured against them
+    tables     the share tables shaped in Arrow
+
+May import: the top-level modules, layouts, inputs, decoding, coordinator, views (kafka_commands: the
+share_groups table stores the command that deletes a group).
+"""

@@ -278,7 +278,7 @@ def timeline_line(event: dict) -> str:
 
 
 def timeline(group_events: list[dict]) -> list[str]:
-    """A group's events in log order (history_run.timeline_rows: runs of commits already folded)."""
+    """A group's events in log order (runs.history.timeline_rows: runs of commits already folded)."""
     lines = []
     for event in group_events:
         if event["event"] != "COMMIT_RUN":

@@ -1,6 +1,6 @@
 """Writes magic-2 log segments: for `generate --format segments`, the benchmark and the pipeline tests.
 
-The reader's correctness is pinned by hand-laid hex vectors (tests/test_segments.py), never by round
+The reader's correctness is pinned by hand-laid hex vectors (tests/inputs/test_segments.py), never by round
 trips through this writer. Batches are laid out as DefaultRecordBatch writes them: the CRC-32C covers
 the attributes to the end, a compressed batch compresses the records after the record count.
 """

@@ -4,7 +4,7 @@ The text readers hand the rest of the pipeline the same key and value bytes Kafk
 text dump goes through exactly the decoder, replay and rules a segment or a Kafka topic goes through.
 Those bytes are written with the project's own encoder and layouts (`layouts/encoder.py`,
 `schemas/records/`), never with a second description of the formats; the one exception is a fast
-path for offset commits (nearly every line of a dump), which `tests/test_dump_log.py` pins against
+path for offset commits (nearly every line of a dump), which `tests/inputs/test_dump_log.py` pins against
 both the generic encoder and bytes written out by hand.
 
 Kafka's JSON converters name fields after the schema in lower camel case (`GroupId` -> `groupId`),

@@ -1,0 +1,149 @@
+"""The package is laid out the way the data flows, and keeps to it: each subpackage imports only what its
+`__init__` docstring says it may ("May import: ..."), the coordinator does no I/O, the views never load
+Spark, and only the command line parses flags. Imports are read with `ast`, at module level and inside
+functions alike; imports under `if TYPE_CHECKING:` (type hints only) are not counted."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+from repo_paths import DOCS, ROOT
+
+PACKAGE = ROOT / "src" / "offset_audit"
+TOP = "the top-level modules"
+# I/O a model of the broker never does: files, object stores, Delta, Kafka, processes.
+IO_MODULES = ("deltalake", "pyarrow.parquet", "pyarrow.fs", "pyarrow.csv", "confluent_kafka", "shutil", "tempfile")
+FLAG_PARSERS = ("click", "argparse", "optparse", "getopt")
+
+
+def subpackages() -> list[str]:
+    return sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def room(path: Path) -> str:
+    """The subpackage a module belongs to, or TOP for the shared modules beside them."""
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else TOP
+
+
+def room_of_module(name: str) -> str | None:
+    """The room of an imported offset_audit module; None for anything else."""
+    parts = name.split(".")
+    if parts[0] != "offset_audit":
+        return None
+    if len(parts) == 1:
+        return TOP
+    return parts[1] if (PACKAGE / parts[1]).is_dir() else TOP
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+@cache
+def imports(path: Path) -> tuple[str, ...]:
+    """Every module `path` imports when it runs (full dotted names; `from a import b` gives a.b and a)."""
+    tree = ast.parse(path.read_text())
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if _type_checking(node):
+            return
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            found.append(node.module)
+            found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return tuple(found)
+
+
+@cache
+def may_import(package: str) -> frozenset[str]:
+    """What a subpackage's __init__ docstring says it may import, besides itself."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text())) or ""
+    found = re.search(r"May import: (.+?)\.(?:\s|$)", doc, re.S)
+    assert found, f"{package}/__init__.py does not say what it may import ('May import: ...')"
+    allowed = {package}
+    listed = re.sub(r"\([^)]*\)", "", " ".join(found.group(1).split()))  # a parenthesis says why, not what
+    for item in re.split(r",\s*|\s+and\s+", listed):
+        allowed.add(TOP if item.startswith("the top-level modules") else item.strip())
+    return frozenset(allowed)
+
+
+def test_every_subpackage_says_what_it_holds_and_may_import():
+    for package in subpackages():
+        doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+        assert doc and len(doc.splitlines()) >= 3, f"{package}/__init__.py needs a docstring of a few lines"
+        assert may_import(package) - {TOP, package} <= set(subpackages()), package
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_point_down_the_flow(path):
+    here = room(path)
+    allowed = may_import(here) if here != TOP else frozenset({TOP})
+    wrong = sorted({name for name in imports(path) if (r := room_of_module(name)) is not None and r not in allowed})
+    assert not wrong, f"{path.relative_to(PACKAGE)} ({here}) imports {wrong}; it may import {sorted(allowed)}"
+
+
+def test_the_coordinator_does_no_io():
+    for path in (PACKAGE / "coordinator").glob("*.py"):
+        bad = [n for n in imports(path) if n.startswith(IO_MODULES)]
+        assert not bad, f"{path.name} imports {bad}: the broker's model takes DataFrames and returns DataFrames"
+
+
+def test_views_never_import_pyspark():
+    for path in (PACKAGE / "views").glob("*.py"):
+        bad = [n for n in imports(path) if n.split(".")[0] == "pyspark"]
+        assert not bad, f"views/{path.name} imports {bad}"
+
+
+def test_importing_every_view_loads_no_pyspark():
+    """Not even through what the views import: a read command answers without loading Spark's Python."""
+    names = [f"offset_audit.views.{p.stem}" for p in sorted((PACKAGE / "views").glob("*.py")) if p.stem != "__init__"]
+    script = "\n".join(
+        [
+            "import sys",
+            *(f"import {name}" for name in names),
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))",
+        ]
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", loaded
+
+
+def test_only_the_command_line_parses_flags():
+    for path in modules():
+        if room(path) == "cli":
+            continue
+        bad = [n for n in imports(path) if n.split(".")[0] in FLAG_PARSERS]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}: flags are parsed in cli/"
+        assert "sys.argv" not in path.read_text(), f"{path.relative_to(PACKAGE)} reads sys.argv"
+
+
+def _map(text: str) -> list[str]:
+    """The subpackages a map lists (its `name/  what it holds` lines), in its order."""
+    return [line.split()[0].rstrip("/") for line in text.splitlines() if re.match(r"\s+\w+/\s", line)]
+
+
+def test_the_development_guide_opens_with_the_map_in_the_order_the_data_flows():
+    """docs/development.md's first block lists every subpackage, in the package docstring's order."""
+    package_map = _map(ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or "")
+    assert sorted(package_map) == subpackages(), package_map
+    guide = (DOCS / "development.md").read_text()
+    assert guide.startswith("# Development\n\n```"), "the guide opens with the map"
+    assert _map(guide.split("```", 2)[1]) == package_map
