@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# ci_skips: in CI, a skip not on its list fails the run; pytester: tests of that rule run pytest itself.
+pytest_plugins = ["ci_skips", "pytester"]
 # Spark hands timestamps to Python as naive local times; make local time UTC so tests read the same anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()
