@@ -279,3 +279,15 @@ def test_format_detection():
         assert looks_like_console_dump(head) and not looks_like_dump_log(head), name
     assert looks_like_console_dump((FIXTURES / "console_scala_groups.txt").read_text())
     assert not looks_like_console_dump((FIXTURES / "dump_log_3_8.txt").read_text()[:4096])
+
+
+def test_an_internal_error_in_the_reader_is_a_crash_not_a_quarantine_row(monkeypatch):
+    """Only what a damaged dump can make wrong becomes a row with an error; a bug in the reader must be
+    seen, not counted as bad input."""
+
+    def broken(self, line, value):
+        raise KeyError("a bug in the reader")
+
+    monkeypatch.setattr(C.ConsoleReader, "json_record", broken)
+    with pytest.raises(KeyError, match="a bug in the reader"):
+        read_rows("console_json_4_x.txt")

@@ -586,3 +586,16 @@ def test_a_number_beyond_its_column_is_an_error_row_not_a_failed_file(tmp_path):
     (row,) = read_rows(path)
     assert row["source_offset"] is None and row["key"] is None
     assert "source_offset 99999999999999999999 does not fit its column" in row["source_error"]
+
+
+def test_an_internal_error_in_the_reader_is_a_crash_not_a_quarantine_row(monkeypatch):
+    """Only what a damaged dump can make wrong becomes a row with an error; a bug in the reader must be
+    seen, not counted as bad input."""
+    from offset_audit.inputs.textdumps import dump_log
+
+    def broken(self, line):
+        raise KeyError("a bug in the reader")
+
+    monkeypatch.setattr(dump_log.DumpLogReader, "batch_header", broken)
+    with pytest.raises(KeyError, match="a bug in the reader"):
+        read_rows("dump_log_3_8.txt")

@@ -482,7 +482,46 @@ def test_records_that_do_not_fill_the_batch_are_an_error_row(tmp_path):
     """)
     rows = read_rows(write_segment(tmp_path, batch))
     assert len(rows) == 1
-    assert "malformed records" in rows[0]["source_error"] and rows[0]["key"] is None
+    assert "malformed records: the records end after 1 of the 2 the header counts;" in rows[0]["source_error"]
+    assert rows[0]["key"] is None
+
+
+def test_a_record_whose_value_runs_past_its_length_is_an_error_row_naming_the_field(tmp_path):
+    """The record's length (10) ends inside its value, whose length (2) points past it: Kafka reads a
+    record from a buffer of its own length, so the value cannot be read (BufferUnderflowException)."""
+    batch = seal_v2("""
+        0000000000000000    # baseOffset 0
+        00000039            # batchLength 57 = 49 + 8
+        00000000            # partitionLeaderEpoch
+        02                  # magic 2
+        CCCCCCCC            # crc
+        0000                # attributes
+        00000000            # lastOffsetDelta 0
+        0000018bcfe56800    # baseTimestamp T
+        0000018bcfe56800    # maxTimestamp T
+        ffffffffffffffff    # producerId -1
+        ffff                # producerEpoch -1
+        ffffffff            # baseSequence -1
+        00000001            # records count 1
+        0e                  # length 7 (zigzag 14): attributes .. the value's first byte
+        00 00 00            # attributes, timestampDelta 0, offsetDelta 0
+        02 6b               # key length 1, "k"
+        04 76               # value length 2, but only "v" is inside the record
+    """)
+    rows = read_rows(write_segment(tmp_path, batch))
+    assert len(rows) == 1 and "malformed records: record 0 ends inside its value;" in rows[0]["source_error"]
+
+
+def test_an_internal_error_reading_records_is_a_crash_not_an_error_row(tmp_path, monkeypatch):
+    """Only what the format can make wrong becomes an error row; a bug in the reader must be seen."""
+    from offset_audit.inputs.segments import record_batch
+
+    def broken(*_args):
+        raise IndexError("a bug in the reader")
+
+    monkeypatch.setattr(record_batch, "_read_records", broken)
+    with pytest.raises(IndexError, match="a bug in the reader"):
+        read_rows(write_segment(tmp_path, PLAIN_BATCH), fast=False)
 
 
 # --- magic 0 and 1 ---------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def decode_default_batch(frame: Frame, max_bytes: int = DEFAULT_MAX_BATCH_BYTES)
         # (MemoryRecordsBuilder, DefaultRecord.readFrom). Only LogAppendTime overrides it, with maxTimestamp.
         try:
             offsets, timestamps, keys, values = _read_records(records, start, count, base_offset, base_timestamp)
-        except (IndexError, ValueError) as err:
+        except ValueError as err:
             what = "records" if codec == CODEC_NONE else f"records (after {CODEC_NAMES[codec]} decompression)"
             raise ValueError(f"malformed {what}: {err}") from err
         if attributes & TIMESTAMP_TYPE_MASK:
@@ -120,6 +120,9 @@ def _read_records(
     """Offsets, timestamps, keys and values of the `count` records in buf[pos:], which they must fill exactly
     (DefaultRecordBatch.RecordIterator checks that nothing is left after the last record).
 
+    Every read is bounded by the record's own length, as DefaultRecord.readFrom reads from a buffer of
+    that size: a field that would run past it is a ValueError saying so, never an IndexError.
+
     Every varint is read the same way, spelled out five times because this loop runs once per record:
     one- and two-byte varints (nearly all of them: lengths below 8 KiB, deltas below 8 s) are decoded
     inline, longer ones by `_uvarint`/`_uvarlong`; then the zigzag is undone.
@@ -134,75 +137,93 @@ def _read_records(
     add_key = keys.append
     add_value = values.append
     for index in range(count):
+        if pos >= end:
+            raise ValueError(f"the records end after {index} of the {count} the header counts")
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
-        elif buf[pos + 1] < 0x80:
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
             raw = (raw & 0x7F) | (buf[pos + 1] << 7)
             pos += 2
         else:
-            raw, pos = _uvarint(buf, pos)
+            raw, pos = _uvarint(buf, pos, end)
         size = (raw >> 1) ^ -(raw & 1)
         record_start = pos
         record_end = pos + size
         if size < 0 or record_end > end:
             raise ValueError(f"record {index} claims {size} bytes, {end - record_start} are left")
-        pos += 1  # record attributes: unused by every Kafka version so far
+        # attributes (unused by every Kafka version so far), then the timestamp delta, the offset delta,
+        # the key length and the value length: at least one byte each
+        if record_end - pos < _MIN_RECORD_FIELDS:
+            raise ValueError(f"record {index} claims {size} bytes, too few for its fields")
+        pos += 1
 
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
-        elif buf[pos + 1] < 0x80:
+        elif pos + 1 < record_end and buf[pos + 1] < 0x80:
             raw = (raw & 0x7F) | (buf[pos + 1] << 7)
             pos += 2
         else:
-            raw, pos = _uvarlong(buf, pos)
+            raw, pos = _uvarlong(buf, pos, record_end)
         timestamp_delta = (raw >> 1) ^ -(raw & 1)
 
+        if pos >= record_end:
+            raise _cut(index, "offset delta")
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
-        elif buf[pos + 1] < 0x80:
+        elif pos + 1 < record_end and buf[pos + 1] < 0x80:
             raw = (raw & 0x7F) | (buf[pos + 1] << 7)
             pos += 2
         else:
-            raw, pos = _uvarint(buf, pos)
+            raw, pos = _uvarint(buf, pos, record_end)
         offset_delta = (raw >> 1) ^ -(raw & 1)
 
+        if pos >= record_end:
+            raise _cut(index, "key length")
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
-        elif buf[pos + 1] < 0x80:
+        elif pos + 1 < record_end and buf[pos + 1] < 0x80:
             raw = (raw & 0x7F) | (buf[pos + 1] << 7)
             pos += 2
         else:
-            raw, pos = _uvarint(buf, pos)
+            raw, pos = _uvarint(buf, pos, record_end)
         if raw & 1:  # a negative length: null (Kafka's Utils.readBytes takes any negative size as null)
             key = None
         else:
             key_end = pos + (raw >> 1)
+            if key_end > record_end:
+                raise _cut(index, "key")
             key = buf[pos:key_end]
             pos = key_end
 
+        if pos >= record_end:
+            raise _cut(index, "value length")
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
-        elif buf[pos + 1] < 0x80:
+        elif pos + 1 < record_end and buf[pos + 1] < 0x80:
             raw = (raw & 0x7F) | (buf[pos + 1] << 7)
             pos += 2
         else:
-            raw, pos = _uvarint(buf, pos)
+            raw, pos = _uvarint(buf, pos, record_end)
         if raw & 1:
             value = None
         else:
             value_end = pos + (raw >> 1)
+            if value_end > record_end:
+                raise _cut(index, "value")
             value = buf[pos:value_end]
             pos = value_end
 
+        if pos >= record_end:
+            raise _cut(index, "header count")
         if buf[pos] == 0:  # no headers, the usual case
             pos += 1
         else:
-            pos = _skip_headers(buf, pos)
+            pos = _skip_headers(buf, pos, record_end)
 
         if pos != record_end:
             raise ValueError(f"record {index} should be {size} bytes, its fields take {pos - record_start}")
@@ -215,13 +236,23 @@ def _read_records(
     return offsets, timestamps, keys, values
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes, truncated to 32 bits as Java's int does
+# attributes, timestamp delta, offset delta, key length, value length, header count: a byte each at least
+_MIN_RECORD_FIELDS = 6
+
+
+def _cut(index: int, field: str) -> ValueError:
+    return ValueError(f"record {index} ends inside its {field}")
+
+
+def _uvarint(buf: bytes, pos: int, limit: int) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes within buf[:limit], truncated to 32 bits as Java's int does
     (ByteUtils.readUnsignedVarint); the caller undoes the zigzag."""
     start = pos
     raw = 0
     shift = 0
     while True:
+        if pos >= limit:
+            raise ValueError(f"varint at byte {start} runs past the end of its record")
         byte = buf[pos]
         pos += 1
         raw |= (byte & 0x7F) << shift
@@ -232,12 +263,15 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError(f"varint at byte {start} is longer than 5 bytes")
 
 
-def _uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned varlong of at most 10 bytes, truncated to 64 bits (ByteUtils.readUnsignedVarlong)."""
+def _uvarlong(buf: bytes, pos: int, limit: int) -> tuple[int, int]:
+    """An unsigned varlong of at most 10 bytes within buf[:limit], truncated to 64 bits
+    (ByteUtils.readUnsignedVarlong)."""
     start = pos
     raw = 0
     shift = 0
     while True:
+        if pos >= limit:
+            raise ValueError(f"varlong at byte {start} runs past the end of its record")
         byte = buf[pos]
         pos += 1
         raw |= (byte & 0x7F) << shift
@@ -248,26 +282,26 @@ def _uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError(f"varlong at byte {start} is longer than 10 bytes")
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int, limit: int) -> tuple[int, int]:
     """A zigzag varint (ByteUtils.readVarint), for the cold paths."""
-    raw, pos = _uvarint(buf, pos)
+    raw, pos = _uvarint(buf, pos, limit)
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def _skip_headers(buf: bytes, pos: int) -> int:
+def _skip_headers(buf: bytes, pos: int, limit: int) -> int:
     """Step over a record's headers, checking them as DefaultRecord.readHeaders does; the output has no
     column for them (the coordinator never writes any)."""
-    count, pos = _varint(buf, pos)
+    count, pos = _varint(buf, pos, limit)
     if count < 0:
         raise ValueError(f"invalid number of record headers {count}")
-    if count > len(buf) - pos:
-        raise ValueError(f"{count} record headers cannot fit in the {len(buf) - pos} bytes left")
+    if count > limit - pos:
+        raise ValueError(f"{count} record headers cannot fit in the {limit - pos} bytes left")
     for _ in range(count):
-        key_size, pos = _varint(buf, pos)
+        key_size, pos = _varint(buf, pos, limit)
         if key_size < 0:
             raise ValueError(f"invalid negative header key size {key_size}")
         pos += key_size
-        value_size, pos = _varint(buf, pos)
+        value_size, pos = _varint(buf, pos, limit)
         if value_size > 0:
             pos += value_size
     return pos

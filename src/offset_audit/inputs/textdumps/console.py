@@ -96,8 +96,6 @@ class ConsoleReader:
                 row = self.row(piece.line, None, None, error=str(err))
             except UnicodeEncodeError:
                 row = self.row(piece.line, None, None, error=f"line {piece.line} holds bytes that are not UTF-8 text")
-            except Exception as err:  # one bad record must not stop the dump
-                row = self.row(piece.line, None, None, error=f"line {piece.line}: {type(err).__name__}: {err}")
             if row is not None:
                 yield checked(row, f"line {piece.line}")
 

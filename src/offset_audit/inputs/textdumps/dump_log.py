@@ -225,8 +225,8 @@ class DumpLogReader:
             line = raw.rstrip("\r\n")
             try:
                 row = self.parse_line(line_no, line)
-            except Exception as err:  # a line must never stop the dump: it becomes a row
-                row = self.error_row(line_no, f"line {line_no} could not be read: {type(err).__name__}: {err}")
+            except (_LineError, reencode.ReencodeError) as err:  # a bad line becomes a row; a bug is a crash
+                row = self.error_row(line_no, f"line {line_no} could not be read: {err}")
             if row is not None:
                 yield checked(row, f"line {line_no}")
 
