@@ -39,6 +39,8 @@ class Vector:
     members: list[dict[str, Any]] | None
     reason: str | None
     record_type: int | None
+    # the key's and value's `data` as Kafka's JSON formatters print them, where the vector gives it
+    json: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.file}: {self.name}"
@@ -57,6 +59,7 @@ def load(name: str) -> list[Vector]:
             members=v.get("members"),
             reason=v.get("reason"),
             record_type=v.get("record_type"),
+            json=v.get("json"),
         )
         for v in raw["vectors"]
     ]

@@ -27,19 +27,37 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
     assert not a.equals(c)
 
 
-def test_every_group_sits_in_its_hash_partition_with_growing_offsets(tmp_path):
+def kafka_partition(spark, group_id: str, partitions: int) -> int:
+    """What the broker computes, asked of the JVM: Utils.abs(groupId.hashCode()) % partitions, where
+    Utils.abs maps Integer.MIN_VALUE to 0 (GroupCoordinator partitionFor)."""
+    hash_code = spark.sparkContext._jvm.java.util.Objects.hashCode(group_id)
+    return (0 if hash_code == -(2**31) else abs(hash_code)) % partitions
+
+
+def test_every_group_sits_in_the_partition_java_hashes_it_to_with_growing_offsets(spark, tmp_path):
     generate_dump(str(tmp_path), 3000, seed=1, partitions=7)
     codec = RecordCodec()
     table = pq.read_table(tmp_path).to_pylist()
     last = {}
+    groups = set()
     for row in table:
         decoded = records.decode_record(codec, row["key"], row["value"])
         payload = decoded.get(decoded["record_class"], {})
         group = payload.get("group_id")
         if group is not None:
-            assert row["partition"] == partition_for(group, 7), group
+            groups.add(group)
+            assert row["partition"] == kafka_partition(spark, group, 7), group
         assert row["offset"] > last.get(row["partition"], -1)
         last[row["partition"]] = row["offset"]
+    assert len(groups) > 10 and len({kafka_partition(spark, g, 7) for g in groups}) > 3
+
+
+def test_partition_for_is_java_string_hash_code_for_every_kind_of_name(spark):
+    """UTF-16 code units, surrogate pairs, and Integer.MIN_VALUE (which Utils.abs maps to 0)."""
+    names = ["", "a", "console-consumer-12345", "Grüße", "组-消费者", "emoji-\U0001f600-group", "polygenelubricants"]
+    for name in names:
+        assert java_string_hash(name) == spark.sparkContext._jvm.java.util.Objects.hashCode(name), name
+        assert partition_for(name, 50) == kafka_partition(spark, name, 50), name
 
 
 def test_dump_covers_every_kind_of_record(tmp_path):

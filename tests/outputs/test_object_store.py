@@ -105,11 +105,47 @@ def test_a_rerun_of_the_same_snapshot_replaces_its_rows_and_adds_a_run(spark, s3
     assert versions == [0, 1] and DeltaTable(f"{output}/partition_verdicts", storage_options=delta(aws)).version() == 1
 
 
-def test_two_audits_at_once_into_one_output_both_commit(s3, dumps, tmp_path):
-    """Two processes commit to the same tables at the same moment: delta-rs' conditional put makes one
-    retry on the next version instead of overwriting the other's commit."""
+# Loaded into each audit process (sitecustomize, through PYTHONPATH): its first commit to partition_verdicts
+# waits until the other process has loaded the table too, so both commit from the same version and one
+# of them must retry on the next; each says which version it read and which it made.
+OVERLAP = """
+import os, pathlib, time
+from deltalake import DeltaTable
+
+_commit = DeltaTable.create_write_transaction
+_meeting = pathlib.Path(os.environ["OVERLAP_DIR"])
+
+
+def _create_write_transaction(self, *args, **kwargs):
+    if "partition_verdicts" not in self.table_uri or (_meeting / f"done-{os.getpid()}").exists():
+        return _commit(self, *args, **kwargs)
+    read = self.version()
+    (_meeting / f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 300
+    while len(list(_meeting.glob("ready-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _commit(self, *args, **kwargs)
+    run_id = kwargs["commit_properties"].custom_metadata["offset_audit.run_id"]
+    history = DeltaTable(self.table_uri, storage_options=self._storage_options).history()
+    made = next(h["version"] for h in history if h.get("offset_audit.run_id") == run_id)
+    (_meeting / f"done-{os.getpid()}").write_text(f"{read} {made}")
+
+
+DeltaTable.create_write_transaction = _create_write_transaction
+"""
+
+
+def test_two_audits_at_once_into_one_output_both_commit(spark, s3, dumps, aws, tmp_path):
+    """Two processes commit to the same tables at the same moment (forced: both load partition_verdicts
+    before either commits): delta-rs' conditional put makes one retry on the next version instead of
+    overwriting the other's commit, and both snapshots land whole."""
     output = s3.url("audit-concurrent")
-    environment = {**os.environ, **s3.environment}
+    cli("audit", "--input", dumps["snapshot"], "--output", output, "--snapshot-id", "zero", "--quiet")
+    hooks, meeting = tmp_path / "hooks", tmp_path / "meeting"
+    hooks.mkdir()
+    meeting.mkdir()
+    (hooks / "sitecustomize.py").write_text(OVERLAP)
+    environment = {**os.environ, **s3.environment, "PYTHONPATH": str(hooks), "OVERLAP_DIR": str(meeting)}
     processes = [
         subprocess.Popen(
             [
@@ -134,18 +170,22 @@ def test_two_audits_at_once_into_one_output_both_commit(s3, dumps, tmp_path):
     ]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
+    read_made = sorted(tuple(map(int, f.read_text().split())) for f in meeting.glob("done-*"))
+    assert len(read_made) == 2 and read_made[0][0] == read_made[1][0], read_made  # both read one version
+    assert sorted(made for _, made in read_made) == [read_made[0][0] + 1, read_made[0][0] + 2]  # one retried
     verdicts = table_rows(f"{output}/partition_verdicts", s3.environment)
     by_snapshot = {
         name: sorted_rows(verdicts.filter(verdicts.column("snapshot_id").to_numpy(zero_copy_only=False) == name))
-        for name in ("first", "second")
+        for name in ("zero", "first", "second")
     }
     assert by_snapshot["first"] and len(by_snapshot["first"]) == len(by_snapshot["second"])
     strip = [{k: v for k, v in row.items() if k != "snapshot_id"} for row in by_snapshot["first"]]
     assert strip == [{k: v for k, v in row.items() if k != "snapshot_id"} for row in by_snapshot["second"]]
+    assert strip == [{k: v for k, v in row.items() if k != "snapshot_id"} for row in by_snapshot["zero"]]
     runs = table_rows(f"{output}/runs", s3.environment).to_pylist()
-    assert sorted(r["snapshot_id"] for r in runs) == ["first", "second"]
-    versions = sorted(dict(r["table_versions"])["group_verdicts"] for r in runs)
-    assert versions == [0, 1]
+    assert sorted(r["snapshot_id"] for r in runs) == ["first", "second", "zero"]
+    versions = sorted(dict(r["table_versions"])["partition_verdicts"] for r in runs)
+    assert versions == [0, 1, 2]
 
 
 def test_commits_racing_for_one_s3_table_all_land(s3, aws):

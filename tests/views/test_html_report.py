@@ -4,7 +4,6 @@ from the dump that stay text, the command itself, and the page drawn by a real h
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -295,17 +294,15 @@ def test_chart_labels_are_escaped_for_plotly_which_reads_them_as_html():
 # ---- The command ----------------------------------------------------------------------------------
 
 
-def test_report_writes_one_page_of_the_newest_snapshot(audited, tmp_path):
+def test_report_writes_one_page_of_the_newest_snapshot_without_spark(audited, tmp_path, no_spark):
     from offset_audit.views.audit_folder import snapshots
 
     out = tmp_path / "report.html"
-    started = time.monotonic()
     result = CliRunner().invoke(main, ["report", "--audit", str(audited), "--output", str(out)])
     assert result.exit_code == 0, result.output
     newest = snapshots(str(audited))[-1].snapshot_id
     size = out.stat().st_size
     assert result.stdout == f"wrote {out} ({size // 1024:,} KiB): 5 charts, snapshot {newest}\n"
-    assert time.monotonic() - started < 15  # no Spark: a read command answers in seconds
     html = out.read_text()
     assert 'data-charts="5"' in html
     assert html.count('class="chart"') == 5
