@@ -1,8 +1,15 @@
-"""Run settings: conf/default.toml, overlaid by `--conf FILE`, overlaid by command-line flags."""
+"""Run settings: conf/default.toml, overlaid by `--conf FILE`, overlaid by command-line flags.
+
+Every file is checked against KNOWN before it is used: a misspelt setting would otherwise be ignored
+without a word (`retention_minute = 1440` auditing at the default 10080), and a value of the wrong type
+would end in a traceback far from the file. Each mistake is one sentence naming the file and the setting.
+"""
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -12,6 +19,77 @@ from offset_audit.errors import UserError
 from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, Settings
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _whole(value: Any) -> bool:
+    return type(value) is int
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _minutes_or_duration(value: Any) -> bool:
+    return type(value) is int or isinstance(value, str)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _table_of_scalars(value: Any) -> bool:
+    return isinstance(value, dict) and all(_scalar(v) for v in value.values())
+
+
+# What each setting takes, and how a mistake is worded.
+_TEXT = (_text, "text")
+_WHOLE = (_whole, "a whole number")
+_FLAG = (_flag, "true or false")
+_MINUTES = (_minutes_or_duration, "minutes or a duration like 7d")
+_OPTIONS = (_table_of_scalars, "a table of NAME = value")
+_ANY_NAME = (_scalar, "text, a number or true/false")
+
+# Every section and setting a config file may hold (conf/default.toml documents each). [spark] and
+# [storage] take any name: Spark's own settings, and delta-rs' object-store options.
+KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
+    "input": {"format": _TEXT, "partition": _WHOLE, "topic": _TEXT},
+    "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS},
+    "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
+    "audit": {"retention_minutes": _MINUTES, "check_interval_ms": _WHOLE, "as_of": _TEXT},
+    "spark": None,
+    "storage": None,
+}
+
+
+def _nearest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else f"; known: {', '.join(known)}"
+
+
+def check_config(raw: dict[str, Any], source: str) -> None:
+    """Every section and setting of one config file is known and of the right type."""
+    for section, values in raw.items():
+        if section not in KNOWN:
+            if not isinstance(values, dict):
+                raise UserError(f"{source}: unknown setting {section}; settings go in a section such as [audit]")
+            raise UserError(f"{source}: unknown section [{section}]{_nearest(section, list(KNOWN))}")
+        if not isinstance(values, dict):
+            raise UserError(f"{source}: {section} must be a section ([{section}]), not a value")
+        settings = KNOWN[section]
+        for name, value in values.items():
+            if settings is None:
+                check, kind = _ANY_NAME
+            elif name in settings:
+                check, kind = settings[name]
+            else:
+                raise UserError(f"{source}: unknown setting {name} in [{section}]{_nearest(name, list(settings))}")
+            if not check(value):
+                raise UserError(f"{source}: {name} in [{section}] takes {kind}, not {value!r}")
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
@@ -22,12 +100,24 @@ def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_toml(path: Path | Traversable) -> dict[str, Any]:
+    """One config file, read and checked (`check_config`)."""
+    source = f"config file {path}"
+    if isinstance(path, Path) and path.exists() and not path.is_file() and not path.is_dir():
+        raise UserError(f"{source} is not a regular file (a pipe or a device cannot hold settings)")
     try:
-        return tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
-        raise UserError(f"config file {path} does not exist") from err
+        raise UserError(f"{source} does not exist") from err
+    except IsADirectoryError as err:
+        raise UserError(f"{source} is a folder; give a TOML file") from err
+    except OSError as err:
+        raise UserError(f"{source} cannot be read: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise UserError(f"{source} is not UTF-8 text (byte {err.start})") from err
     except tomllib.TOMLDecodeError as err:
-        raise UserError(f"config file {path} is not valid TOML: {err}") from err
+        raise UserError(f"{source} is not valid TOML: {err}") from err
+    check_config(raw, source)
+    return raw
 
 
 def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
@@ -48,13 +138,13 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "bootstrap_servers": section("kafka").get("bootstrap_servers", default.bootstrap_servers),
         "isolation_level": section("kafka").get("isolation_level", default.isolation_level),
         "kafka_options": {str(k): str(v) for k, v in section("kafka").get("options", {}).items()},
-        "fast_path": bool(section("decode").get("fast_path", default.fast_path)),
-        "max_batch_bytes": _whole_number(section("decode"), "max_batch_mib", default.max_batch_bytes >> 20) << 20,
+        "fast_path": section("decode").get("fast_path", default.fast_path),
+        "max_batch_bytes": section("decode").get("max_batch_mib", default.max_batch_bytes >> 20) << 20,
         "spark": {str(k): str(v) for k, v in section("spark").items()},
         "storage": {str(k): str(v) for k, v in section("storage").items()},
-        "retention_minutes": _minutes(audit, "retention_minutes", default.retention_minutes),
-        "check_interval_ms": _whole_number(audit, "check_interval_ms", default.check_interval_ms),
-        "as_of": str(audit.get("as_of", default.as_of)),
+        "retention_minutes": _minutes(audit.get("retention_minutes", default.retention_minutes)),
+        "check_interval_ms": audit.get("check_interval_ms", default.check_interval_ms),
+        "as_of": audit.get("as_of", default.as_of),
     }
     for name, value in overrides.items():
         if value is None:
@@ -65,6 +155,8 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
         raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
+    if values["isolation_level"] not in ISOLATION_LEVELS:
+        raise UserError(f"isolation_level takes {' or '.join(ISOLATION_LEVELS)}, not '{values['isolation_level']}'")
     if not 1 <= values["retention_minutes"] <= MAX_RETENTION_MINUTES:
         raise UserError(
             f"retention_minutes takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is an "
@@ -82,18 +174,10 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def _minutes(section: dict[str, Any], name: str, default: int) -> int:
+def _minutes(value: int | str) -> int:
     """Minutes as a whole number, or a duration string as on the command line ("7d")."""
-    value = section.get(name, default)
     if isinstance(value, str):
         from offset_audit.durations import parse_minutes
 
-        return parse_minutes(value, f"{name} in the config")
-    return _whole_number(section, name, default)
-
-
-def _whole_number(section: dict[str, Any], name: str, default: int) -> int:
-    value = section.get(name, default)
-    if type(value) is not int:
-        raise UserError(f"{name} in the config takes a whole number, not {value!r}")
+        return parse_minutes(value, "retention_minutes in the config")
     return value

@@ -7,6 +7,8 @@ snapshot_id, so one snapshot is a partition filter.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,6 +20,26 @@ from offset_audit.storage import LOCAL, Storage, join
 
 def has_table(folder: str, name: str, storage: Storage = LOCAL) -> bool:
     return storage.is_dir(join(folder, name, "_delta_log"))
+
+
+@contextmanager
+def readable(folder: str, name: str) -> Iterator[None]:
+    """A damaged, vacuumed or half-written table is one sentence naming the table and what is wrong with
+    it (a UserError), never delta-rs' or pyarrow's traceback."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        yield
+    except FileNotFoundError as err:
+        gone = str(err).split("'")[1] if str(err).count("'") >= 2 else err.filename or "a file"
+        raise UserError(
+            f"the {name} table under '{folder}' cannot be read: a data file its log lists is gone (vacuumed "
+            f"or deleted?): {gone}"
+        ) from err
+    except (DeltaError, OSError, pa.ArrowException) as err:
+        what = "its Delta log is damaged or incomplete" if isinstance(err, DeltaError) else "a data file is damaged"
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise UserError(f"the {name} table under '{folder}' cannot be read: {what} ({reason})") from err
 
 
 def read_table(
@@ -35,13 +57,23 @@ def read_table(
     ("terminate called without an active exception", deltalake 1.6 with pyarrow 26), after its output
     is printed but with exit code 134, which a scheduler reads as a failure.
     """
-    import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
     if not has_table(folder, name, storage):
         raise InputNotFound(f"'{folder}' holds no {name} table: run offset-audit audit --output {folder} first")
     path = join(folder, name)
-    table = DeltaTable(path, storage_options=storage.delta_options)
+    with readable(folder, name):
+        return _read_files(
+            DeltaTable(path, storage_options=storage.delta_options), path, name, storage, columns, partition
+        )
+
+
+def _read_files(
+    table, path: str, name: str, storage: Storage, columns: list[str] | None, partition: tuple[str, str] | None
+) -> pa.Table:
+    """The table's live files read with pyarrow (see read_table)."""
+    import pyarrow.parquet as pq
+
     keys = table.metadata().partition_columns
     schema = pa.schema(table.schema().to_arrow())
     schema = pa.schema([pa.field(f.name, pa.string() if f.name in keys else f.type) for f in schema])
@@ -108,11 +140,12 @@ def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOC
     rows = read_table(folder, table, storage, columns=["snapshot_id", "as_of", "retention_minutes"])
     if not rows.num_rows:
         return []
-    delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
     written: dict[str, float] = {}
-    for file in _files(delta, ["snapshot_id"]):
-        key = file["values"]["snapshot_id"]
-        written[key] = max(written.get(key, 0), file["written"])
+    with readable(folder, table):
+        delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
+        for file in _files(delta, ["snapshot_id"]):
+            key = file["values"]["snapshot_id"]
+            written[key] = max(written.get(key, 0), file["written"])
     distinct = rows.group_by(["snapshot_id", "as_of", "retention_minutes"], use_threads=False).aggregate([])
     found = [Snapshot(r["snapshot_id"], r["as_of"], r["retention_minutes"]) for r in distinct.to_pylist()]
     return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
