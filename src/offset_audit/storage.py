@@ -215,11 +215,12 @@ def storage_options(configured: Mapping[str, str], environment: Mapping[str, str
     return options
 
 
-def replace_file(path: str, data: bytes, mode: int | None = None) -> None:
+def replace_file(path: str, data: bytes, mode: int | None = None, executable: bool = False) -> None:
     """Write a local file whole: into a temporary file beside it, flushed to disk, then renamed over
-    it, so a reader (a browser, node_exporter's collector) sees the old file or the new one, never half
-    of one. `mode` is the file's permissions; by default what open() would give under the umask
-    (mkstemp's own are private to the owner)."""
+    it, so a reader (a browser, node_exporter's collector, a shell) sees the old file or the new one,
+    never half of one, and a symlink at `path` is replaced, not written through. `mode` is the file's
+    permissions; by default what open() would give under the umask (mkstemp's own are private to the
+    owner), with the execute bits the umask allows where `executable`."""
     import tempfile
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -232,7 +233,7 @@ def replace_file(path: str, data: bytes, mode: int | None = None) -> None:
         if mode is None:
             umask = os.umask(0)
             os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = (0o777 if executable else 0o666) & ~umask
         os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:

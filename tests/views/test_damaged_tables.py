@@ -12,17 +12,19 @@ from click.testing import CliRunner
 from offset_audit.cli.main import main
 
 
-def _data_file(table: Path) -> Path:
-    return next(table.rglob("*.parquet"))
+def _data_files(table: Path) -> list[Path]:
+    """Every data file of the table: whichever snapshot a command reads, its files are among them."""
+    return [p for p in table.rglob("*.parquet") if "_delta_log" not in p.parts]
 
 
 def _vacuumed(table: Path) -> None:
-    _data_file(table).unlink()
+    for data in _data_files(table):
+        data.unlink()
 
 
 def _cut_short(table: Path) -> None:
-    data = _data_file(table)
-    data.write_bytes(data.read_bytes()[:100])
+    for data in _data_files(table):
+        data.write_bytes(data.read_bytes()[:100])
 
 
 def _half_written_commit(table: Path) -> None:

@@ -352,7 +352,7 @@ def test_the_output_is_checked_before_the_audit_is_read(tmp_path):
     assert result.exit_code == 2
     assert "cannot be written: the folder" in result.output
     result = CliRunner().invoke(main, ["report", "--audit", str(tmp_path / "none"), "--output", str(tmp_path)])
-    assert result.output == f"error: --output {tmp_path} is a folder; give the HTML file's name\n"
+    assert result.output == f"error: --output {tmp_path} is a folder; give a file name\n"
 
 
 def test_group_lag_matches_group_verdicts_lag_total(audited):

@@ -14,6 +14,9 @@ from offset_audit.storage import Storage, is_remote, normalize, replace_file
 from offset_audit.views.html_report import DEFAULT_DAYS
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 
+# node_exporter's textfile collector reads only files named *.prom.
+TEXTFILE = (".prom", "the only files node_exporter's textfile collector reads")
+
 
 @click.command()
 @audit_folder_options
@@ -77,8 +80,6 @@ def delete_plan(
     script is quoted and passed as --group=NAME / --topic=NAME, comments are escaped: a name from the
     dump cannot run anything or pass for an option.
     """
-    import os
-
     from offset_audit.runs import preflight
     from offset_audit.views.audit_folder import check_audit_dir
     from offset_audit.views.audit_folder import delete_plan as plan
@@ -87,7 +88,7 @@ def delete_plan(
 
     check_audit_dir(audit.path, audit.storage)
     if script:
-        preflight.check_script_path(script)
+        preflight.check_output_path(script, "--script")
     snapshot, candidates = plan(audit.path, snapshot_id, audit.storage)
     if not candidates:
         if as_json:
@@ -97,9 +98,9 @@ def delete_plan(
         return
     text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
     if script:
-        with open(script, "w") as handle:
-            handle.write(text)
-        os.chmod(script, 0o755)
+        # Whole or not at all, as the report and the metrics file: a rename over the path (never through a
+        # symlink there), executable as far as the umask lets files be.
+        replace_file(script, text.encode("utf-8"), executable=True)
     if as_json:
         click.echo(dumps(delete_plan_document(audit.path, snapshot, candidates, script)))
     elif script:
@@ -136,7 +137,7 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) 
     from offset_audit.views.html_report import read_audit, render
 
     output = normalize(output)
-    preflight.check_output_file(output, audit.storage)
+    preflight.check_output_path(output, "--output", audit.storage)
     page = render(read_audit(audit.path, snapshot_id, audit.storage), days)
     written = _write_page(output, page.html, audit.storage)
     click.echo(
@@ -177,7 +178,7 @@ def metrics(audit: AuditFolder, output: str | None, snapshot_id: str | None) -> 
     from offset_audit.views.prometheus import snapshot_metrics
 
     if output is not None:
-        preflight.check_textfile(output)
+        preflight.check_output_path(output, "--output", suffix=TEXTFILE)
     result = snapshot_metrics(audit.path, snapshot_id, audit.storage)
     if output is None:
         click.echo(result.text, nl=False)

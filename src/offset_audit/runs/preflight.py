@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.settings import Settings
-from offset_audit.storage import Storage, for_settings, is_remote, join, normalize
+from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join, normalize
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,33 +33,70 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     from offset_audit.outputs.delta import check_table_dir
     from offset_audit.runs.session import delta_spark_configured
 
-    if "://" in output:
-        if delta_spark_configured(settings.spark):
-            return  # written by Spark, through its own connectors and their credentials
-        if not is_remote(output):
-            raise UserError(
-                f"--output takes a local path or an s3:// URI, not {output} (other file systems need a "
-                "delta-spark session: see docs/cluster.md)"
-            )
-        storage = for_settings(settings)
-        check_reachable(output, storage)
-        for table in tables:
-            check_table_dir(join(output, table), storage)
-        return
-    root = Path(output)
-    if root.exists() and not root.is_dir():
-        raise UserError(f"--output {output} is a file, not a folder")
-    existing = root
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UserError(f"--output {output} cannot be created: {existing} is a file")
-    try:  # os.access answers yes to root on a read-only or special file system; a real try does not
-        os.rmdir(tempfile.mkdtemp(prefix=".offset-audit-probe-", dir=existing))
-    except OSError as err:
-        raise UserError(f"--output {output} cannot be written: {existing}: {err.strerror}") from err
+    if "://" in output and not is_remote(output) and delta_spark_configured(settings.spark):
+        return  # written by Spark, through its own connectors and their credentials
+    storage = for_settings(settings)
+    check_output_path(
+        output,
+        "--output",
+        storage,
+        folder=True,
+        other_schemes="(other file systems need a delta-spark session: see docs/cluster.md)",
+    )
     for table in tables:
-        check_table_dir(str(root / table))
+        check_table_dir(join(output, table), storage if is_remote(output) else LOCAL)
+
+
+def check_output_path(
+    path: str,
+    option: str,
+    storage: Storage | None = None,
+    *,
+    folder: bool = False,
+    suffix: tuple[str, str] | None = None,
+    other_schemes: str = "",
+) -> None:
+    """Where a command will write can be written, asked before anything is read: the one check of every
+    writer (the output folder, the report page, the metrics file, the delete script).
+
+    A local path must be a folder that exists or can be created (`folder`), or a file name in an existing
+    folder that is not itself a folder or a device; in both cases a file is really created there and
+    removed: os.access answers yes to root where a write fails (/proc, a read-only or special file
+    system). `suffix`: the name the file must end with, and why. An s3:// path, where `storage` is given
+    (the writer can write there), must have a bucket
+    that answers with these credentials. The files are written whole, by a rename over the path, so what
+    a path points to (a symlink's target) is never written through."""
+    if suffix is not None and (is_remote(path) or not path.endswith(suffix[0])):
+        raise UserError(f"{option} {path} must be a local file named *{suffix[0]}, {suffix[1]}")
+    if is_remote(path) and storage is not None:
+        check_reachable(path, storage)
+        return
+    if "://" in path:
+        takes = "a local path or an s3:// URI" if storage is not None else "a local path"
+        raise UserError(" ".join(f"{option} takes {takes}, not {path} {other_schemes}".split()))
+    target = Path(path)
+    if folder:
+        if target.exists() and not target.is_dir():
+            raise UserError(f"{option} {path} is a file, not a folder")
+        writable = target
+        while not writable.exists():
+            writable = writable.parent
+        if not writable.is_dir():
+            raise UserError(f"{option} {path} cannot be created: {writable} is a file")
+    else:
+        if target.is_dir():
+            raise UserError(f"{option} {path} is a folder; give a file name")
+        writable = target.parent
+        if not writable.is_dir():
+            raise UserError(f"{option} {path} cannot be written: the folder {writable} does not exist")
+        if target.exists() and not target.is_symlink() and not target.is_file():
+            raise UserError(f"{option} {path} is not a regular file (a device or a pipe); give a file name")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".offset-audit-probe-", dir=writable)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"{option} {path} cannot be written: {writable}: {err.strerror}") from err
 
 
 def check_reachable(path: str, storage: Storage) -> None:
@@ -129,18 +166,6 @@ def check_file(path: str, option: str) -> None:
         raise InputNotFound(f"{option} '{path}' does not exist")
 
 
-def check_script_path(path: str) -> None:
-    """--script can be written: not a folder, and its folder exists and is writable."""
-    target = Path(path)
-    if target.is_dir():
-        raise UserError(f"--script {path} is a folder; give a file name")
-    folder = target.parent
-    if not folder.is_dir():
-        raise UserError(f"--script {path} cannot be written: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UserError(f"--script {path} cannot be written: no write permission")
-
-
 def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> Settings:
     """The inputs exist and are what the run expects; returns the settings with the input format worked
     out (`auto` replaced), so the run does not work it out again."""
@@ -176,42 +201,3 @@ def check_retention_list(text: str, option: str = "--retention-minutes") -> list
     for value in values:
         check_retention_minutes(value, option)
     return values
-
-
-def check_output_file(output: str, storage: Storage, option: str = "--output") -> None:
-    """A file to write (the report page), asked before anything is read: a file name in an existing,
-    writable folder (an object store: its bucket reachable with these credentials)."""
-    if is_remote(output):
-        check_reachable(output, storage)
-        return
-    if "://" in output:
-        raise UserError(f"{option} takes a local path or an s3:// URI, not {output}")
-    target = Path(output)
-    if target.is_dir():
-        raise UserError(f"{option} {output} is a folder; give the HTML file's name")
-    if not target.parent.is_dir():
-        raise UserError(f"{option} {output} cannot be written: the folder {target.parent} does not exist")
-    try:  # os.access answers yes to root on a read-only file system; a real try does not
-        handle, probe = tempfile.mkstemp(prefix=".offset-audit-probe-", dir=target.parent)
-        os.close(handle)
-        os.unlink(probe)
-        if target.exists():
-            os.close(os.open(output, os.O_WRONLY))  # opened for writing, not truncated
-    except OSError as err:
-        raise UserError(f"{option} {output} cannot be written: {err.strerror}") from err
-
-
-# node_exporter's textfile collector reads only files named *.prom.
-TEXTFILE_SUFFIX = ".prom"
-
-
-def check_textfile(output: str, option: str = "--output") -> None:
-    """A metrics file for node_exporter's textfile collector: a local *.prom file in an existing folder."""
-    if is_remote(output) or not output.endswith(TEXTFILE_SUFFIX):
-        raise UserError(
-            f"{option} {output} must be a local file named *{TEXTFILE_SUFFIX}, the only files "
-            "node_exporter's textfile collector reads"
-        )
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise UserError(f"{option} {output} cannot be written: the folder {folder} does not exist")
