@@ -94,6 +94,24 @@ def json_for_html(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("\u2028", "\\u2028")
 
 
+def json_text(document: str) -> str:
+    """JSON text (as json.dumps writes it with ensure_ascii=False) with every character that would not show
+    as itself in a terminal (C1 controls, bidi overrides, line separators, unassigned code points) written
+    as a \\u escape: JSON reads the same value back, and the text is safe to print. Such characters can
+    only stand inside strings, where the escape means the same; the rest (letters of every script) stays."""
+    if document.isascii() or document.isprintable():
+        return document
+    return "".join(char if char.isascii() or char.isprintable() else _json_escape(char) for char in document)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code > 0xFFFF:  # a UTF-16 surrogate pair, as JSON spells characters beyond the BMP
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
 def prometheus_label(text: Any) -> str:
     """A label value of the Prometheus text exposition format: backslash, double quote and line feed
     escaped (the format's three escapes), and valid UTF-8."""

@@ -140,8 +140,11 @@ def group_line(group: dict | None, group_id: str) -> str:
     """What kafka-consumer-groups says above a group's rows, with when the group itself goes."""
     if group is None:
         return f"Group '{terminal(group_id)}'"
-    kind = group["group_type"] + (f" {group['protocol_type']}" if group.get("protocol_type") else "")
-    state = group["group_state"]
+    # protocol_type is the dump's (a client chooses it); the type and state are ours, escaped all the same
+    kind = terminal(group["group_type"]) + (
+        f" {terminal(group['protocol_type'])}" if group.get("protocol_type") else ""
+    )
+    state = terminal(group["group_state"])
     since = group.get("current_state_timestamp")
     members = group.get("member_count") or 0
     text = f"Group '{terminal(group_id)}' ({kind}) is {state}"

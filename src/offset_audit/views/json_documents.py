@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from offset_audit.escaping import json_text
 from offset_audit.storage import join
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ def iso(value: Any) -> Any:
 
 
 def dumps(document: dict) -> str:
-    return json.dumps(document, indent=2, default=iso, ensure_ascii=False, sort_keys=False)
+    """The document as JSON text, names from the dump as readable as JSON allows and inert in a terminal
+    (escaping.json_text)."""
+    return json_text(json.dumps(document, indent=2, default=iso, ensure_ascii=False, sort_keys=False))
 
 
 def _counts(report: DecodeReport) -> dict:
