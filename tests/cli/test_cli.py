@@ -235,6 +235,9 @@ REFUSED = {
     "key column of type string": (["decode", "--input", _string_keys], "must be binary"),
     "latest as-of of a console dump": (["audit", "--input", _console_text], "console-consumer dumps do not have"),
     "share of a text dump": (["share", "--input", _console_text, "--input-format", "console"], "__share_group_state"),
+    "snapshot id that ends the SQL literal": (["audit", "--snapshot-id", "x\\' OR true --"], "takes a letter or digit"),
+    "snapshot id that climbs up": (["whatif", "--retention-minutes", "60", "--snapshot-id", "../x"], "at most 100"),
+    "snapshot id with a slash": (["history", "--snapshot-id", "a/b"], "--snapshot-id"),
 }
 
 

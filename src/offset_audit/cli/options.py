@@ -109,8 +109,27 @@ class RetentionMinutes(Duration):
         return minutes
 
 
+class SnapshotId(click.ParamType):
+    """A snapshot id in its one form (snapshot_ids), refused before Spark starts."""
+
+    name = "snapshot id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from offset_audit.snapshot_ids import FORM, is_snapshot_id
+
+        if not is_snapshot_id(value):
+            self.fail(f"takes {FORM}, not {value!r}", param, ctx)
+        return value
+
+
 DURATION = Duration()
 RETENTION_MINUTES = RetentionMinutes()
+SNAPSHOT_ID = SnapshotId()
+
+
+def snapshot_id_option(help: str) -> Callable:
+    """--snapshot-id, of one form wherever it is taken (snapshot_ids)."""
+    return click.option("--snapshot-id", type=SNAPSHOT_ID, metavar="ID", default=None, help=help)
 
 
 class HiddenAliases(click.Option):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options
+from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options, snapshot_id_option
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage, is_remote, normalize, replace_file
 from offset_audit.views.html_report import DEFAULT_DAYS
@@ -29,7 +29,7 @@ TEXTFILE = (".prom", "the only files node_exporter's textfile collector reads")
     metavar="DURATION",
     help="only offsets that expire within DURATION of the snapshot's as_of (24h, 7d; expired ones included).",
 )
-@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest audit).")
+@snapshot_id_option("which snapshot (default: the newest audit).")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document (groups and offsets) instead.")
 def describe(
     audit: AuditFolder,
@@ -54,7 +54,7 @@ def describe(
 
 @click.command("delete-plan")
 @audit_folder_options
-@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@snapshot_id_option("which snapshot (default: the newest).")
 @click.option(
     "--bootstrap-server",
     default=DEFAULT_BOOTSTRAP,
@@ -118,7 +118,7 @@ def delete_plan(
     metavar="PATH",
     help="the HTML file to write (local or s3://); it opens offline: plotly.js and the styles are inline.",
 )
-@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@snapshot_id_option("which snapshot (default: the newest).")
 @click.option(
     "--days",
     default=DEFAULT_DAYS,
@@ -166,7 +166,7 @@ def _write_page(output: str, html: str, storage: Storage) -> int:
     metavar="FILE",
     help="write to this *.prom file, atomically (for node_exporter's textfile collector); default: stdout.",
 )
-@click.option("--snapshot-id", default=None, help="which snapshot (default: the newest).")
+@snapshot_id_option("which snapshot (default: the newest).")
 def metrics(audit: AuditFolder, output: str | None, snapshot_id: str | None) -> None:
     """Print an audited snapshot as Prometheus metrics (text format 0.0.4): lag, commit age and expiry per
     partition, offsets, lag and expiry per group.

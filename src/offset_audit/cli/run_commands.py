@@ -19,6 +19,7 @@ from offset_audit.cli.options import (
     dump_options,
     emit,
     output_options,
+    snapshot_id_option,
 )
 from offset_audit.escaping import terminal
 from offset_audit.storage import normalize
@@ -67,10 +68,9 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     help="offsets.retention.minutes: minutes or a duration like 7d (default 10080 = 7d; at most 2147483647 "
     "minutes, an int on the broker).",
 )
-@click.option(
-    "--snapshot-id",
-    default=None,
-    help="name of this snapshot in the tables (default: as_of and a digest of the dump, the same wherever it lies).",
+@snapshot_id_option(
+    "name of this snapshot in the tables: letters, digits, '.', '_', '-' (default: as_of and a digest of the "
+    "dump, the same wherever it lies)."
 )
 @END_OFFSETS_OPTION
 @START_OFFSETS_OPTION
@@ -153,11 +153,9 @@ def audit(
     help="comma-separated minutes or durations, e.g. 1d,7d,30d or 1440,10080,43200.",
 )
 @click.option("--as-of", "as_of_points", multiple=True, help="latest (default), now or ISO timestamps (repeatable).")
-@click.option(
-    "--snapshot-id",
-    default=None,
-    help="name of this snapshot in the table (default: from the dump and the first --as-of, as audit names "
-    "it). Scenarios of one snapshot accumulate across runs; one judged again is replaced.",
+@snapshot_id_option(
+    "name of this snapshot in the table: letters, digits, '.', '_', '-' (default: from the dump and the first "
+    "--as-of, as audit names it). Scenarios of one snapshot accumulate across runs; one judged again is replaced."
 )
 @click.option("--per-group", is_flag=True, help="also write every group in every scenario (table whatif_groups).")
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
@@ -301,10 +299,9 @@ def share(
 @click.option(
     "--topic", "only_topic", default=None, metavar="TOPIC", help="only this topic's offsets (and its groups' events)."
 )
-@click.option(
-    "--snapshot-id",
-    default=None,
-    help="name of this snapshot in the table (default: the newest record's time and a digest of the dump).",
+@snapshot_id_option(
+    "name of this snapshot in the table: letters, digits, '.', '_', '-' (default: the newest record's time and a "
+    "digest of the dump)."
 )
 @output_options
 def history(

@@ -32,6 +32,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
 from offset_audit.layouts.tables import parse_type
+from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
 
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
@@ -172,6 +173,14 @@ def commit_properties(run_id: str | None):
     return CommitProperties(custom_metadata={RUN_ID_KEY: run_id}) if run_id else None
 
 
+def replace_condition(replace_where: dict[str, str]) -> str:
+    """delta-spark's replaceWhere, which is SQL text: the values are snapshot ids, whose one form
+    (snapshot_ids) needs no quoting, so anything else is refused here rather than escaped."""
+    for value in replace_where.values():
+        check_snapshot_id(value, "a snapshot id")
+    return " AND ".join(f"`{column}` = '{value}'" for column, value in replace_where.items())
+
+
 def _write_with_spark(
     df: DataFrame,
     path: str,
@@ -187,7 +196,7 @@ def _write_with_spark(
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if replace_where:
-        condition = " AND ".join(f"`{k}` = '{v.replace(chr(39), chr(39) * 2)}'" for k, v in replace_where.items())
+        condition = replace_condition(replace_where)
         # A table an older version of this tool wrote gains the columns added since (delta-rs' commit
         # takes the new schema as it is); its older snapshots read them as nulls.
         writer = writer.option("replaceWhere", condition).option("mergeSchema", "true")

@@ -17,6 +17,7 @@ from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import WriteResult, write_delta
 from offset_audit.runs.counts import DecodeReport
+from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 
 
@@ -44,7 +45,7 @@ def snapshot_id_for(report: DecodeReport, newest_record: datetime | None, as_of:
     agrees on: the records read and the newest record's time (to the millisecond). Two dumps that
     agree on both and are judged at the same time share an id; name them with --snapshot-id."""
     if given:
-        return given
+        return check_snapshot_id(given)
     counts = [
         report.records_read,
         None if newest_record is None else newest_record.isoformat(),
