@@ -147,3 +147,58 @@ def test_the_development_guide_opens_with_the_map_in_the_order_the_data_flows():
     guide = (DOCS / "development.md").read_text()
     assert guide.startswith("# Development\n\n```"), "the guide opens with the map"
     assert _map(guide.split("```", 2)[1]) == package_map
+
+
+# Names the package defines for its tests and docs tooling only, each with why it stays.
+USED_BY_TESTS_ONLY = {
+    "LZ4_AVAILABLE": "whether the native walker has lz4: the tests expect the Python path for lz4 batches without it",
+    "RECORD_CLASSES": "the vocabulary of record_class: the generator and fuzz tests check every row against it",
+    "blocks_in": "which outputs a document shows: the docs test checks each is produced and checked",
+    "marker_batch": "the segment writer's transaction marker: the tests build transactional segments with it",
+}
+
+
+def _defined_and_used() -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Module-level names of the package (functions, classes, assigned names) and how often each name is
+    read anywhere in the package and jobs/ (as a name, an attribute, or a string such as a getattr key).
+    An assignment's own target counts as one reading, which is taken off again."""
+    defined: dict[str, list[str]] = {}
+    read: dict[str, int] = {}
+    for path in [*modules(), *sorted((ROOT / "jobs").glob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                commands = [d for d in node.decorator_list if isinstance(d, ast.Call)]
+                if any(getattr(d.func, "attr", "") in ("command", "group") for d in commands):
+                    continue  # a click command: reached through its group
+                names = [(node.name, 0)]
+            elif isinstance(node, ast.Assign):
+                names = [(t.id, 1) for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [(node.target.id, 1)]
+            else:
+                names = []
+            for name, own in names:
+                if not name.startswith("__"):
+                    defined.setdefault(name, []).append(str(path.relative_to(ROOT)))
+                    read[name] = read.get(name, 0) - own
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                name = node.value
+            else:
+                continue
+            read[name] = read.get(name, 0) + 1
+    return defined, read
+
+
+def test_every_name_the_package_defines_is_used_by_the_package():
+    """Dead code goes: a helper nothing calls is a second way of doing something that drifts from the
+    first. Names shared by spelling across modules count together (a conservative check)."""
+    defined, read = _defined_and_used()
+    unused = {name: where for name, where in defined.items() if read.get(name, 0) <= 0}
+    assert set(unused) - set(USED_BY_TESTS_ONLY) == set(), unused
+    assert set(USED_BY_TESTS_ONLY) <= set(unused), "used by the package now: take it off USED_BY_TESTS_ONLY"

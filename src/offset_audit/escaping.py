@@ -4,7 +4,7 @@ Any client that may commit offsets picks its group id, and Kafka accepts any cha
 an escape sequence, quotes, `$(...)`, `<script>`, a NUL. Member ids, client ids, hosts, topics and
 metadata come from the dump too. None of them may ever act as anything but text where they are shown:
 not as a command in a shell script, not as cursor movement in a terminal, not as markup in a report,
-not as a new series in a metrics scrape, not as a formula in a spreadsheet. The modules that write an
+not as a new series in a metrics scrape, not as a string's end in JSON. The modules that write an
 output pass every such value through the function for its medium here and never format raw names.
 """
 
@@ -116,15 +116,3 @@ def prometheus_label(text: Any) -> str:
     """A label value of the Prometheus text exposition format: backslash, double quote and line feed
     escaped (the format's three escapes), and valid UTF-8."""
     return stored_text(str(text)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
-
-
-def csv_cell(text: Any) -> str:
-    """A CSV cell a spreadsheet shows as text: a leading character that would start a formula (OWASP's
-    CSV injection list) is guarded by a quote mark. The csv module does the quoting of the field."""
-    text = stored_text(str(text))
-    if text.startswith(_FORMULA_START):
-        return "'" + text
-    return text

@@ -10,10 +10,8 @@ import pytest
 from offset_audit.share import chain, cover
 from offset_audit.share.chain import (
     ChainResult,
-    earliest_share_offsets,
     parse_control_record,
     replay_chain,
-    replay_chains,
 )
 from offset_audit.share.state import StateBatch, cover_by_priority, merge_batches
 
@@ -23,7 +21,6 @@ def both_covers(request, monkeypatch):
     """Every chain test runs with the exact overlay and with the numpy one (`[decode] fast_path`)."""
     module = sys.modules[__name__]
     monkeypatch.setattr(module, "replay_chain", partial(chain.replay_chain, cover=request.param))
-    monkeypatch.setattr(module, "replay_chains", partial(chain.replay_chains, cover=request.param))
 
 
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
@@ -170,23 +167,6 @@ def test_checkpoint_drops_states_before_its_start_offset():
 def test_share_checkpoint_offset_is_the_latest_checkpoint():
     result = replay_chain([checkpoint(5, 1, 0, 0), checkpoint(9, 2, 0, 0), delta(12, 2, 9, state(0, 0, 2, 1))])
     assert (result.share_checkpoint_offset, result.checkpoint_epoch, result.start_offset) == (9, 2, 1)
-
-
-def test_earliest_share_offset_is_the_lowest_checkpoint_offset_per_topic_partition():
-    records = [
-        *WORKED_EXAMPLE,  # G1 on T-0: SCO 130
-        checkpoint(140, 7, 120, 120, group="G2"),  # G2 on T-0: SCO 140
-        checkpoint(30, 1, 0, 0, group="G1", partition=1),  # G1 on T-1: SCO 30
-        delta(150, 1, 149, group="G3"),  # G3 has no checkpoint: no bound
-    ]
-    results = replay_chains(records)
-    assert {(r.group_id, r.topic, r.partition): r.share_checkpoint_offset for r in results} == {
-        ("G1", "T", 0): 130,
-        ("G2", "T", 0): 140,
-        ("G1", "T", 1): 30,
-        ("G3", "T", 0): None,
-    }
-    assert earliest_share_offsets(results) == {("T", 0): 130, ("T", 1): 30}
 
 
 # ---- broken chains ----------------------------------------------------------------------------------------

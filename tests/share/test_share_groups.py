@@ -30,13 +30,12 @@ from offset_audit.share.groups import (
     assignment_findings,
     broker_setting_findings,
     limit_findings,
-    observation_from_state,
     partition_source,
     replay_share_groups,
     share_group_rows,
 )
-from offset_audit.share.limits import MAX_GROUPS, MAX_SIZE, check_settings, effective_limits
-from offset_audit.share.state import ARCHIVED, ShareState, StateBatch
+from offset_audit.share.limits import DELIVERY_COUNT_LIMIT, MAX_GROUPS, MAX_SIZE, check_settings, effective_limits
+from offset_audit.share.state import ARCHIVED, StateBatch
 
 ORDERS = "11111111-1111-1111-1111-111111111111"
 PAYMENTS = "22222222-2222-2222-2222-222222222222"
@@ -438,22 +437,34 @@ def test_too_many_groups_and_groups_at_and_over_max_size():
     ]
 
 
-def test_delivery_limit_from_replayed_share_partition_state():
+def test_delivery_limit_from_the_share_tables_as_the_share_run_reads_them():
+    """The share run's observations (runs.share._observations): in-flight records from the partition row,
+    and only the batches at the delivery limit."""
+    from offset_audit.runs.share import _observations
+
     limits = effective_limits({})
-    state = ShareState(
-        snapshot_epoch=1,
-        state_epoch=1,
-        leader_epoch=0,
-        start_offset=100,
-        create_timestamp=None,
-        write_timestamp=None,
-        batches=(StateBatch(100, 104, ARCHIVED, 5),),
+    partitions = [
+        {"group_id": "g", "topic": "orders", "topic_id": "T", "partition": 0, "start_offset": 100, "end_offset": 105}
+    ]
+    batches = pa.table(
+        {
+            "group_id": ["g", "g"],
+            "topic": ["orders", "orders"],
+            "topic_id": ["T", "T"],
+            "partition": [0, 0],
+            "first_offset": [100, 103],
+            "last_offset": [102, 104],
+            "state": ["Acknowledged", "Archived"],
+            "delivery_count": [1, 5],
+        }
     )
-    observation = observation_from_state("orders", 0, state)
+    observations = _observations(partitions, batches, limits[DELIVERY_COUNT_LIMIT])
 
-    findings = limit_findings(replay_share_groups(ShareLog().group("g", 1).rows), {"g": [observation]}, limits)
+    findings = limit_findings(replay_share_groups(ShareLog().group("g", 1).rows), observations, limits)
 
+    [observation] = observations["g"]
     assert observation.in_flight_records == 5
+    assert observation.state_batches == (StateBatch(103, 104, ARCHIVED, 5),)
     assert kinds(findings) == [(DELIVERY_LIMIT_REACHED, "warning", None, "orders", 0)]
     assert findings[0]["group_id"] == "g"
 

@@ -23,7 +23,6 @@ from offset_audit.share.limits import (
     Limits,
     ShareGroupObservation,
     SharePartitionObservation,
-    StateBatch,
     check_groups,
     check_settings,
     effective_limits,
@@ -31,6 +30,7 @@ from offset_audit.share.limits import (
     load_broker_config,
     parse_properties,
 )
+from offset_audit.share.state import StateBatch
 
 BROKER_PROPERTIES = r"""# Broker for the share-group audit
 ! a comment in the other style

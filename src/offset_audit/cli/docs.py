@@ -50,7 +50,6 @@ class Example:
     argv: list[str]
     shown: str = ""
     filter: Callable[[str], str] | None = None
-    setup: bool = False  # run for its files only; its output is shown too when a block names it
 
 
 def head(lines: int) -> Callable[[str], str]:
@@ -79,7 +78,6 @@ EXAMPLES = [
     Example(
         "generate",
         ["generate", "--output", "demo-input", *DEMO, "--end-offsets", "demo-end-offsets.txt"],
-        setup=True,
     ),
     Example(
         "audit", ["audit", "--input", "demo-input", "--output", "demo-output", "--end-offsets", "demo-end-offsets.txt"]
@@ -130,7 +128,6 @@ EXAMPLES = [
             "--corrupt",
             "2",
         ],
-        setup=True,
     ),
     Example(
         "share",

@@ -53,15 +53,7 @@ the partition's offset (hasPendingTransactionalOffsets), and a group with an ope
 removed. Only log segments and kafka-dump-log output show transactions; Kafka-source snapshots read
 read_committed never show a pending one."""
 
-NEVER_EXPIRING = (SUBSCRIBED_TOPIC, NON_CONSUMER_PROTOCOL, UNKNOWN_SUBSCRIPTION, PENDING_TRANSACTION)
 TIME_RULES = (EXPLICIT_EXPIRE_TIMESTAMP, EMPTY_GROUP, SIMPLE_GROUP, UNSUBSCRIBED_TOPIC)
-RULES = (
-    EXPLICIT_EXPIRE_TIMESTAMP,
-    EMPTY_GROUP,
-    SIMPLE_GROUP,
-    UNSUBSCRIBED_TOPIC,
-    *NEVER_EXPIRING,
-)
 
 # OffsetDelete answers (reference 5).
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"

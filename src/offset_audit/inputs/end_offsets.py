@@ -43,8 +43,6 @@ PARQUET_MAGIC = b"PAR1"
 # names hold only [a-zA-Z0-9._-] (Kafka's Topic.validate), never a colon, so the line splits on its
 # last two. Tools before Kafka 3.5 printed an empty offset when the time asked for had none.
 GET_OFFSETS_LINE = re.compile(r"(?P<topic>[^:]+):(?P<partition>\d+):(?P<offset>\d*)")
-# What each kafka-get-offsets.sh --time gives, and the column it fills.
-END_TIME, START_TIME = "--time -1", "--time -2"
 
 
 def load_end_offsets(path: str, storage: Storage = LOCAL, start_offsets: str | None = None) -> pa.Table:

@@ -53,8 +53,3 @@ LOG_RECORD_SCHEMA = pa.schema(
         pa.field("skipped_bytes", pa.int64()),
     ]
 )
-
-
-def log_record_batch(rows: list[dict]) -> pa.RecordBatch:
-    """Rows (dicts with some or all of the columns; missing ones are null) as one batch of the schema."""
-    return pa.RecordBatch.from_pylist(rows, schema=LOG_RECORD_SCHEMA)

@@ -57,7 +57,6 @@ class FieldSpec:
     tagged: Versions = NO_VERSIONS
     tag: int | None = None
     default: Any = None
-    has_default: bool = False
     fields: tuple[FieldSpec, ...] = ()
 
     @property
@@ -114,7 +113,6 @@ def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
         tagged=Versions.parse(raw.get("taggedVersions")),
         tag=raw.get("tag"),
         default=raw.get("default"),
-        has_default="default" in raw,
         fields=tuple(_field(f, versions) for f in raw.get("fields", ())),
     )
 

@@ -22,8 +22,6 @@ from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join, 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-END_OFFSET_COLUMNS = ("topic", "partition", "log_start_offset", "log_end_offset")
-
 
 def check_output(output: str, tables: Iterable[str], settings: Settings) -> None:
     """`output` can hold the tables this run writes (paths relative to it): it is a folder or can

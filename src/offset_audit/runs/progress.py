@@ -45,7 +45,6 @@ class Reporter:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.last_log = 0.0
-        self.line_open = False
         self.thread: threading.Thread | None = None
         self.started = time.monotonic()
 
@@ -133,7 +132,6 @@ class Reporter:
         now = time.monotonic()
         if self.interactive:
             self.stream.write("\r\x1b[K" + self._describe(stage))
-            self.line_open = True
         elif force or now - self.last_log >= LOG_INTERVAL_S:
             self.stream.write(self._describe(stage) + "\n")
             self.last_log = now
@@ -155,7 +153,6 @@ class Reporter:
             self.stream.write(line + "\n")
         self.stream.flush()
         self.current = None
-        self.line_open = False
 
 
 _active: Reporter | None = None

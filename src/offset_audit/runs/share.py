@@ -129,7 +129,8 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
 def _observations(partition_rows: list[dict], batches: pa.Table, delivery_count_limit: int) -> dict[str, list]:
     """Each share group's partitions as the limits check reads them: in-flight records from the
     recovered state, and the batches at the delivery limit (the only ones that check looks at)."""
-    from offset_audit.share.limits import SharePartitionObservation, StateBatch
+    from offset_audit.share.limits import SharePartitionObservation
+    from offset_audit.share.state import StateBatch
 
     at_limit: dict[tuple, list] = {}
     for b in batches.filter(pc.greater_equal(batches.column("delivery_count"), delivery_count_limit)).to_pylist():

@@ -160,29 +160,6 @@ def replay_chain(records: Iterable[object], cover: Cover = cover_by_priority) ->
     return _result(share_partition, chain, problems)
 
 
-def replay_chains(records: Iterable[object], cover: Cover = cover_by_priority) -> list[ChainResult]:
-    """`replay_chain` for each (group, topic, partition) among the records, e.g. one topic-partition's log."""
-    by_share_partition: dict[tuple[object, object, object], list[object]] = {}
-    for raw in records:
-        by_share_partition.setdefault(parse_control_record(raw).share_partition, []).append(raw)
-    return [replay_chain(by_share_partition[key], cover) for key in sorted(by_share_partition, key=repr)]
-
-
-def earliest_share_offsets(results: Iterable[ChainResult]) -> dict[tuple[str, int], int]:
-    """ESO per topic-partition: the lowest SCO of its share groups (seed 004, "interactions with log cleaning").
-
-    Control records before the ESO may be cleaned; none after it may. A share-partition without a readable
-    checkpoint has nothing to recover from and sets no bound.
-    """
-    earliest: dict[tuple[str, int], int] = {}
-    for result in results:
-        if result.share_checkpoint_offset is None or result.topic is None or result.partition is None:
-            continue
-        key = (result.topic, result.partition)
-        earliest[key] = min(earliest.get(key, result.share_checkpoint_offset), result.share_checkpoint_offset)
-    return earliest
-
-
 # ---- the chain ----------------------------------------------------------------------------------------
 
 

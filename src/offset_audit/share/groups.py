@@ -42,10 +42,9 @@ from offset_audit.share.limits import (
     Limits,
     ShareGroupObservation,
     SharePartitionObservation,
-    StateBatch,
     check_groups,
 )
-from offset_audit.share.state import ShareState, as_fields, is_int
+from offset_audit.share.state import as_fields, is_int
 from offset_audit.views.kafka_commands import delete_share_group
 
 # ShareGroup.ShareGroupState names (Kafka 4.1): a loaded group is Empty without members, else Stable.
@@ -56,7 +55,6 @@ STABLE = "Stable"
 LEAVE_GROUP_MEMBER_EPOCH = -1
 
 # Layout eras of the ShareGroupMetadata value (schemas/records/11_share_group_metadata.json).
-KAFKA_4_0_ERA = "4.0"
 KAFKA_4_1_ERA = "4.1+"
 
 # `share_findings.kind`: assignment audit.
@@ -687,24 +685,6 @@ def broker_setting_findings(findings: Iterable[Finding]) -> list[dict[str, Any]]
         _finding_row(finding, BAD_BROKER_SETTING if finding.severity == "error" else UNREAD_BROKER_SETTING)
         for finding in findings
     ]
-
-
-def observation_from_state(topic: str, partition: int, state: ShareState | None) -> SharePartitionObservation:
-    """A share-partition's replayed state (share/state.py) as the limits check reads it.
-
-    In-flight records are counted as SharePartition.numInFlightRecords right after loading: from the start
-    offset through the last persisted batch (a broker then skips an acknowledged prefix, so this is an upper
-    bound). `topic` is what the finding names: the topic id of `__share_group_state`, or its name if known.
-    """
-    if state is None:
-        return SharePartitionObservation(topic, partition, in_flight_records=0)
-    batches = state.effective_batches
-    return SharePartitionObservation(
-        topic,
-        partition,
-        in_flight_records=state.end_offset - state.start_offset if batches else 0,
-        state_batches=tuple(StateBatch(b.first_offset, b.last_offset, b.state, b.delivery_count) for b in batches),
-    )
 
 
 _KIND_BY_SETTING = {

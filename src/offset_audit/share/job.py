@@ -34,7 +34,6 @@ from offset_audit.share.records import QUARANTINE, SHARE_STATE, decode_share_sta
 from offset_audit.storage import LOCAL, Storage
 
 SHARE_STATE_TOPIC = "__share_group_state"
-DELIVERY_COUNT_LIMIT_DEFAULT = 5  # group.share.delivery.count.limit (seed 004)
 SKIPPED = "skipped"
 
 # What the decode stage gives the replay: one row per __share_group_state record.

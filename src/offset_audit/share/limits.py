@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.share.state import StateBatch
 
 DELIVERY_COUNT_LIMIT = "group.share.delivery.count.limit"
 RECORD_LOCK_DURATION_MS = "group.share.record.lock.duration.ms"
@@ -388,16 +389,6 @@ class DeliveryState(IntEnum):
 
 
 @dataclass(frozen=True)
-class StateBatch:
-    """A run of offsets in one delivery state (the persisted state batch; field names as share.records rows)."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-
-@dataclass(frozen=True)
 class SharePartitionObservation:
     topic: str
     partition: int
@@ -504,7 +495,7 @@ def _check_deliveries(group_id: str, observed: SharePartitionObservation, limits
     limit = limits[DELIVERY_COUNT_LIMIT]
     findings = []
     for batch in observed.state_batches:
-        consequence = AT_DELIVERY_LIMIT.get(batch.delivery_state)  # an IntEnum key matches its plain int
+        consequence = AT_DELIVERY_LIMIT.get(batch.state)  # an IntEnum key matches its plain int
         if consequence is None or batch.delivery_count < limit:
             continue
         message = (

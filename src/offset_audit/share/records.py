@@ -13,11 +13,12 @@ from typing import Any
 from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.layouts.codec import RecordCodec, UnknownRecordType, record_type_of
 from offset_audit.layouts.wire import DecodeError
+from offset_audit.share.state import SNAPSHOT, TOMBSTONE, UPDATE
 
+# Record types of __share_group_state (the key's int16), and the replay's name for each record.
 SHARE_SNAPSHOT = 0
 SHARE_UPDATE = 1
-KINDS = {SHARE_SNAPSHOT: "snapshot", SHARE_UPDATE: "update"}
-STATE_NAMES = {0: "Available", 2: "Acknowledged", 4: "Archived"}
+KINDS = {SHARE_SNAPSHOT: SNAPSHOT, SHARE_UPDATE: UPDATE}
 
 
 def _batches(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,7 +65,7 @@ def decode_share_state_record(
     row: dict[str, Any] = {
         "record_class": SHARE_STATE,
         "record_type": record_type,
-        "kind": "tombstone" if decoded is None else KINDS[record_type],
+        "kind": TOMBSTONE if decoded is None else KINDS[record_type],
         "group_id": fields["GroupId"],
         "topic_id": fields["TopicId"],
         "partition": fields["Partition"],

@@ -50,7 +50,8 @@ _REQUIRED_INTS = {
     UPDATE: ("snapshot_epoch", "leader_epoch", "start_offset"),
     TOMBSTONE: (),
 }
-# The share-state decoder (share/records.py) names these differently; both spellings are accepted.
+# The decoded rows (share/records.py) spell two names as the tables do; the dataclasses here as Kafka's
+# PersisterStateBatch does. Both are read.
 _ALIASES = {"batches": "state_batches", "state": "delivery_state"}
 
 

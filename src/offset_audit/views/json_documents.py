@@ -17,13 +17,6 @@ from offset_audit.storage import join
 if TYPE_CHECKING:
     from offset_audit.runs.counts import DecodeReport  # the run's counts: these views only read them
 
-EXIT_CODES = {
-    0: "ran; no alert threshold matched",
-    2: "user error (one sentence on stderr), nothing written",
-    3: "audit --fail-if-expiring-within: an offset expires within the duration",
-    4: "audit --fail-if-expired: an active group (with members) has expired offsets",
-}
-
 
 def iso(value: Any) -> Any:
     if isinstance(value, datetime):

@@ -32,7 +32,6 @@ from offset_audit.storage import LOCAL, Storage
 from offset_audit.views.audit_folder import pick_snapshot, read_snapshot, sums_per_group
 
 PREFIX = "kafka_offset_audit_"
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 PARTITION_COLUMNS = [
     "group_id",

@@ -213,7 +213,6 @@ _zstd = _load_zstd()
 _crc = _load_crc32c()
 _zlib = _load_zlib()
 _lz4 = _load_lz4()
-ZSTD_AVAILABLE = _zstd is not None
 CRC32C_AVAILABLE = _crc is not None
 LZ4_AVAILABLE = _lz4 is not None
 # What the walker is given: the libraries' functions, or stubs it is told not to trust.

@@ -5,7 +5,7 @@ A segment of 100 MiB holds about a million records, often one per Kafka batch, s
 and per batch is what matters here:
 
 - columns that change per record (offset, timestamp, key, value) are Python lists, extended a batch at
-  a time and turned into Arrow in C; a dict per row (`log_record_batch`) would cost more than decoding;
+  a time and turned into Arrow in C; a dict per row would cost more than decoding;
 - columns that are constant within a Kafka batch (producer, flags, position) are kept as one value per
   batch and expanded by Arrow's run-end decoding;
 - columns that are nearly always null (control type, error, note) are kept sparse, by row number.

@@ -37,7 +37,7 @@ def join_notes(*notes: str | None) -> str | None:
 
 
 def record_batch(rows: list[Row]) -> pa.RecordBatch:
-    """The same batch as `log_record_batch(rows)`, built column by column: Arrow converts a list per
+    """The rows as one batch of LOG_RECORD_SCHEMA, built column by column: Arrow converts a list per
     column several times faster than a list of dicts, which matters at a few hundred thousand lines a
     second. Every row holds every column (the readers build them whole)."""
     columns = [_column(list(map(itemgetter(field.name), rows)), field.type) for field in LOG_RECORD_SCHEMA]
