@@ -64,7 +64,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """Every skip with its reason, and whether CI accepts it; also written to $OFFSET_AUDIT_SKIP_SUMMARY
     (.ci/run prints it last)."""
     skipped = terminalreporter.stats.get("skipped", [])
-    failed_skips = [r for r in terminalreporter.stats.get("failed", []) if "skipped in CI" in str(r.longrepr)]
+    # A skip in a test body is refused as a failure; one in a fixture (setup) as an error.
+    reports = [*terminalreporter.stats.get("failed", []), *terminalreporter.stats.get("error", [])]
+    failed_skips = [r for r in reports if "skipped in CI" in str(r.longrepr)]
     lines = [f"skip summary: {len(skipped)} skipped, {len(failed_skips)} skips refused in CI"]
     for report in skipped:
         allowed = allowed_skip(report.nodeid)

@@ -50,6 +50,30 @@ def test_in_ci_a_listed_skip_is_accepted_and_named(suite, monkeypatch):
     result.stdout.fnmatch_lines(["*the part is not on this machine*allowed in CI: the part comes later*"])
 
 
+def test_in_ci_a_skip_in_a_fixture_is_an_error_and_counted_as_refused(pytester, monkeypatch, tmp_path):
+    """A part started by a fixture (a browser, a broker) that cannot be had skips at setup: in CI that is
+    an error, and the summary counts it (seen in a run without Chromium)."""
+    pytester.makepyfile(
+        test_fixture_part="""
+import pytest
+
+@pytest.fixture
+def part():
+    pytest.skip("no browser here")
+
+def test_uses_it(part):
+    pass
+"""
+    )
+    monkeypatch.setenv("CI", "true")
+    summary = tmp_path / "skips.txt"
+    monkeypatch.setenv("OFFSET_AUDIT_SKIP_SUMMARY", str(summary))
+    result = pytester.runpytest("-p", "ci_skips")
+    result.assert_outcomes(errors=1)
+    assert summary.read_text().startswith("skip summary: 0 skipped, 1 skips refused in CI\n")
+    assert "FAILED test_fixture_part.py::test_uses_it: skipped in CI" in summary.read_text()
+
+
 def test_in_ci_a_module_skipped_at_collection_fails_too(pytester, monkeypatch):
     pytester.makepyfile(test_gone='import pytest\npytest.skip("no part", allow_module_level=True)\n')
     monkeypatch.setenv("CI", "1")
