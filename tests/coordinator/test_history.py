@@ -88,6 +88,17 @@ PLAIN = [
     deleted("late", "orders", 0, at(9)),
     # A tombstone whose commit is not in the dump.
     deleted("ghost", "orders", 0, at(4)),
+    # A simple group (commits only) deleted on request: its offsets' tombstones, then the group's (as a
+    # real 4.1 broker writes DeleteGroups of a standalone consumer's group).
+    commit("simple-removed", "orders", 0, 15, at(1)),
+    deleted("simple-removed", "orders", 0, at(3)),
+    at_time(group_tombstone("simple-removed", 0), at(3)),
+    # A simple group the sweep removed with its last offset.
+    commit("simple-swept", "orders", 0, 16, at(1)),
+    deleted("simple-swept", "orders", 0, at(1) + WEEK + 3 * MINUTE),
+    at_time(group_tombstone("simple-swept", 0), at(1) + WEEK + 3 * MINUTE),
+    # A group tombstone of a group the dump shows nothing else of.
+    at_time(group_tombstone("ghost-group", 0), at(4)),
     # A KIP-848 group: subscribed to orders, it left payments; its member left on day 3.
     member("k", "x", ["orders"], 1),  # the coordinator writes the member, then the group's new epoch
     modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k"}, {"Epoch": 1}, 1),
@@ -166,6 +177,20 @@ def test_group_tombstones_swept_or_requested(traced):
     assert deletion(rows, "removed-apart", history.GROUP_DELETED)["cause"] == history.DELETED_BY_REQUEST
 
 
+def test_a_simple_groups_tombstone_after_its_offsets_is_judged_as_the_empty_group_the_broker_held(traced):
+    """DeleteGroups of a standalone consumer's group tombstones its offsets, then the group: just before
+    the group tombstone the coordinator holds it Empty with no offsets. Seen on a live 4.1 broker."""
+    rows = traced[2]
+    removed = deletion(rows, "simple-removed", history.GROUP_DELETED)
+    assert (removed["cause"], removed["group_type"], removed["group_state"]) == (
+        history.DELETED_BY_REQUEST,
+        "classic",
+        "Empty",
+    )
+    assert deletion(rows, "simple-swept", history.GROUP_DELETED)["cause"] == history.EXPIRED
+    assert deletion(rows, "ghost-group", history.GROUP_DELETED)["cause"] == history.UNKNOWN
+
+
 def test_group_state_events_classic_and_kip848(traced):
     rows = traced[2]
     states = [
@@ -179,7 +204,7 @@ def test_group_state_events_classic_and_kip848(traced):
 def test_commits_in_log_order_with_their_transaction(traced):
     rows = traced[2]
     commits = [r for r in rows if r["event"] == history.COMMITTED]
-    assert len(commits) == 11
+    assert len(commits) == 13
     (txn,) = [r for r in commits if r["group_id"] == "txn"]
     assert txn["transaction"] == "committed" and txn["committed_offset"] == 50
     assert [r["committed_offset"] for r in commits if r["group_id"] == "recommit"] == [1, 2]
@@ -188,10 +213,10 @@ def test_commits_in_log_order_with_their_transaction(traced):
 def test_the_retention_consistent_with_every_sweep_and_the_tombstones_that_bound_it(traced):
     result = traced[0]
     bound = result.retention
-    # Sweeps ran 5, 3, 1, 2 and 4 minutes after expiry at 7 days, every 10 minutes: 7d-5m to 7d+1m.
+    # Sweeps ran 5, 3, 3, 1, 2 and 4 minutes after expiry at 7 days, every 10 minutes: 7d-5m to 7d+1m.
     assert (bound.low, bound.high) == (10080 - 5, 10080 + 1)
     assert bound.low_by["group_id"] == "emptied" and bound.high_by["group_id"] == "left"
-    assert bound.tombstones == 5
+    assert bound.tombstones == 6
 
 
 def test_retention_bound_of_no_sweep_bounds_nothing():
@@ -267,7 +292,7 @@ def test_the_command_json(spark, dump, tmp_path):
     document = json.loads(run_cli("history", "--input", dump, "--output", tmp_path / "a", "--json", "-q").stdout)
     assert document["command"] == "history" and document["consistent_retention_minutes"]["low"] == 10075
     swept = [e for e in document["events"] if e["event"] == history.OFFSET_DELETED and e["cause"] == history.EXPIRED]
-    assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 5}]
+    assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 6}]
 
 
 def test_the_command_refuses_mistakes_before_spark_starts(no_spark, dump, tmp_path):

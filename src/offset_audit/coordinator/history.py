@@ -195,7 +195,7 @@ def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms:
     rule, base, explicit = F.col("j.rule"), F.col("j.base_timestamp_ms"), F.col("j.expire_timestamp_ms")
     at = F.col("t.record_timestamp_ms")
     expires = rules.expires_at_ms(rule, base, explicit, retention)
-    window_end = F.try_add(expires, F.lit(check_interval_ms).cast("long"))
+    window_end = F.try_add(expires, F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long"))
     expired = rules.is_expired(rule, base, explicit, at, retention)
     cause = (
         F.when(F.col("j.group_id").isNull(), F.lit(UNKNOWN))
@@ -251,7 +251,7 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
         .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
         .agg(F.max(F.struct(F.col("x.source_partition"), F.col("x.source_offset"))).alias("_other"))
     )
-    window_start = F.col("t.record_timestamp_ms") - F.lit(check_interval_ms)
+    window_start = F.col("t.record_timestamp_ms") - F.lit(rules.sweep_reach_ms(check_interval_ms))
     after_other = F.col("_other").isNull() | (
         F.struct(F.col("o.source_partition"), F.col("o.source_offset")) > F.col("_other")
     )
@@ -288,14 +288,23 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
         .join(live_offsets, ["point_id", "group_id"], "left")
         .join(batch, ["point_id", "group_id"], "left")
         .join(last_change, ["point_id", "group_id"], "left")
+        .join(last_other, ["point_id", "group_id"], "left")
     )
+    # A group the log shows records of, but no state just before its tombstone, is a simple group whose
+    # offsets were all deleted first (DeleteGroups tombstones the offsets, then the group): the
+    # coordinator still holds it, Empty, until the group tombstone. Only a group the log shows nothing of
+    # before its tombstone is UNKNOWN.
+    emptied_simple = F.col("group_state").isNull() & F.col("_other").isNotNull()
+    group_type = F.when(emptied_simple, F.lit("classic")).otherwise(F.col("group_type"))
+    group_state = F.when(emptied_simple, F.lit("Empty")).otherwise(F.col("group_state"))
     at = F.col("record_timestamp_ms")
     since = F.greatest(F.col("current_state_timestamp_ms"), F.col("_last_change_ms"))
-    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
+    removable = rules.group_can_be_removed(group_type, group_state, F.col("open_transaction"))
     swept_with_offsets = F.coalesce(F.col("_batch"), F.lit(0)) > 0
-    by_itself = F.coalesce(at <= F.try_add(since, F.lit(check_interval_ms).cast("long")), F.lit(False))
+    reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
+    by_itself = F.coalesce(at <= F.try_add(since, reach), F.lit(False))
     cause = (
-        F.when(F.col("group_state").isNull(), F.lit(UNKNOWN))
+        F.when(group_state.isNull(), F.lit(UNKNOWN))
         .when(
             removable
             & (F.coalesce(F.col("_live_offsets"), F.lit(0)) == 0)
@@ -316,11 +325,11 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
         F.lit(None).cast("long").alias("committed_offset"),
         F.lit(None).cast("long").alias("commit_timestamp_ms"),
         F.lit(None).cast("string").alias("transaction"),
-        F.coalesce(F.col("group_type"), F.col("_type")).alias("group_type"),
+        F.coalesce(group_type, F.col("_type")).alias("group_type"),
         "protocol_type",
-        "group_state",
+        group_state.alias("group_state"),
         "generation",
-        "member_count",
+        F.when(emptied_simple, F.lit(0)).otherwise(F.col("member_count")).alias("member_count"),
         F.lit(None).cast("string").alias("rule"),
         since.alias("base_timestamp_ms"),
         F.lit(None).cast("long").alias("expires_at_ms"),

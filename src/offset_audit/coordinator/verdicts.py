@@ -178,8 +178,9 @@ def group_verdicts(
 
 
 def _sweep_window_end(expires_at_ms: Column, check_interval_ms: int) -> Column:
-    """expires_at + offsets.retention.check.interval.ms, shown as a TIMESTAMP."""
-    return spark_timestamp(F.try_add(expires_at_ms, F.lit(check_interval_ms).cast("long")))
+    """expires_at + offsets.retention.check.interval.ms + a sweep's lateness (rules.sweep_reach_ms),
+    shown as a TIMESTAMP."""
+    return spark_timestamp(F.try_add(expires_at_ms, F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")))
 
 
 # Why an offset is worth deleting, most urgent first.

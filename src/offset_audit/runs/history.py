@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import history
-from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
+from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
@@ -50,8 +50,8 @@ class RetentionBound:
 
 def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound:
     """A sweep at retention R writes a time-rule tombstone at T only if T - base >= R and T <= base + R +
-    interval: so R lies in [(T - base - interval), (T - base)], in whole minutes. Explicit expiry
-    timestamps do not depend on R and bound nothing."""
+    reach (the interval and a sweep's lateness, rules.sweep_reach_ms): so R lies in [(T - base - reach),
+    (T - base)], in whole minutes. Explicit expiry timestamps do not depend on R and bound nothing."""
     bound = RetentionBound()
     for row in swept:
         if (
@@ -61,7 +61,7 @@ def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound
         ):
             continue
         age = row["event_time_ms"] - row["base_timestamp_ms"]
-        low = max(1, math.ceil((age - check_interval_ms) / MINUTE_MS))
+        low = max(1, math.ceil((age - sweep_reach_ms(check_interval_ms)) / MINUTE_MS))
         high = age // MINUTE_MS
         bound.tombstones += 1
         if bound.low is None or low > bound.low:
