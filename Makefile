@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed-stamp
 SIZES ?= 1000000,5000000
 CODECS ?= none,zstd
 DEMO_RECORDS ?= 300000
+# Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
+KAFKA_VERSIONS ?= 4.1.2 4.3.1 3.9.2
+KAFKA_DIR := .kafka
 
-.PHONY: setup check-java browser demo test lint bench package package-driver clean
+.PHONY: setup check-java kafka browser demo test lint bench package package-driver clean
 
-setup: $(STAMP)
+setup: $(STAMP) kafka
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11+ is needed, found %d.%d: install python3.11 or run make PYTHON=/path/to/python3.11" % v[:2])'
@@ -31,6 +34,26 @@ demo: setup
 	$(BIN)/offset-audit whatif --input demo-input --output demo-output --retention-minutes 1d,3d,7d,14d,30d --quiet
 	$(BIN)/offset-audit delete-plan --audit demo-output --script demo-output/delete-offsets.sh
 	$(BIN)/offset-audit report --audit demo-output --output demo-output/report.html
+
+# Apache Kafka's broker and tools for the live tests, each version fetched once by the machine's mvn from
+# jars/kafka/pom.xml. Never fails: where Maven or mvn cannot be had, .kafka/V/unavailable says why and the
+# live tests of that version skip with that reason (in CI such a skip fails the run: tests/ci_skips.py).
+kafka: $(foreach v,$(KAFKA_VERSIONS),$(KAFKA_DIR)/$(v)/.fetched)
+
+$(KAFKA_DIR)/%/.fetched: jars/kafka/pom.xml
+	@mkdir -p $(KAFKA_DIR)/$*
+	@rm -rf $(KAFKA_DIR)/$*/unavailable $(KAFKA_DIR)/$*/libs
+	@if ! command -v mvn >/dev/null 2>&1; then \
+	  echo "mvn is not installed (apt-get install maven), so make kafka could not fetch Kafka $*" > $(KAFKA_DIR)/$*/unavailable; \
+	  echo "mvn not found: the live Kafka $* tests will skip" >&2; \
+	elif echo "fetching Kafka $* (broker and tools) from Maven Central into $(KAFKA_DIR)/$*" >&2 && \
+	  mvn -q -B -f jars/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$* -DincludeScope=runtime \
+	    -DoutputDirectory="$(CURDIR)/$(KAFKA_DIR)/$*/libs" > $(KAFKA_DIR)/$*/mvn.log 2>&1; then \
+	  touch $@; \
+	else \
+	  { printf 'Maven could not fetch Kafka $*: '; grep -m1 'ERROR' $(KAFKA_DIR)/$*/mvn.log | cut -c1-400; } > $(KAFKA_DIR)/$*/unavailable; \
+	  cat $(KAFKA_DIR)/$*/unavailable >&2; \
+	fi
 
 # Chromium for the report's browser test (tests/views/test_html_report.py), from Debian packages. Never fails:
 # without it (not root, no apt-get) that one test skips and says why.

@@ -1,0 +1,397 @@
+"""The broker as the oracle: real clients write `__consumer_offsets` on a real Kafka broker, the audit judges
+a copy of its log, and then the broker's own expiry sweep says whether the audit was right.
+
+On each version `make kafka` fetched (tests/kafka_broker.py), with offsets.retention.minutes=1 and a sweep
+every second:
+- a standalone consumer's commit (clock: the commit), a classic group that left (Empty: the clock is when
+  it became Empty), a KIP-848 group that left, a Stable classic group that dropped a topic from its
+  subscription (KIP-496: that topic's offsets go, the others stay), a Stable group (never), committed and
+  aborted transactional commits, and offsets and a group deleted on request (OffsetDelete through the
+  version's own kafka-consumer-groups, DeleteGroups through the Admin API).
+- The audit runs on a copy of the log taken right after. Then the broker sweeps; a second copy of the log,
+  read by `history`, holds the tombstones it wrote, each with the time the sweep wrote it.
+- Every offset the audit said expires is tombstoned within [expires_at, sweep_window_end + slack]; no
+  offset it said never expires is; groups go when group_expires_at says; every sweep tombstone is EXPIRED
+  and every requested one DELETED_BY_REQUEST; and what the Admin API lists at the end is what the audit
+  said would stay.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kafka_broker import CHECK_INTERVAL_MS, RETENTION_MINUTES, Broker, kafka_broker, kafka_versions, version_tuple
+from live_services import live, table_rows
+
+from offset_audit.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+RETENTION_MS = RETENTION_MINUTES * 60_000
+# A sweep runs every CHECK_INTERVAL_MS; this allows for a sweep that takes long on a busy 2-core machine
+# and for the group coordinator's timer, which fires the sweep at the interval after the previous one ended.
+SLACK_MS = 5_000
+ORDERS, PAYMENTS = "orders", "payments"
+
+
+@dataclass
+class Story:
+    """What the clients did, and the consumers that stay in their groups until the end."""
+
+    groups: list[str] = field(default_factory=list)
+    requested: set[tuple[str, str | None, int | None]] = field(default_factory=set)
+    members: list = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def keep_polling(self, consumer) -> None:
+        """A member stays in its group (Stable) while a thread polls for it."""
+
+        def loop() -> None:
+            while not self.stop.is_set():
+                consumer.poll(0.2)
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        self.members.append(consumer)
+        self.threads.append(thread)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+        for consumer in self.members:
+            consumer.close()
+
+
+def _consumer(broker: Broker, group: str, **extra):
+    from confluent_kafka import Consumer
+
+    config = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        **extra,
+    }
+    return Consumer(config)
+
+
+def _until(what: str, check, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _assigned(consumer, topics: set[str]) -> bool:
+    consumer.poll(0.2)
+    return {tp.topic for tp in consumer.assignment()} == topics
+
+
+def _commit(consumer, *offsets: tuple[str, int, int]) -> None:
+    """A synchronous commit, retried while the coordinator is still being found (a new broker)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    for _ in range(120):
+        try:
+            consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
+            return
+        except KafkaException as err:
+            if not err.args[0].retriable() and "coordinator" not in str(err).lower():
+                raise
+            time.sleep(0.5)
+    raise AssertionError("the group coordinator never answered a commit")
+
+
+def write_history(broker: Broker) -> Story:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    admin = broker.admin()
+    for future in admin.create_topics([NewTopic(ORDERS, 3, 1), NewTopic(PAYMENTS, 2, 1)]).values():
+        future.result(60)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for topic, partitions in ((ORDERS, 3), (PAYMENTS, 2)):
+        for partition in range(partitions):
+            for i in range(20):
+                producer.produce(topic, b"record %d" % i, partition=partition)
+    producer.flush(30)
+    story = Story()
+
+    # A standalone consumer: commits without joining (a simple group), clock from the commit.
+    standalone = _consumer(broker, "standalone")
+    _commit(standalone, (ORDERS, 0, 3), (ORDERS, 1, 4))
+    standalone.close()
+    story.groups.append("standalone")
+
+    # A classic group that consumed, committed and left: Empty, clock from when it became Empty.
+    leaver = _consumer(broker, "classic-left")
+    leaver.subscribe([ORDERS])
+    _until("classic-left's assignment", lambda: _assigned(leaver, {ORDERS}))
+    _commit(leaver, (ORDERS, 0, 5), (ORDERS, 2, 1))
+    leaver.close()
+    story.groups.append("classic-left")
+
+    # A Stable classic group: its subscribed offsets never expire.
+    stable = _consumer(broker, "classic-stable")
+    stable.subscribe([PAYMENTS])
+    _until("classic-stable's assignment", lambda: _assigned(stable, {PAYMENTS}))
+    _commit(stable, (PAYMENTS, 0, 2))
+    story.keep_polling(stable)
+    story.groups.append("classic-stable")
+
+    # KIP-496: a Stable group stops subscribing to a topic; that topic's offsets expire from their commit.
+    dropper = _consumer(broker, "classic-dropped-topic")
+    dropper.subscribe([ORDERS, PAYMENTS])
+    _until("classic-dropped-topic's assignment", lambda: _assigned(dropper, {ORDERS, PAYMENTS}))
+    _commit(dropper, (ORDERS, 1, 7), (PAYMENTS, 1, 3))
+    dropper.subscribe([PAYMENTS])
+    _until("classic-dropped-topic's new assignment", lambda: _assigned(dropper, {PAYMENTS}))
+    story.keep_polling(dropper)
+    story.groups.append("classic-dropped-topic")
+
+    if version_tuple(broker.version) >= (4, 0):
+        # A KIP-848 consumer group that consumed, committed and left.
+        modern = _consumer(broker, "modern-left", **{"group.protocol": "consumer"})
+        modern.subscribe([ORDERS])
+        _until("modern-left's assignment", lambda: _assigned(modern, {ORDERS}))
+        _commit(modern, (ORDERS, 0, 9))
+        modern.close()
+        story.groups.append("modern-left")
+
+    # Transactional commits: one committed (applied, expires from its commit), one aborted (never applied).
+    for outcome in ("committed", "aborted"):
+        group = f"transactional-{outcome}"
+        member = _consumer(broker, group)
+        member.subscribe([ORDERS])
+        _until(f"{group}'s assignment", lambda m=member: _assigned(m, {ORDERS}))
+        transactional = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{outcome}"})
+        transactional.init_transactions(60)
+        transactional.begin_transaction()
+        from confluent_kafka import TopicPartition
+
+        transactional.send_offsets_to_transaction([TopicPartition(ORDERS, 2, 11)], member.consumer_group_metadata(), 60)
+        if outcome == "committed":
+            transactional.commit_transaction(60)
+        else:
+            transactional.abort_transaction(60)
+        member.close()
+        story.groups.append(group)
+
+    # Deletions on request: OffsetDelete with the version's own tool, DeleteGroups with the Admin API.
+    offsets_deleted = _consumer(broker, "offsets-deleted")
+    _commit(offsets_deleted, (PAYMENTS, 0, 1), (PAYMENTS, 1, 1))
+    offsets_deleted.close()
+    tool = broker.tool(
+        "consumer-groups", "--bootstrap-server", broker.bootstrap, "--delete-offsets",
+        "--group", "offsets-deleted", "--topic", f"{PAYMENTS}:0",
+    )  # fmt: skip
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    story.requested.add(("offsets-deleted", PAYMENTS, 0))
+    story.groups.append("offsets-deleted")
+    group_deleted = _consumer(broker, "group-deleted")
+    _commit(group_deleted, (ORDERS, 1, 2))
+    group_deleted.close()
+    admin.delete_consumer_groups(["group-deleted"])["group-deleted"].result(60)
+    story.requested.add(("group-deleted", ORDERS, 1))
+    story.requested.add(("group-deleted", None, None))
+    return story
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.stdout
+
+
+@dataclass(frozen=True)
+class Observed:
+    version: str
+    verdicts: list[dict]  # partition_verdicts of the audit taken right after the history
+    groups: dict[str, dict]  # group_verdicts by group id
+    events: list[dict]  # offset_history of the log after the sweeps
+    remaining: dict[str, set[tuple[str, int]]]  # what the Admin API lists at the end
+    listed_groups: set[str]  # what the version's kafka-consumer-groups --list lists at the end
+    requested: set[tuple[str, str | None, int | None]]
+    retention: dict  # history's consistent_retention_minutes
+    committed: dict[tuple[str, str, int], int]  # what the Admin API listed when the log was copied
+    from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
+
+
+def _committed(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin, found = broker.admin(), {}
+    for group in groups:
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
+        found.update({(group, tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0})
+    return found
+
+
+def _dump_log_text(broker: Broker, log: Path, target: Path) -> Path:
+    """The copied segments as the version's own kafka-dump-log.sh --offsets-decoder prints them."""
+    segments = sorted(str(p) for p in log.glob("__consumer_offsets-*/*.log"))
+    dumped = broker.tool("dump-log", "--offsets-decoder", "--print-data-log", "--files", ",".join(segments))
+    assert dumped.returncode == 0, dumped.stdout[-2000:] + dumped.stderr[-2000:]
+    target.write_text(dumped.stdout)
+    return target
+
+
+def _remaining(broker: Broker, groups: list[str]) -> dict[str, set[tuple[str, int]]]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin, found = broker.admin(), {}
+    for group in groups:
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
+        found[group] = {(tp.topic, tp.partition) for tp in listed.topic_partitions if tp.offset >= 0}
+    return found
+
+
+@pytest.fixture(scope="module", params=kafka_versions())
+def observed(request, tmp_path_factory, spark) -> Observed:
+    version = request.param
+    folder = tmp_path_factory.mktemp(f"kafka-{version}")
+    conf = folder / "audit.toml"
+    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    with live(kafka_broker(folder / "broker", version)) as broker:
+        story = write_history(broker)
+        try:
+            before = broker.copy_offsets_log(folder / "log-before")
+            _cli("audit", "--input", str(before), "--output", str(folder / "audit"), "--conf", str(conf),
+                 "--as-of", "now", "--quiet")  # fmt: skip
+            committed = _committed(broker, story.groups)
+            verdicts = table_rows(str(folder / "audit" / "partition_verdicts")).to_pylist()
+            as_of = verdicts[0]["as_of"].isoformat()
+            text = _dump_log_text(broker, before, folder / "dump-log.txt")
+            _cli("audit", "--input", str(text), "--input-format", "dump-log", "--output", str(folder / "audit-text"),
+                 "--conf", str(conf), "--as-of", as_of, "--quiet")  # fmt: skip
+            from_text = table_rows(str(folder / "audit-text" / "partition_verdicts")).to_pylist()
+            groups = {g["group_id"]: g for g in table_rows(str(folder / "audit" / "group_verdicts")).to_pylist()}
+            ends = [v["expires_at_ms"] for v in verdicts if v["expires_at_ms"] is not None]
+            ends += [g["group_expires_at_ms"] for g in groups.values() if g["group_expires_at_ms"] is not None]
+            wait_until_ms = max(ends, default=0) + CHECK_INTERVAL_MS + SLACK_MS
+            time.sleep(max(0.0, wait_until_ms / 1000 - time.time()))
+            remaining = _remaining(broker, story.groups)
+            listing = broker.tool("consumer-groups", "--bootstrap-server", broker.bootstrap, "--list")
+            assert listing.returncode == 0, listing.stdout + listing.stderr
+            listed = set(listing.stdout.split())
+            after = broker.copy_offsets_log(folder / "log-after")
+        finally:
+            story.close()
+    history = folder / "history"
+    document = _cli("history", "--input", str(after), "--output", str(history), "--conf", str(conf), "--json")
+    retention = json.loads(document)["consistent_retention_minutes"]
+    events = table_rows(str(history / "offset_history")).to_pylist()
+    return Observed(
+        version, verdicts, groups, events, remaining, listed, story.requested, retention, committed, from_text
+    )
+
+
+def _deletions(observed: Observed, event: str) -> dict[tuple, dict]:
+    return {(e["group_id"], e["topic"], e["partition"]): e for e in observed.events if e["event"] == event}
+
+
+def _judged(rows: list[dict]) -> dict[tuple, tuple]:
+    return {
+        (r["group_id"], r["topic"], r["partition"]): (r["committed_offset"], r["rule"], r["expires_at_ms"])
+        for r in rows
+    }
+
+
+def test_the_audit_holds_the_offsets_the_admin_api_lists(observed):
+    audited = {(v["group_id"], v["topic"], v["partition"]): v["committed_offset"] for v in observed.verdicts}
+    assert audited == observed.committed
+
+
+def test_the_versions_own_dump_log_text_is_judged_as_its_segments(observed):
+    assert _judged(observed.from_text) == _judged(observed.verdicts)
+
+
+def test_every_offset_the_audit_says_expires_is_tombstoned_by_the_sweep_in_its_window(observed):
+    deleted = _deletions(observed, "OFFSET_DELETED")
+    expiring = [v for v in observed.verdicts if v["expires_at_ms"] is not None]
+    assert {v["rule"] for v in expiring} >= {"SIMPLE_GROUP", "EMPTY_GROUP", "UNSUBSCRIBED_TOPIC"}
+    late_or_early = []
+    for verdict in expiring:
+        key = (verdict["group_id"], verdict["topic"], verdict["partition"])
+        tombstone = deleted.get(key)
+        written = None if tombstone is None else tombstone["event_time_ms"]
+        window = (verdict["expires_at_ms"], verdict["expires_at_ms"] + CHECK_INTERVAL_MS + SLACK_MS)
+        if written is None or not window[0] <= written <= window[1]:
+            late_or_early.append((key, verdict["rule"], window, written))
+    assert not late_or_early, f"Kafka {observed.version}: {late_or_early}"
+
+
+def test_no_offset_the_audit_says_never_expires_is_tombstoned(observed):
+    deleted = _deletions(observed, "OFFSET_DELETED")
+    kept = [v for v in observed.verdicts if v["expires_at_ms"] is None]
+    assert {v["rule"] for v in kept} >= {"SUBSCRIBED_TOPIC"}
+    tombstoned = [(v["group_id"], v["topic"], v["partition"]) for v in kept]
+    assert [key for key in tombstoned if key in deleted] == []
+    for group_id, topic, partition in tombstoned:
+        assert (topic, partition) in observed.remaining[group_id], (group_id, topic, partition)
+
+
+def test_the_admin_api_lists_at_the_end_exactly_what_the_audit_said_stays(observed):
+    stays: dict[str, set] = {}
+    for v in observed.verdicts:
+        if v["expires_at_ms"] is None:
+            stays.setdefault(v["group_id"], set()).add((v["topic"], v["partition"]))
+    assert {g: s for g, s in observed.remaining.items() if s} == stays
+
+
+def writes_simple_group_tombstones(version: str) -> bool:
+    """Kafka before 4.0 runs the Scala group coordinator, which removes a group that only stored offsets
+    (generation 0) without a group tombstone ("We avoid writing the tombstone when the generationId is
+    0", GroupMetadataManager.cleanupGroupMetadata and deleteGroups); the 4.0+ coordinator writes one."""
+    return version_tuple(version) >= (4, 0)
+
+
+def test_groups_go_when_the_audit_says(observed):
+    deleted = {e["group_id"]: e for e in observed.events if e["event"] == "GROUP_DELETED"}
+    for group_id, group in observed.groups.items():
+        expires = group["group_expires_at_ms"]
+        if expires is None:
+            assert group_id in observed.listed_groups and group_id not in deleted, group
+            continue
+        assert group_id not in observed.listed_groups, group
+        if group["protocol_type"] is None and not writes_simple_group_tombstones(observed.version):
+            assert group_id not in deleted, group
+            continue
+        written = deleted[group_id]["event_time_ms"]
+        assert expires <= written <= expires + CHECK_INTERVAL_MS + SLACK_MS, (group_id, expires, written)
+
+
+def test_history_calls_every_sweep_tombstone_expired_and_every_requested_one_deleted_by_request(observed):
+    causes = {}
+    for e in observed.events:
+        if e["event"] in ("OFFSET_DELETED", "GROUP_DELETED"):
+            key = (
+                (e["group_id"], e["topic"], e["partition"])
+                if e["event"] == "OFFSET_DELETED"
+                else (e["group_id"], None, None)
+            )
+            causes[key] = e["cause"]
+    expected = set(observed.requested)
+    if not writes_simple_group_tombstones(observed.version):
+        expected.discard(("group-deleted", None, None))  # a simple group: no tombstone before 4.0
+    requested = {key: causes.get(key) for key in expected}
+    assert requested == dict.fromkeys(expected, "DELETED_BY_REQUEST")
+    swept = {key: cause for key, cause in causes.items() if key not in observed.requested}
+    assert swept and {key: cause for key, cause in swept.items() if cause != "EXPIRED"} == {}
+
+
+def test_the_retention_history_infers_from_the_sweeps_holds_the_brokers(observed):
+    """`history` works out which offsets.retention.minutes the tombstones it saw are consistent with."""
+    bound = observed.retention
+    assert bound["swept_tombstones"] > 0 and bound["consistent"], bound
+    assert bound["low"] <= RETENTION_MINUTES <= bound["high"], bound

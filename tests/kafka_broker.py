@@ -1,0 +1,238 @@
+"""A real Apache Kafka broker for the live tests: one KRaft node (broker and controller in one process) on
+127.0.0.1 with free ports, started from the jars `make kafka` fetched into .kafka/V/libs and stopped by pid.
+
+The broker is the oracle: the tests let it write `__consumer_offsets` under real clients, then watch what
+its expiry sweep deletes and when. Settings make that fast: offsets.retention.minutes=1 (the smallest the
+broker takes) and a sweep every second. A version that `make kafka` could not fetch raises `Unavailable`
+with the reason it wrote, so its tests skip saying why (and fail in CI: tests/ci_skips.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from live_services import LOOPBACK, Unavailable, _start, _stop, free_port
+from repo_paths import ROOT
+
+KAFKA = ROOT / ".kafka"
+RETENTION_MINUTES = 1
+CHECK_INTERVAL_MS = 1_000
+
+# Each tool's main class, newest location first: classes moved between releases (Scala core to the
+# Java tools module), so the one a version's jars hold is looked up in them (kafka_broker.main_class).
+TOOLS = {
+    "server": ("kafka.Kafka",),
+    "storage": ("kafka.tools.StorageTool",),
+    "consumer-groups": (
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "kafka.admin.ConsumerGroupCommand",
+    ),
+    "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
+    "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
+    "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
+    "offsets-formatter": (
+        "org.apache.kafka.tools.consumer.OffsetsMessageFormatter",
+        "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter",
+    ),
+}
+
+LOG4J = """rootLogger.level=INFO
+rootLogger.appenderRef.file.ref=file
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName={log}
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+"""
+
+
+def kafka_versions() -> list[str]:
+    """The versions the live tests run on: KAFKA_VERSIONS from the environment, or the Makefile's."""
+    configured = os.environ.get("KAFKA_VERSIONS")
+    if configured is None:
+        found = re.search(r"^KAFKA_VERSIONS \?= (.+)$", (ROOT / "Makefile").read_text(), re.M)
+        configured = found.group(1) if found else ""
+    return configured.split()
+
+
+def libs(version: str) -> Path:
+    """The folder of the version's jars, or Unavailable with why `make kafka` has none."""
+    folder = KAFKA / version
+    if (folder / ".fetched").exists():
+        return folder / "libs"
+    reason = folder / "unavailable"
+    if reason.exists():
+        raise Unavailable(reason.read_text().strip())
+    raise Unavailable(f"Kafka {version}'s jars are not in {folder}: run make kafka KAFKA_VERSIONS={version}")
+
+
+@functools.cache
+def _classes(version: str) -> frozenset[str]:
+    names = set()
+    for jar in libs(version).glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            names.update(n[: -len(".class")].replace("/", ".") for n in archive.namelist() if n.endswith(".class"))
+    return frozenset(names)
+
+
+def main_class(version: str, tool: str) -> str:
+    """The tool's class in this version's jars (the first of TOOLS[tool] it holds)."""
+    for candidate in TOOLS[tool]:
+        if candidate in _classes(version):
+            return candidate
+    raise AssertionError(f"Kafka {version}'s jars hold none of {TOOLS[tool]}")
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found:
+        raise Unavailable("java is not on PATH and JAVA_HOME is not set: Kafka's broker needs Java 17+")
+    return found
+
+
+def java_command(version: str, tool: str, *args: str, heap: str = "256m", log4j: Path | None = None) -> list[str]:
+    command = [java(), f"-Xmx{heap}", "-cp", f"{libs(version)}/*"]
+    if log4j is not None:
+        command.append(f"-Dlog4j2.configurationFile={log4j}")
+    return [*command, main_class(version, tool), *args]
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+@dataclass(frozen=True)
+class Broker:
+    version: str
+    bootstrap: str
+    log_dir: Path
+    folder: Path
+    pid: int
+
+    def tool(self, tool: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        """Run one of the version's command-line tools (TOOLS) against this broker; its output as text."""
+        log4j = self.folder / "tools-log4j2.properties"
+        return subprocess.run(
+            java_command(self.version, tool, *args, log4j=log4j),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def copy_offsets_log(self, destination: Path) -> Path:
+        """The broker's `__consumer_offsets-N` folders as they are now (segments roll and get cleaned
+        under a running broker: a copy is what an operator's backup would hold)."""
+        destination.mkdir(parents=True, exist_ok=True)
+        for partition in sorted(self.log_dir.glob("__consumer_offsets-*")):
+            target = destination / partition.name
+            target.mkdir(exist_ok=True)
+            for segment in partition.glob("*.log"):
+                shutil.copyfile(segment, target / segment.name)
+        return destination
+
+
+def server_properties(log_dir: Path, port: int, controller: int, extra: dict[str, str]) -> str:
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.bootstrap.servers": f"{LOOPBACK}:{controller}",
+        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller}",
+        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3",
+        "offsets.retention.minutes": str(RETENTION_MINUTES),
+        "offsets.retention.check.interval.ms": str(CHECK_INTERVAL_MS),
+        # Small segments, so that __consumer_offsets rolls (1 MiB is the least a topic takes from Kafka 4.0).
+        "offsets.topic.segment.bytes": str(1024 * 1024),
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        **extra,
+    }
+    return "".join(f"{k}={v}\n" for k, v in settings.items())
+
+
+def _features(version: str) -> list[str]:
+    """Group types switched on at format time where the version has them as a feature."""
+    return ["--feature", "share.version=1"] if version_tuple(version) >= (4, 1) else []
+
+
+@contextmanager
+def kafka_broker(folder: Path, version: str, extra: dict[str, str] | None = None) -> Iterator[Broker]:
+    """A formatted, started, answering broker of `version`; stopped by pid when the block ends."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log_dir = folder / "data"
+    port, controller = free_port(), free_port()
+    config = folder / "server.properties"
+    config.write_text(server_properties(log_dir, port, controller, extra or {}))
+    (folder / "log4j2.properties").write_text(LOG4J.format(log=folder / "server.log"))
+    (folder / "tools-log4j2.properties").write_text(LOG4J.format(log=folder / "tools.log"))
+    formatted = subprocess.run(
+        java_command(version, "storage", "format", "-t", _cluster_id(), "-c", str(config),
+                     "--standalone", *_features(version), log4j=folder / "tools-log4j2.properties"),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if formatted.returncode != 0:
+        raise AssertionError(f"kafka-storage format of Kafka {version} failed: {formatted.stdout}{formatted.stderr}")
+    process = _start(
+        java_command(version, "server", str(config), heap="768m", log4j=folder / "log4j2.properties"),
+        folder / "broker.out",
+    )
+    try:
+        broker = Broker(version, f"{LOOPBACK}:{port}", log_dir, folder, process.pid)
+        _wait_until_answering(broker, process)
+        yield broker
+    finally:
+        _stop(process)
+
+
+def _cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `random-uuid` prints)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _wait_until_answering(broker: Broker, process: subprocess.Popen, seconds: float = 120) -> None:
+    """The port takes connections and the broker answers a metadata request naming itself."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + seconds
+    host, port = broker.bootstrap.split(":")
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = (broker.folder / "broker.out").read_text(errors="replace")[-2000:]
+            raise AssertionError(f"Kafka {broker.version} exited with {process.returncode}: {tail}")
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            metadata = broker.admin().list_topics(timeout=5)
+            if metadata.brokers:
+                return
+        except (OSError, KafkaException):  # not up yet: the port refuses, or the request times out
+            time.sleep(0.5)
+    raise AssertionError(f"Kafka {broker.version} did not answer on {broker.bootstrap} within {seconds} s")
