@@ -242,6 +242,7 @@ class Observed:
     requested: set[tuple[str, str | None, int | None]]
     retention: dict  # history's consistent_retention_minutes
     committed: dict[tuple[str, str, int], int]  # what the Admin API listed when the log was copied
+    described: dict[str, tuple[str, str | None, int]]  # and described: state, type, members
     from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
 
 
@@ -252,6 +253,17 @@ def _committed(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], 
     for group in groups:
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
         found.update({(group, tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0})
+    return found
+
+
+def _described(broker: Broker, groups: list[str]) -> dict[str, tuple[str, str | None, int]]:
+    """Each group as describeConsumerGroups shows it: its state, its type (None where the broker does not
+    say: before KIP-848's DescribeGroups v5 answers) and its member count."""
+    admin, found = broker.admin(), {}
+    for group_id in groups:
+        group = admin.describe_consumer_groups([group_id], request_timeout=30)[group_id].result(60)
+        kind = group.type.name.lower() if group.type.name != "UNKNOWN" else None
+        found[group_id] = (group.state.name.lower(), kind, len(group.members))
     return found
 
 
@@ -297,6 +309,8 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                  "--quiet")  # fmt: skip
             ends, starts = (_get_offsets(broker, when, folder / f"offsets{when}.txt") for when in ("-1", "-2"))
             committed = _committed(broker, story.groups)
+            deleted_groups = {group for group, topic, _ in story.requested if topic is None}
+            described = _described(broker, [g for g in story.groups if g not in deleted_groups])
             verdicts = table_rows(str(folder / "audit" / "partition_verdicts")).to_pylist()
             as_of = verdicts[0]["as_of"].isoformat()
             text = _dump_log_text(broker, before, folder / "dump-log.txt")
@@ -321,7 +335,17 @@ def observed(request, tmp_path_factory, spark) -> Observed:
     retention = json.loads(document)["consistent_retention_minutes"]
     events = table_rows(str(history / "offset_history")).to_pylist()
     return Observed(
-        version, verdicts, groups, events, remaining, listed, story.requested, retention, committed, from_text
+        version,
+        verdicts,
+        groups,
+        events,
+        remaining,
+        listed,
+        story.requested,
+        retention,
+        committed,
+        described,
+        from_text,
     )
 
 
@@ -339,6 +363,18 @@ def _judged(rows: list[dict]) -> dict[tuple, tuple]:
 def test_the_audit_holds_the_offsets_the_admin_api_lists(observed):
     audited = {(v["group_id"], v["topic"], v["partition"]): v["committed_offset"] for v in observed.verdicts}
     assert audited == observed.committed
+
+
+def test_every_group_has_the_state_type_and_members_the_admin_api_describes(observed):
+    audited = {
+        g["group_id"]: (g["group_state"].lower(), g["group_type"], g["member_count"]) for g in observed.groups.values()
+    }
+    described = {
+        group_id: (state, audited.get(group_id, (None, kind))[1] if kind is None else kind, members)
+        for group_id, (state, kind, members) in observed.described.items()
+        if state != "dead"  # the coordinator holds no such group (an Empty group without offsets is swept)
+    }
+    assert described == audited
 
 
 def test_the_versions_own_dump_log_text_is_judged_as_its_segments(observed):
