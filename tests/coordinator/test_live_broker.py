@@ -95,6 +95,14 @@ def _until(what: str, check, seconds: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _member(broker: Broker, group: str, topics: list[str], **extra):
+    """A consumer that joined `group`, subscribed to `topics`, and holds its assignment."""
+    consumer = _consumer(broker, group, **extra)
+    consumer.subscribe(topics)
+    _until(f"{group}'s assignment", lambda: _assigned(consumer, set(topics)))
+    return consumer
+
+
 def _assigned(consumer, topics: set[str]) -> bool:
     consumer.poll(0.2)
     return {tp.topic for tp in consumer.assignment()} == topics
@@ -137,25 +145,19 @@ def write_history(broker: Broker) -> Story:
     story.groups.append("standalone")
 
     # A classic group that consumed, committed and left: Empty, clock from when it became Empty.
-    leaver = _consumer(broker, "classic-left")
-    leaver.subscribe([ORDERS])
-    _until("classic-left's assignment", lambda: _assigned(leaver, {ORDERS}))
+    leaver = _member(broker, "classic-left", [ORDERS])
     _commit(leaver, (ORDERS, 0, 5), (ORDERS, 2, 1))
     leaver.close()
     story.groups.append("classic-left")
 
     # A Stable classic group: its subscribed offsets never expire.
-    stable = _consumer(broker, "classic-stable")
-    stable.subscribe([PAYMENTS])
-    _until("classic-stable's assignment", lambda: _assigned(stable, {PAYMENTS}))
+    stable = _member(broker, "classic-stable", [PAYMENTS])
     _commit(stable, (PAYMENTS, 0, 2))
     story.keep_polling(stable)
     story.groups.append("classic-stable")
 
     # KIP-496: a Stable group stops subscribing to a topic; that topic's offsets expire from their commit.
-    dropper = _consumer(broker, "classic-dropped-topic")
-    dropper.subscribe([ORDERS, PAYMENTS])
-    _until("classic-dropped-topic's assignment", lambda: _assigned(dropper, {ORDERS, PAYMENTS}))
+    dropper = _member(broker, "classic-dropped-topic", [ORDERS, PAYMENTS])
     _commit(dropper, (ORDERS, 1, 7), (PAYMENTS, 1, 3))
     dropper.subscribe([PAYMENTS])
     _until("classic-dropped-topic's new assignment", lambda: _assigned(dropper, {PAYMENTS}))
@@ -164,9 +166,7 @@ def write_history(broker: Broker) -> Story:
 
     if version_tuple(broker.version) >= (4, 0):
         # A KIP-848 consumer group that consumed, committed and left.
-        modern = _consumer(broker, "modern-left", **{"group.protocol": "consumer"})
-        modern.subscribe([ORDERS])
-        _until("modern-left's assignment", lambda: _assigned(modern, {ORDERS}))
+        modern = _member(broker, "modern-left", [ORDERS], **{"group.protocol": "consumer"})
         _commit(modern, (ORDERS, 0, 9))
         modern.close()
         story.groups.append("modern-left")
@@ -174,9 +174,7 @@ def write_history(broker: Broker) -> Story:
     # Transactional commits: one committed (applied, expires from its commit), one aborted (never applied).
     for outcome in ("committed", "aborted"):
         group = f"transactional-{outcome}"
-        member = _consumer(broker, group)
-        member.subscribe([ORDERS])
-        _until(f"{group}'s assignment", lambda m=member: _assigned(m, {ORDERS}))
+        member = _member(broker, group, [ORDERS])
         transactional = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{outcome}"})
         transactional.init_transactions(60)
         transactional.begin_transaction()
@@ -191,9 +189,7 @@ def write_history(broker: Broker) -> Story:
     # A transaction left open while the audit runs: its group's committed offset does not expire (the
     # broker asks hasPendingTransactionalOffsets) and the group is not removed. The producer stays open,
     # with a transaction timeout beyond the test, so that the broker does not abort it meanwhile.
-    pending_member = _consumer(broker, "transactional-pending")
-    pending_member.subscribe([ORDERS])
-    _until("transactional-pending's assignment", lambda: _assigned(pending_member, {ORDERS}))
+    pending_member = _member(broker, "transactional-pending", [ORDERS])
     _commit(pending_member, (ORDERS, 1, 5))
     pending = Producer(
         {"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-pending", "transaction.timeout.ms": 600_000}
@@ -304,13 +300,14 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         story = write_history(broker)
         try:
             before = broker.copy_offsets_log(folder / "log-before")
+            # What the Admin API says at the moment of the copy, before a sweep can change it.
+            committed = _committed(broker, story.groups)
+            deleted_groups = {group for group, topic, _ in story.requested if topic is None}
+            described = _described(broker, [g for g in story.groups if g not in deleted_groups])
             _cli("audit", "--input", str(before), "--output", str(folder / "audit"), "--conf", str(conf),
                  "--as-of", "now", "--end-offsets", "kafka", "--bootstrap-server", broker.bootstrap,
                  "--quiet")  # fmt: skip
             ends, starts = (_get_offsets(broker, when, folder / f"offsets{when}.txt") for when in ("-1", "-2"))
-            committed = _committed(broker, story.groups)
-            deleted_groups = {group for group, topic, _ in story.requested if topic is None}
-            described = _described(broker, [g for g in story.groups if g not in deleted_groups])
             verdicts = table_rows(str(folder / "audit" / "partition_verdicts")).to_pylist()
             as_of = verdicts[0]["as_of"].isoformat()
             text = _dump_log_text(broker, before, folder / "dump-log.txt")
@@ -319,9 +316,9 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                  "--quiet")  # fmt: skip
             from_text = table_rows(str(folder / "audit-text" / "partition_verdicts")).to_pylist()
             groups = {g["group_id"]: g for g in table_rows(str(folder / "audit" / "group_verdicts")).to_pylist()}
-            ends = [v["expires_at_ms"] for v in verdicts if v["expires_at_ms"] is not None]
-            ends += [g["group_expires_at_ms"] for g in groups.values() if g["group_expires_at_ms"] is not None]
-            wait_until_ms = max(ends, default=0) + CHECK_INTERVAL_MS + SLACK_MS
+            deadlines = [v["expires_at_ms"] for v in verdicts if v["expires_at_ms"] is not None]
+            deadlines += [g["group_expires_at_ms"] for g in groups.values() if g["group_expires_at_ms"] is not None]
+            wait_until_ms = max(deadlines, default=0) + CHECK_INTERVAL_MS + SLACK_MS
             time.sleep(max(0.0, wait_until_ms / 1000 - time.time()))
             remaining = _remaining(broker, story.groups)
             listing = broker.tool("consumer-groups", "--bootstrap-server", broker.bootstrap, "--list")

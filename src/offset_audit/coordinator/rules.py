@@ -66,6 +66,7 @@ def sweep_reach_ms(check_interval_ms: int) -> int:
     """How long after an offset expires its sweep tombstone can land: one interval, and a sweep's lateness."""
     return check_interval_ms + SWEEP_LATENESS_MS
 
+
 # OffsetDelete answers (reference 5).
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
