@@ -281,12 +281,10 @@ def _get_offsets(broker: Broker, when: str, target: Path) -> Path:
 
 
 def _remaining(broker: Broker, groups: list[str]) -> dict[str, set[tuple[str, int]]]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin, found = broker.admin(), {}
-    for group in groups:
-        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
-        found[group] = {(tp.topic, tp.partition) for tp in listed.topic_partitions if tp.offset >= 0}
+    """Each group's partitions with a committed offset, as the Admin API lists them now."""
+    found: dict[str, set[tuple[str, int]]] = {group: set() for group in groups}
+    for group, topic, partition in _committed(broker, groups):
+        found[group].add((topic, partition))
     return found
 
 
