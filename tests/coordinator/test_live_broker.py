@@ -240,6 +240,7 @@ class Observed:
     committed: dict[tuple[str, str, int], int]  # what the Admin API listed when the log was copied
     described: dict[str, tuple[str, str | None, int]]  # and described: state, type, members
     from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
+    events_stopped: list[dict]  # offset_history of the log copied once the broker stopped
 
 
 def _committed(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], int]:
@@ -325,10 +326,14 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             after = broker.copy_offsets_log(folder / "log-after")
         finally:
             story.close()
+    stopped = broker.copy_offsets_log(folder / "log-stopped")  # the broker has stopped: its files are whole
     history = folder / "history"
     document = _cli("history", "--input", str(after), "--output", str(history), "--conf", str(conf), "--json")
     retention = json.loads(document)["consistent_retention_minutes"]
     events = table_rows(str(history / "offset_history")).to_pylist()
+    _cli("history", "--input", str(stopped), "--output", str(folder / "history-stopped"), "--conf", str(conf),
+         "--quiet")  # fmt: skip
+    events_stopped = table_rows(str(folder / "history-stopped" / "offset_history")).to_pylist()
     return Observed(
         version,
         verdicts,
@@ -341,6 +346,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         committed,
         described,
         from_text,
+        events_stopped,
     )
 
 
@@ -484,6 +490,22 @@ def test_history_calls_every_sweep_tombstone_expired_and_every_requested_one_del
         pending = {key for key in swept if key[0] == "transactional-pending"}
         assert pending and {swept.pop(key) for key in pending} == {"DELETED_BY_REQUEST"}
     assert swept and {key: cause for key, cause in swept.items() if cause != "EXPIRED"} == {}
+
+
+def test_the_log_copied_after_the_broker_stopped_holds_every_event_of_the_running_copy(observed):
+    """Segments copied under a running broker (an operator's backup) read as the same log as the whole
+    files after it stopped: every event of the earlier copy, the same; later ones (the members that left
+    when the test ended) only after them."""
+
+    def key(e: dict) -> tuple:
+        return (e["source_partition"], e["source_offset"], e["event"], e["group_id"], e["topic"], e["partition"])
+
+    def seen(e: dict) -> tuple:
+        return (e["event_time_ms"], e["cause"], e["committed_offset"])
+
+    running = {key(e): seen(e) for e in observed.events}
+    stopped = {key(e): seen(e) for e in observed.events_stopped}
+    assert running and {k: stopped.get(k) for k in running} == running
 
 
 def test_the_retention_history_infers_from_the_sweeps_holds_the_brokers(observed):
