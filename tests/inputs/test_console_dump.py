@@ -291,3 +291,27 @@ def test_an_internal_error_in_the_reader_is_a_crash_not_a_quarantine_row(monkeyp
     monkeypatch.setattr(C.ConsoleReader, "json_record", broken)
     with pytest.raises(KeyError, match="a bug in the reader"):
         read_rows("console_json_4_x.txt")
+
+
+@pytest.mark.parametrize("partition", [None, 7])
+def test_a_stable_groups_subscription_counts_with_or_without_partition(spark, tmp_path, partition):
+    """Console text has no partitions: a group's members must still meet their metadata record (joined
+    null-safely), or a Stable group's subscription reads as unknown. Kafka 4.3.1's own output."""
+    from click.testing import CliRunner
+    from live_services import table_rows
+
+    from offset_audit.cli.main import main
+
+    given = [] if partition is None else ["--partition", str(partition)]
+    args = ["--input", str(TEXT_DUMPS / "console_json_4_3_live.txt"), "--input-format", "console", *given]
+    audit = CliRunner().invoke(main, ["audit", *args, "--output", str(tmp_path / "a"), "--as-of", "now", "--quiet"])
+    assert audit.exit_code == 0, audit.output
+    verdicts = table_rows(str(tmp_path / "a" / "partition_verdicts")).to_pylist()
+    assert [(v["group_id"], v["topic"], v["rule"]) for v in verdicts] == [
+        ("classic-stable", "payments", "SUBSCRIBED_TOPIC")
+    ]
+    history = CliRunner().invoke(main, ["history", *args, "--output", str(tmp_path / "h"), "--quiet"])
+    assert history.exit_code == 0, history.output
+    events = table_rows(str(tmp_path / "h" / "offset_history")).to_pylist()
+    states = [(e["event"], e["member_count"], e["source_partition"]) for e in events if e["event"].startswith("GROUP_")]
+    assert states == [("GROUP_EMPTY", 0, partition), ("GROUP_STABLE", 1, partition)]

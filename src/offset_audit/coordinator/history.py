@@ -145,7 +145,10 @@ def _members_of(metadata_prefix: DataFrame, members: DataFrame) -> DataFrame:
     keyed = metadata_prefix.select(
         F.col("group_id").alias("_synthetic"), _original("group_id").alias("group_id"), *record
     )
-    return members.join(keyed, ["group_id", *record]).drop("group_id").withColumnRenamed("_synthetic", "group_id")
+    # Null-safe: console-consumer text without --partition has no source_partition.
+    on = [F.col(f"m.{c}").eqNullSafe(F.col(f"k.{c}")) for c in ["group_id", *record]]
+    joined = members.alias("m").join(keyed.alias("k"), on).select("m.*", "k._synthetic")
+    return joined.drop("group_id").withColumnRenamed("_synthetic", "group_id")
 
 
 def _split(frame: DataFrame) -> DataFrame:

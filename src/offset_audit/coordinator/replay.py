@@ -96,7 +96,9 @@ def classic_groups(live_metadata: DataFrame, group_members: DataFrame) -> DataFr
         _union_topics(F.coalesce("broker_subscribed_topics", F.array())).alias("_topics"),
         F.max(F.col("broker_subscribed_topics").isNull().cast("int")).alias("_unparseable"),
     )
-    groups = live_metadata.join(per_record, record, "left")
+    # Null-safe: console-consumer text without --partition has no source_partition.
+    on = [F.col(f"m.{c}").eqNullSafe(F.col(f"r.{c}")) for c in record]
+    groups = live_metadata.alias("m").join(per_record.alias("r"), on, "left").select("m.*", "_topics", "_unparseable")
     consumer = F.col("protocol_type") == K.CONSUMER_PROTOCOL_TYPE
     subscribed = (
         F.when(~consumer | F.col("protocol_type").isNull(), F.lit(None))
