@@ -68,6 +68,7 @@ def test_share_lag_where_the_end_offsets_know_the_partition_in_the_rows_order():
             {**_partition("g", "id", 1, start_offset=90), "topic": "t"},
             {**_partition("g", "id", 2, start_offset=10), "topic": "t"},
             {**_partition("h", "id", 0, start_offset=5), "topic": "t"},
+            {**_partition("i", "id", 0, start_offset=-1), "topic": "t"},
         ]
     )
     partitions = share_tables.split_replay(replayed)["share_partitions"]
@@ -75,9 +76,10 @@ def test_share_lag_where_the_end_offsets_know_the_partition_in_the_rows_order():
         {"topic": ["t", "t", "u"], "partition": pa.array([0, 1, 2], pa.int32()), "log_end_offset": [100, 50, 9]}
     )
     lagged = share_tables.with_share_lag(partitions, ends)
-    # 100-40, end below SPSO (a stale end offsets file): 0, partition 2 of t unknown, 100-5.
-    assert lagged.column("share_lag").to_pylist() == [60, 0, None, 95]
-    assert lagged.column("partition").to_pylist() == [0, 1, 2, 0]
+    # 100-40, end below SPSO (a stale end offsets file): 0, partition 2 of t unknown, 100-5, and no start
+    # offset yet (-1: initialised, never fetched; kafka-share-groups prints "-"): unknown.
+    assert lagged.column("share_lag").to_pylist() == [60, 0, None, 95, None]
+    assert lagged.column("partition").to_pylist() == [0, 1, 2, 0, 0]
     assert share_tables.with_share_lag(partitions, None) is partitions
 
 

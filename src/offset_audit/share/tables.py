@@ -61,7 +61,9 @@ def with_topic_names(tables: dict[str, pa.Table], names: Iterable[tuple[str, str
 
 def with_share_lag(partitions: pa.Table, end_offsets: pa.Table | None) -> pa.Table:
     """share_lag = log end offset - SPSO (never below 0), where the end offsets (one row per topic
-    partition: sources.end_offsets) know the share-partition's topic partition; null elsewhere."""
+    partition: sources.end_offsets) know the share-partition's topic partition; null elsewhere, and
+    where the SPSO is -1: state initialised but never fetched, whose start share.auto.offset.reset sets
+    on the first fetch (kafka-share-groups.sh prints "-" for both, as seen on live 4.1 and 4.3 brokers)."""
     if end_offsets is None:
         return partitions
     row = "__row"
@@ -72,7 +74,7 @@ def with_share_lag(partitions: pa.Table, end_offsets: pa.Table | None) -> pa.Tab
     joined = keyed.join(ends, ["topic", "partition"], join_type="left outer").sort_by(row)
     end = joined.column("log_end_offset")
     lag = pc.if_else(
-        pc.is_valid(end),
+        pc.and_(pc.is_valid(end), pc.greater_equal(joined.column("start_offset"), 0)),
         pc.max_element_wise(pc.subtract(end, joined.column("start_offset")), 0),
         pa.scalar(None, pa.int64()),
     )
