@@ -129,6 +129,10 @@ def _modern_state(members: Column, group_epoch: Column, assignment_epoch: Column
     )
 
 
+MODERN_STABLE = 0  # MemberState.STABLE of consumer and share group members
+STREAMS_STABLE = 1  # MemberState.STABLE of streams group members
+
+
 # Record types of each modern group family: (group, member, target assignment, current assignment).
 _FAMILIES = {
     "consumer": (
@@ -197,10 +201,14 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
         )
         .where(F.col("group_type").isNotNull())
     )
-    # Members not reconciled to the target assignment (ModernGroupMember.isReconciledTo).
+    # Members not reconciled to the target assignment (ModernGroupMember.isReconciledTo). STABLE is
+    # byte 0 of consumer and share groups' MemberState, but byte 1 of streams groups' own
+    # (coordinator.group.streams.MemberState: STABLE 1, UNREVOKED_TASKS 2, UNRELEASED_TASKS 3).
+    stable = F.when(F.col("group_type") == "streams", F.lit(STREAMS_STABLE)).otherwise(F.lit(MODERN_STABLE))
     unreconciled = F.size(
         F.filter(
-            "_current", lambda m: (m["state"] != 0) | (m["epoch"] != F.coalesce(F.col("assignment_epoch"), F.lit(-1)))
+            "_current",
+            lambda m: (m["state"] != stable) | (m["epoch"] != F.coalesce(F.col("assignment_epoch"), F.lit(-1))),
         )
     )
     members = F.coalesce(F.col("member_count"), F.lit(0))

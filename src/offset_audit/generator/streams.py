@@ -68,7 +68,7 @@ def streams_group_records(world: World, group: Group, ts: int) -> list[Event]:
             {
                 "MemberEpoch": 4,
                 "PreviousMemberEpoch": 3,
-                "State": 0,
+                "State": 1,  # STABLE: byte 1 of streams groups' MemberState (0 in consumer groups)
                 "ActiveTasks": tasks,
                 "StandbyTasks": [],
                 "WarmupTasks": [],
