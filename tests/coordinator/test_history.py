@@ -106,6 +106,21 @@ PLAIN = [
     modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": "k", "MemberId": "x"}, None, 3),
     modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k"}, {"Epoch": 2}, 3),
     deleted("k", "payments", 0, at(1) + WEEK + 2 * MINUTE),
+    # KIP-848 groups that consumed orders until day 9, past their commit's week: the offset could go only
+    # once the member left (the group Empty), and the next sweep took it (as a live 4.3 broker did to a
+    # streams application's offsets). Two days after the leave it was not the sweep.
+    *[
+        record
+        for group, gone in (("k-ran-on", at(9) + 2 * MINUTE), ("k-ran-on-late", at(11)))
+        for record in (
+            member(group, "x", ["orders"], 1),
+            modern(K.CONSUMER_GROUP_METADATA, {"GroupId": group}, {"Epoch": 1}, 1),
+            commit(group, "orders", 0, 22, at(1)),
+            modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": group, "MemberId": "x"}, None, 9),
+            modern(K.CONSUMER_GROUP_METADATA, {"GroupId": group}, {"Epoch": 2}, 9),
+            deleted(group, "orders", 0, gone),
+        )
+    ],
 ]
 
 
@@ -149,6 +164,8 @@ def deletion(rows, group, event=history.OFFSET_DELETED):
         ("recommit", history.DELETED_BY_REQUEST, "SIMPLE_GROUP"),
         ("late", history.DELETED_BY_REQUEST, "SIMPLE_GROUP"),
         ("k", history.EXPIRED, "UNSUBSCRIBED_TOPIC"),
+        ("k-ran-on", history.EXPIRED, "UNSUBSCRIBED_TOPIC"),
+        ("k-ran-on-late", history.DELETED_BY_REQUEST, "UNSUBSCRIBED_TOPIC"),
         ("txn", history.EXPIRED, "SIMPLE_GROUP"),
         ("ghost", history.UNKNOWN, None),
     ],
@@ -204,7 +221,7 @@ def test_group_state_events_classic_and_kip848(traced):
 def test_commits_in_log_order_with_their_transaction(traced):
     rows = traced[2]
     commits = [r for r in rows if r["event"] == history.COMMITTED]
-    assert len(commits) == 13
+    assert len(commits) == 15
     (txn,) = [r for r in commits if r["group_id"] == "txn"]
     assert txn["transaction"] == "committed" and txn["committed_offset"] == 50
     assert [r["committed_offset"] for r in commits if r["group_id"] == "recommit"] == [1, 2]
@@ -214,9 +231,10 @@ def test_the_retention_consistent_with_every_sweep_and_the_tombstones_that_bound
     result = traced[0]
     bound = result.retention
     # Sweeps ran 5, 3, 3, 1, 2 and 4 minutes after expiry at 7 days, every 10 minutes: 7d-5m to 7d+1m.
+    # k-ran-on's came 2 minutes after its member left, 8 days after its commit: at most 8d+2m, no least.
     assert (bound.low, bound.high) == (10080 - 5, 10080 + 1)
     assert bound.low_by["group_id"] == "emptied" and bound.high_by["group_id"] == "left"
-    assert bound.tombstones == 6
+    assert bound.tombstones == 7
 
 
 def test_retention_bound_of_no_sweep_bounds_nothing():
@@ -226,9 +244,11 @@ def test_retention_bound_of_no_sweep_bounds_nothing():
 def test_another_retention_changes_the_causes(spark, dump, tmp_path):
     result = run_history(spark, [dump], str(tmp_path), dataclasses.replace(load_settings(), retention_minutes=1440))
     rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
-    # At one day every sweep above would have run six days earlier: none of them is a sweep now.
+    # At one day every sweep above would have run six days earlier: none of them is a sweep now, but for
+    # the one that came right after its group's member left (its offset could not go before).
     assert deletion(rows, "simple")["cause"] == history.DELETED_BY_REQUEST
-    assert result.retention.tombstones == 0
+    assert deletion(rows, "k-ran-on")["cause"] == history.EXPIRED
+    assert result.retention.tombstones == 1
 
 
 def test_history_and_audit_agree_on_the_last_state(spark, dump, traced, tmp_path):
@@ -292,7 +312,7 @@ def test_the_command_json(spark, dump, tmp_path):
     document = json.loads(run_cli("history", "--input", dump, "--output", tmp_path / "a", "--json", "-q").stdout)
     assert document["command"] == "history" and document["consistent_retention_minutes"]["low"] == 10075
     swept = [e for e in document["events"] if e["event"] == history.OFFSET_DELETED and e["cause"] == history.EXPIRED]
-    assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 6}]
+    assert swept == [{"event": history.OFFSET_DELETED, "cause": history.EXPIRED, "rows": 7}]
 
 
 def test_the_command_refuses_mistakes_before_spark_starts(no_spark, dump, tmp_path):

@@ -16,8 +16,10 @@ members and KIP-848/streams/share records, which are few.
 Causes (reference 4.1-4.4):
 - EXPIRED: the expiry sweep would have written the tombstone then. For an offset: expired at the
   tombstone's time under the rule that held, and no later than one `offsets.retention.check.interval.ms`
-  after it expired (the sweep's period). For a group: removable (Empty, not a share group, no open
-  transaction), no offsets left, and every offset tombstone of its batch (same time) itself EXPIRED;
+  (the sweep's period, and its own lateness) after it expired, or after the group's last change where
+  that came later (a group that kept its offsets while it ran, until a member left). For a group:
+  removable (Empty, not a share group, no open transaction), no offsets left, and every offset
+  tombstone of its batch (same time) itself EXPIRED;
   a group with none in its batch was removed within one interval of its last change.
 - DELETED_BY_REQUEST: anything else (OffsetDelete, DeleteGroups, an admin tool).
 - UNKNOWN: the commit an offset tombstone deletes is not in the dump (compacted away or never there).
@@ -195,10 +197,28 @@ def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms:
         & (F.col("t.partition") == F.col("j.partition")),
         "left",
     )
+    # The group's last change before the tombstone (a member leaving, a rebalance): an offset already past
+    # its time becomes deletable only then (a running group's subscribed offsets), so the sweep that takes
+    # it comes within one reach of that change, not of expires_at. Seen on a live 4.3 broker: a streams
+    # application that ran past its commits' retention lost its offsets at the first sweep after it left.
+    changes = log.metadata.select("group_id", "source_partition", "source_offset", "record_timestamp_ms").unionByName(
+        log.modern.select("group_id", "source_partition", "source_offset", "record_timestamp_ms")
+    )
+    last_change = (
+        changes.alias("c")
+        .join(tombstones.alias("t"), "group_id")
+        .where(_before("c", "t"))
+        .groupBy(F.col("t.point_id").alias("_point"), F.col("group_id").alias("_group"))
+        .agg(F.max("c.record_timestamp_ms").alias("_changed_ms"))
+    )
+    found = found.join(
+        last_change, (F.col("t.point_id") == F.col("_point")) & (F.col("t.group_id") == F.col("_group")), "left"
+    )
     rule, base, explicit = F.col("j.rule"), F.col("j.base_timestamp_ms"), F.col("j.expire_timestamp_ms")
     at = F.col("t.record_timestamp_ms")
     expires = rules.expires_at_ms(rule, base, explicit, retention)
-    window_end = F.try_add(expires, F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long"))
+    reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
+    window_end = F.try_add(F.greatest(expires, F.coalesce(F.col("_changed_ms"), expires)), reach)
     expired = rules.is_expired(rule, base, explicit, at, retention)
     cause = (
         F.when(F.col("j.group_id").isNull(), F.lit(UNKNOWN))

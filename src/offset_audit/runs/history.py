@@ -51,8 +51,11 @@ class RetentionBound:
 def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound:
     """A sweep at retention R writes a time-rule tombstone at T only if T - base >= R and T <= base + R +
     reach (the interval and a sweep's lateness, rules.sweep_reach_ms): so R lies in [(T - base - reach),
-    (T - base)], in whole minutes. Explicit expiry timestamps do not depend on R and bound nothing."""
+    (T - base)], in whole minutes. Explicit expiry timestamps do not depend on R and bound nothing. Where
+    the sweep window reaches past expires_at + reach, the group changed later (a member left) and the
+    sweep acted on that change: such a tombstone bounds R from above only."""
     bound = RetentionBound()
+    reach = sweep_reach_ms(check_interval_ms)
     for row in swept:
         if (
             row["rule"] not in TIME_RULES
@@ -61,7 +64,8 @@ def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound
         ):
             continue
         age = row["event_time_ms"] - row["base_timestamp_ms"]
-        low = max(1, math.ceil((age - sweep_reach_ms(check_interval_ms)) / MINUTE_MS))
+        after_a_change = row["sweep_window_end_ms"] - reach > row["expires_at_ms"]
+        low = 1 if after_a_change else max(1, math.ceil((age - reach) / MINUTE_MS))
         high = age // MINUTE_MS
         bound.tombstones += 1
         if bound.low is None or low > bound.low:
@@ -152,6 +156,8 @@ def _summarise(spark, result: HistoryResult, output: str, snapshot: str, storage
             "event_time_ms",
             "rule",
             "base_timestamp_ms",
+            "expires_at_ms",
+            "sweep_window_end_ms",
             "source_partition",
             "source_offset",
         )
