@@ -43,9 +43,16 @@ TOOLS = {
     "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
     "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"),
+    "share-consumer": ("org.apache.kafka.tools.consumer.ConsoleShareConsumer",),
+    "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
+    "streams-groups": ("org.apache.kafka.tools.streams.StreamsGroupCommand",),
     "offsets-formatter": (
         "org.apache.kafka.tools.consumer.OffsetsMessageFormatter",
         "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter",
+    ),
+    "group-formatter": (
+        "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter",
+        "kafka.coordinator.group.GroupMetadataManager$GroupMetadataMessageFormatter",
     ),
 }
 
@@ -139,11 +146,11 @@ class Broker:
 
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
-    def copy_offsets_log(self, destination: Path) -> Path:
-        """The broker's `__consumer_offsets-N` folders as they are now (segments roll and get cleaned
-        under a running broker: a copy is what an operator's backup would hold)."""
+    def copy_offsets_log(self, destination: Path, topic: str = "__consumer_offsets") -> Path:
+        """The broker's `<topic>-N` folders as they are now (segments roll and get cleaned under a
+        running broker: a copy is what an operator's backup would hold)."""
         destination.mkdir(parents=True, exist_ok=True)
-        for partition in sorted(self.log_dir.glob("__consumer_offsets-*")):
+        for partition in sorted(self.log_dir.glob(f"{topic}-*")):
             target = destination / partition.name
             target.mkdir(exist_ok=True)
             for segment in partition.glob("*.log"):
@@ -173,6 +180,7 @@ def server_properties(log_dir: Path, port: int, controller: int, extra: dict[str
         "transaction.state.log.min.isr": "1",
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "3",
         "group.initial.rebalance.delay.ms": "0",
         **extra,
     }

@@ -15,7 +15,8 @@ every second:
   offset it said never expires is; groups go when group_expires_at says; every sweep tombstone is EXPIRED
   and every requested one DELETED_BY_REQUEST; the retention `history` infers holds the broker's; what the
   Admin API lists, before and after, is what the audit holds and said would stay; and the version's own
-  kafka-dump-log text of the log is judged as its segments.
+  kafka-dump-log text and kafka-console-consumer formatter text of the log are judged as its segments
+  (but for what the console text cannot show).
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kafka_broker import CHECK_INTERVAL_MS, RETENTION_MINUTES, Broker, kafka_broker, kafka_versions, version_tuple
+from kafka_broker import (
+    CHECK_INTERVAL_MS,
+    RETENTION_MINUTES,
+    Broker,
+    kafka_broker,
+    kafka_versions,
+    main_class,
+    version_tuple,
+)
 from live_services import live, table_rows
 
 from offset_audit.cli.main import main
@@ -241,6 +250,7 @@ class Observed:
     described: dict[str, tuple[str, str | None, int]]  # and described: state, type, members
     from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
     events_stopped: list[dict]  # offset_history of the log copied once the broker stopped
+    from_console: list[dict]  # partition_verdicts of the same log as kafka-console-consumer's formatters print it
 
 
 def _committed(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], int]:
@@ -273,6 +283,50 @@ def _dump_log_text(broker: Broker, log: Path, target: Path) -> Path:
     return target
 
 
+def _data_records(log: Path) -> dict[int, int]:
+    """How many data records (not transaction markers) each `__consumer_offsets-N` folder of the copy holds."""
+    from offset_audit.inputs.log_files import log_files, read_log_file
+
+    counts: dict[int, int] = {}
+    for unit in log_files([str(log)], "segments"):
+        for batch in read_log_file(unit):
+            rows = batch.to_pydict()
+            for partition, control in zip(rows["source_partition"], rows["is_control"], strict=True):
+                counts[partition] = counts.get(partition, 0) + (not control)
+    return counts
+
+
+def _console_text(broker: Broker, log: Path, target: Path) -> Path:
+    """The same records as the version's own kafka-console-consumer.sh prints them with its formatters:
+    group records (GroupMetadataMessageFormatter) then offset commits (OffsetsMessageFormatter), one
+    partition after the other, as an operator gathers them. Each run reads a partition from its start and
+    stops after as many records as the copy holds (--max-messages), so that the text is the copy's log and
+    not what the sweep wrote since. Read by assignment (--partition), no group of its own is created."""
+    counts = _data_records(log)
+    texts: dict[tuple[int, str], str] = {}
+
+    def read(partition: int, formatter: str) -> None:
+        printed = broker.tool(
+            "console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "__consumer_offsets",
+            "--partition", str(partition), "--offset", "earliest", "--max-messages", str(counts[partition]),
+            "--timeout-ms", "60000", "--formatter", main_class(broker.version, formatter),
+        )  # fmt: skip
+        assert printed.returncode == 0 and f"Processed a total of {counts[partition]} messages" in printed.stderr, (
+            printed.stderr[-2000:]
+        )
+        texts[partition, formatter] = printed.stdout
+
+    runs = [(p, f) for p in sorted(counts) if counts[p] for f in ("group-formatter", "offsets-formatter")]
+    threads = [threading.Thread(target=read, args=run) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(texts) == set(runs), f"console consumers that failed: {set(runs) - set(texts)}"
+    target.write_text("".join(texts[run] for run in runs))
+    return target
+
+
 def _get_offsets(broker: Broker, when: str, target: Path) -> Path:
     """What the version's own kafka-get-offsets.sh prints at --time -1 (end) or -2 (start)."""
     printed = broker.tool("get-offsets", "--bootstrap-server", broker.bootstrap, "--time", when)
@@ -301,6 +355,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             before = broker.copy_offsets_log(folder / "log-before")
             # What the Admin API says at the moment of the copy, before a sweep can change it.
             committed = _committed(broker, story.groups)
+            console = _console_text(broker, before, folder / "console.txt")
             deleted_groups = {group for group, topic, _ in story.requested if topic is None}
             described = _described(broker, [g for g in story.groups if g not in deleted_groups])
             _cli("audit", "--input", str(before), "--output", str(folder / "audit"), "--conf", str(conf),
@@ -314,6 +369,9 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                  "--conf", str(conf), "--as-of", as_of, "--end-offsets", str(ends), "--start-offsets", str(starts),
                  "--quiet")  # fmt: skip
             from_text = table_rows(str(folder / "audit-text" / "partition_verdicts")).to_pylist()
+            _cli("audit", "--input", str(console), "--input-format", "console", "--output",
+                 str(folder / "audit-console"), "--conf", str(conf), "--as-of", as_of, "--quiet")  # fmt: skip
+            from_console = table_rows(str(folder / "audit-console" / "partition_verdicts")).to_pylist()
             groups = {g["group_id"]: g for g in table_rows(str(folder / "audit" / "group_verdicts")).to_pylist()}
             deadlines = [v["expires_at_ms"] for v in verdicts if v["expires_at_ms"] is not None]
             deadlines += [g["group_expires_at_ms"] for g in groups.values() if g["group_expires_at_ms"] is not None]
@@ -347,6 +405,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         described,
         from_text,
         events_stopped,
+        from_console,
     )
 
 
@@ -380,6 +439,25 @@ def test_every_group_has_the_state_type_and_members_the_admin_api_describes(obse
 
 def test_the_versions_own_dump_log_text_is_judged_as_its_segments(observed):
     assert _judged(observed.from_text) == _judged(observed.verdicts)
+
+
+def test_the_versions_own_console_formatters_text_is_judged_as_its_segments(observed):
+    """What kafka-console-consumer.sh prints with the version's formatters is judged as the segments are,
+    but for what that text cannot show (docs/inputs.md): no transaction markers, so an aborted commit
+    and one whose transaction is open read as applied commits; no KIP-848 records (the formatters print
+    record types 0-2), so a KIP-848 group's offsets read as a simple group's, with the same clock."""
+    segments, console = _judged(observed.verdicts), _judged(observed.from_console)
+    transactional = ("transactional-aborted", "transactional-pending")
+    # Their rule depends on where the text puts their group's records (each formatter prints its own
+    # record types): only the offsets are said.
+    unmarked = {key: console.pop(key)[0] for key in list(console) if key[0] in transactional}
+    assert unmarked == {(transactional[0], ORDERS, 2): 11, (transactional[1], ORDERS, 1): 12}
+    expected = {}
+    for key, (offset, rule, expires) in segments.items():
+        if key[0] not in transactional:
+            modern = observed.groups[key[0]]["group_type"] != "classic"
+            expected[key] = (offset, "SIMPLE_GROUP" if modern else rule, expires)
+    assert console == expected
 
 
 def test_end_offsets_asked_of_the_cluster_equal_what_kafka_get_offsets_prints(observed):
