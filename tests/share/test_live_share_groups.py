@@ -1,0 +1,254 @@
+"""Share groups on a real broker: the version's own console share consumer acknowledges records, so that
+`__share_group_state` and the share groups' records in `__consumer_offsets` are the broker's, and `share`
+must say what the version's kafka-share-groups.sh says about the same groups.
+
+Share groups are on by default from Kafka 4.1 (the share.version feature, set when the storage is
+formatted); 4.0's were a preview with other record layouts, switched on by unstable settings. So the tests
+run on the versions of KAFKA_VERSIONS from 4.1 on.
+
+Four groups read one topic of two partitions: one accepts 15 records, one releases 5, one rejects 3, and
+one keeps a member consuming everything while the logs are copied. Checked:
+- start offsets (and, where the tool prints it, the lag) per share-partition, as
+  `kafka-share-groups.sh --describe --offsets` lists them;
+- each group's state and member count, as `--describe --state` lists them;
+- deliveries, as the consumers printed them (print.delivery): a released record is Available with the
+  delivery count the consumer saw, a rejected one Archived, an accepted one Acknowledged, or before the
+  start offset where the share-partition leader moved past it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple
+from live_services import _start, _stop, live, table_rows
+
+from offset_audit.cli.main import main
+
+JOBS = "jobs"
+RECORDS = 20  # per partition
+SHARE_VERSIONS = [v for v in kafka_versions() if version_tuple(v) >= (4, 1)]
+# What each group's console share consumer does: how many records it takes, and its flag.
+CONSUMERS = {"share-accept": (15, None), "share-release": (5, "--release"), "share-reject": (3, "--reject")}
+LIVE = "share-live"
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass(frozen=True)
+class Observed:
+    version: str
+    partitions: list[dict]  # share_partitions
+    batches: list[dict]  # share_state_batches
+    groups: dict[str, dict]  # share_groups by group id
+    tool_offsets: dict[tuple[str, str, int], tuple[int | None, int | None]]  # (start offset, lag or None)
+    tool_states: dict[str, tuple[str, int]]  # state, members
+    delivered: dict[str, list[tuple[int, int, int]]]  # group -> (partition, offset, delivery count) printed
+
+
+def _share_consumer_args(broker: Broker, group: str) -> list[str]:
+    return [
+        "--bootstrap-server", broker.bootstrap, "--topic", JOBS, "--group", group,
+        "--property", "print.partition=true", "--property", "print.offset=true",
+        "--property", "print.delivery=true", "--property", "print.value=false",
+    ]  # fmt: skip
+
+
+def _printed(text: str) -> list[tuple[int, int, int]]:
+    """(partition, offset, delivery count) of each record a console share consumer printed:
+    DefaultMessageFormatter writes `Partition:P\\tOffset:O\\tDelivery:D` per record."""
+    found = []
+    for line in text.splitlines():
+        fields = dict(part.split(":", 1) for part in line.split("\t") if ":" in part)
+        if {"Partition", "Offset", "Delivery"} <= fields.keys():
+            found.append((int(fields["Partition"]), int(fields["Offset"]), int(fields["Delivery"])))
+    return found
+
+
+def _from_earliest(broker: Broker, groups: list[str]) -> None:
+    """share.auto.offset.reset=earliest for these groups (a share group starts at the log end otherwise)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    resources = [ConfigResource(ResourceType.GROUP, g, incremental_configs=[earliest]) for g in groups]
+    admin = broker.admin()
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result(60)
+
+
+def _table(text: str, header: str) -> list[list[str]]:
+    """The rows under each `header` line of a kafka-share-groups.sh listing, split on blanks."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.startswith(header):
+            inside = True
+        elif not line.strip():
+            inside = False
+        elif inside:
+            rows.append(line.split())
+    return rows
+
+
+def _tool_offsets(broker: Broker) -> dict[tuple[str, str, int], tuple[int | None, int | None]]:
+    listed = broker.tool("share-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--all-groups",
+                         "--offsets")  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr[-2000:]
+
+    def number(text: str) -> int | None:
+        return None if text == "-" else int(text)
+
+    found = {}
+    for row in _table(listed.stdout, "GROUP "):
+        lag = number(row[4]) if len(row) > 4 else None  # the LAG column is there from Kafka 4.2
+        found[row[0], row[1], int(row[2])] = (number(row[3]), lag)
+    return found
+
+
+def _tool_states(broker: Broker) -> dict[str, tuple[str, int]]:
+    listed = broker.tool("share-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--all-groups",
+                         "--state")  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr[-2000:]
+    # GROUP, COORDINATOR (ID) (two words), STATE, #MEMBERS
+    return {row[0]: (row[-2], int(row[-1])) for row in _table(listed.stdout, "GROUP ")}
+
+
+def _cli(*args: str) -> None:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+
+
+def _until(what: str, check, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module", params=SHARE_VERSIONS)
+def observed(request, tmp_path_factory, spark) -> Observed:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    version = request.param
+    folder = tmp_path_factory.mktemp(f"kafka-share-{version}")
+    with live(kafka_broker(folder / "broker", version)) as broker:
+        admin = broker.admin()  # held while its futures run: a destroyed client fails them
+        for future in admin.create_topics([NewTopic(JOBS, 2, 1)]).values():
+            future.result(60)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for partition in range(2):
+            for i in range(RECORDS):
+                producer.produce(JOBS, b"job %d" % i, partition=partition)
+        producer.flush(30)
+        _from_earliest(broker, [*CONSUMERS, LIVE])
+        delivered = {}
+        for group, (count, flag) in CONSUMERS.items():
+            args = [*_share_consumer_args(broker, group), "--max-messages", str(count), "--timeout-ms", "60000"]
+            consumed = broker.tool("share-consumer", *args, *([flag] if flag else []))
+            assert consumed.returncode == 0, consumed.stderr[-2000:]
+            delivered[group] = _printed(consumed.stdout)
+            assert len(delivered[group]) == count, consumed.stdout
+        # A member that stays while the logs are copied: it takes every record, then idles.
+        live_log = folder / "share-live.out"
+        member = _start(
+            java_command(version, "share-consumer", *_share_consumer_args(broker, LIVE),
+                         log4j=broker.folder / "tools-log4j2.properties"),
+            live_log,
+        )  # fmt: skip
+        try:
+            _until(
+                f"{LIVE} to take all {2 * RECORDS} records", lambda: len(_printed(live_log.read_text())) >= 2 * RECORDS
+            )
+            # The share-partition leader persists its state as it acknowledges; wait until it is written
+            # and then still (the persisted start offset may stay behind the one in memory: the tool and
+            # the log both show the persisted one).
+            listings = [_tool_offsets(broker)]
+
+            def settled() -> bool:
+                time.sleep(2)
+                listings.append(_tool_offsets(broker))
+                return listings[-1] == listings[-2] and all(
+                    listings[-1].get((LIVE, JOBS, p), (None,))[0] is not None for p in range(2)
+                )
+
+            _until(f"{LIVE}'s share state to settle", settled)
+            tool_offsets, tool_states = _tool_offsets(broker), _tool_states(broker)
+            state_log = broker.copy_offsets_log(folder / "share-state", topic="__share_group_state")
+            groups_log = broker.copy_offsets_log(folder / "offsets")
+            ends = broker.tool("get-offsets", "--bootstrap-server", broker.bootstrap, "--topic", JOBS, "--time", "-1")
+            assert ends.returncode == 0, ends.stderr[-2000:]
+            # Nothing moved while the copies were taken.
+            assert _tool_offsets(broker) == tool_offsets and _tool_states(broker) == tool_states
+        finally:
+            _stop(member)
+    (folder / "ends.txt").write_text(ends.stdout)
+    out = folder / "share"
+    _cli("share", "--input", str(state_log), "--groups-input", str(groups_log), "--output", str(out),
+         "--end-offsets", str(folder / "ends.txt"), "--quiet")  # fmt: skip
+    return Observed(
+        version,
+        table_rows(str(out / "share_partitions")).to_pylist(),
+        table_rows(str(out / "share_state_batches")).to_pylist(),
+        {g["group_id"]: g for g in table_rows(str(out / "share_groups")).to_pylist()},
+        tool_offsets,
+        tool_states,
+        delivered,
+    )
+
+
+def test_start_offsets_and_lag_are_what_kafka_share_groups_lists(observed):
+    audited = {(p["group_id"], p["topic"], p["partition"]): p for p in observed.partitions}
+    assert all(key[1] == JOBS for key in audited), audited.keys()  # topic names from the groups' records
+    # The tool prints "-" where the state is initialised but nothing was fetched yet (stored as -1).
+    listed = {key: start for key, (start, _) in observed.tool_offsets.items()}
+    assert {key: None if p["start_offset"] == -1 else p["start_offset"] for key, p in audited.items()} == listed
+    assert {key[0] for key, start in listed.items() if start is not None} == {*CONSUMERS, LIVE}
+    for p in audited.values():  # the lag is the end offset kafka-get-offsets printed minus the start offset
+        assert p["share_lag"] == (None if p["start_offset"] == -1 else RECORDS - p["start_offset"]), p
+    # From Kafka 4.2 the tool prints a lag that also leaves out the records already acknowledged or
+    # archived beyond the start offset (KIP-1226's DeliveryCompleteCount): share_lag minus those.
+    lags = {key: lag for key, (_, lag) in observed.tool_offsets.items() if lag is not None}
+    if version_tuple(observed.version) >= (4, 2):
+        done = {key: p["acknowledged_records"] + p["archived_records"] for key, p in audited.items()}
+        assert lags and {key: audited[key]["share_lag"] - done[key] for key in lags} == lags
+        assert {key for key, (start, lag) in observed.tool_offsets.items() if lag is None} == {
+            key for key, p in audited.items() if p["share_lag"] is None
+        }
+    else:
+        assert lags == {}
+
+
+def test_every_group_has_the_state_and_members_kafka_share_groups_lists(observed):
+    audited = {g: (row["group_state"], row["member_count"]) for g, row in observed.groups.items()}
+    assert audited == observed.tool_states
+    assert observed.tool_states[LIVE] == ("Stable", 1)
+
+
+def _state_of(observed: Observed, group: str, partition: int, offset: int) -> tuple[str, int] | None:
+    """The recovered state and delivery count of one record; None where it is before the start offset."""
+    start = next(
+        p["start_offset"] for p in observed.partitions if (p["group_id"], p["partition"]) == (group, partition)
+    )
+    if offset < start:
+        return None
+    for b in observed.batches:
+        if (b["group_id"], b["partition"]) == (group, partition) and b["first_offset"] <= offset <= b["last_offset"]:
+            return b["state"], b["delivery_count"]
+    raise AssertionError(f"{group} {JOBS}-{partition} offset {offset} is at or after {start} but in no batch")
+
+
+def test_released_records_are_available_with_the_delivery_count_the_consumer_saw(observed):
+    released = observed.delivered["share-release"]
+    states = {(p, o): _state_of(observed, "share-release", p, o) for p, o, _ in released}
+    assert states == {(p, o): ("Available", delivery) for p, o, delivery in released}
+
+
+def test_rejected_records_are_archived_and_accepted_ones_acknowledged_or_done(observed):
+    for group, state in (("share-reject", "Archived"), ("share-accept", "Acknowledged")):
+        found = {_state_of(observed, group, p, o) for p, o, _ in observed.delivered[group]}
+        assert found <= {None, (state, 1)}, (group, found)
