@@ -345,9 +345,11 @@ def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def with_folder(*, audit_dir: str, storage_options: tuple[str, ...], conf_file: str | None, **options: Any):
         from offset_audit.runs.config import load_settings
+        from offset_audit.runs.preflight import check_delta_path
         from offset_audit.storage import for_settings
 
         settings = load_settings(conf_file, storage=pairs(storage_options, "--storage-option"))
+        check_delta_path(normalize(audit_dir), "--audit")
         return command(audit=AuditFolder(normalize(audit_dir), for_settings(settings)), **options)
 
     return _apply(

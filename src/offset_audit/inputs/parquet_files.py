@@ -12,11 +12,19 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from offset_audit.storage import LOCAL, Storage, is_remote
+
+
+def literal_paths(reader: DataFrameReader) -> DataFrameReader:
+    """A reader that takes each path as that path, never a pattern: Spark otherwise expands *, ?, [...]
+    and {...} (a folder named out?x would also read its sibling out:x, and Hadoop then refuses a name
+    holding ':' that it builds from a listing). __globPaths__ is DataSource's own switch for this, the
+    one its streaming file source turns off."""
+    return reader.option("__globPaths__", "false")
 
 
 def read_parquet_files(
@@ -28,7 +36,7 @@ def read_parquet_files(
     if not files:
         return spark.createDataFrame([], schema)
     if not any(is_remote(f) for f in files):
-        return spark.read.schema(schema).parquet(*files)
+        return literal_paths(spark.read).schema(schema).parquet(*files)
     schema = nullable(schema)
     target = to_arrow_schema(schema, timezone="UTC")
 

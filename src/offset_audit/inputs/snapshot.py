@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegralType, StringType, TimestampNTZType, TimestampType
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.inputs.parquet_files import literal_paths
 from offset_audit.storage import LOCAL, Storage, is_remote, join, spark_path
 from offset_audit.timestamps import millis_from_arrow
 
@@ -30,15 +31,17 @@ def _is_delta(path: str, storage: Storage = LOCAL) -> bool:
 def _expand(inputs: list[str], storage: Storage = LOCAL) -> list[str]:
     if not inputs:
         raise UserError("no input given; pass --input PATH (a file, folder or glob; repeatable)")
+    # A path that exists is that path, whatever it holds ('?', '*' and '[' included): only one that does
+    # not is taken for a pattern.
     paths = []
     for item in inputs:
         if is_remote(item):
-            if _GLOB_CHARS & set(item):
-                raise UserError(f"the input '{item}' is a pattern; patterns work on local paths, give the folder")
             try:
                 found = storage.exists(item)
             except OSError as err:
                 raise UserError(f"cannot reach the input '{item}': {err}") from err
+            if not found and _GLOB_CHARS & set(item):
+                raise UserError(f"the input '{item}' is a pattern; patterns work on local paths, give the folder")
             if not found:
                 raise InputNotFound(f"the input '{item}' does not exist")
             paths.append(item)
@@ -46,7 +49,7 @@ def _expand(inputs: list[str], storage: Storage = LOCAL) -> list[str]:
         if "://" in item:
             paths.append(item)  # another store: Spark reads it, with its own connectors
             continue
-        if _GLOB_CHARS & set(item):
+        if _GLOB_CHARS & set(item) and not os.path.exists(item):
             matches = sorted(glob.glob(item))
             if not matches:
                 raise InputNotFound(f"the input pattern '{item}' matches no file")
@@ -138,7 +141,8 @@ def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
 
 def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str, storage: Storage = LOCAL) -> DataFrame:
     files = snapshot_files(inputs, input_format, storage)
-    frame = spark.read.option("recursiveFileLookup", "false").parquet(*[spark_path(f) for f in files])
+    reader = literal_paths(spark.read).option("recursiveFileLookup", "false")
+    frame = reader.parquet(*[spark_path(f) for f in files])
     _check_columns(frame.columns)
     return frame
 

@@ -8,6 +8,7 @@ the CLI prints and exits 2 on. The checks read only file names, headers and Parq
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,6 +24,25 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+# What delta-rs cannot take in a table's path, local or s3:// (deltalake 1.x): it builds an object-store
+# URL from the path, so '^', '[', ']' and '|' make it panic ("Invalid object store url"), a backslash is
+# read as a separator, and '%' with two hex digits is percent-decoded when the table is read back (a
+# folder named out%25 is written, then looked for as out%). file:// URLs with escapes fare the same.
+DELTA_REFUSED = re.compile(r"[\^\[\]|\\]|%[0-9A-Fa-f]{2}")
+
+
+def check_delta_path(path: str, option: str) -> None:
+    """A folder of Delta tables (written, or read back) must hold none of DELTA_REFUSED."""
+    found = DELTA_REFUSED.search(path)
+    if found:
+        text = found.group()
+        named = "a backslash" if text == "\\" else f"'{text}' (a URL escape)" if len(text) == 3 else f"'{text}'"
+        raise UserError(
+            f"{option} {path} holds {named}, which the Delta writer (delta-rs) cannot take in a path: "
+            "choose a folder without it"
+        )
+
+
 def check_output(output: str, tables: Iterable[str], settings: Settings) -> None:
     """`output` can hold the tables this run writes (paths relative to it): it is a folder or can
     become one, it is writable (an object store: reachable, its bucket there), and no table's place holds
@@ -33,6 +53,7 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
 
     if "://" in output and not is_remote(output) and delta_spark_configured(settings.spark):
         return  # written by Spark, through its own connectors and their credentials
+    check_delta_path(output, "--output")
     storage = for_settings(settings)
     check_output_path(
         output,
@@ -181,6 +202,9 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
             check_reachable(item, storage)
     settings = resolved(settings, inputs, share)
     kind = settings.input_format
+    if kind == "delta":  # read through delta-rs, as the tables are
+        for item in inputs:
+            check_delta_path(item, "--input")
     if kind in log_files.LOG_FORMATS or kind == KIP932_JSON:
         log_units(inputs, settings)
     elif read_by_workers(inputs):
