@@ -182,6 +182,23 @@ def _points(records: DataFrame, key: list[str]) -> DataFrame:
     )
 
 
+def _group_changes(log: DecodedLog) -> DataFrame:
+    """Every metadata record of every group (classic, KIP-848, streams, share): where and when it changed."""
+    columns = ["group_id", "source_partition", "source_offset", "record_timestamp_ms"]
+    return log.metadata.select(*columns).unionByName(log.modern.select(*columns))
+
+
+def _last_change(changes: DataFrame, points: DataFrame) -> DataFrame:
+    """Per point (point_id, group_id): the time of the group's last change before it, _last_change_ms."""
+    return (
+        changes.alias("c")
+        .join(points.alias("t"), "group_id")
+        .where(_before("c", "t"))
+        .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
+        .agg(F.max("c.record_timestamp_ms").alias("_last_change_ms"))
+    )
+
+
 def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms: int) -> DataFrame:
     """OFFSET_DELETED: every offset tombstone with the rule and clock that held just before it, and
     whether the sweep would have written it then."""
@@ -201,15 +218,8 @@ def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms:
     # its time becomes deletable only then (a running group's subscribed offsets), so the sweep that takes
     # it comes within one reach of that change, not of expires_at. Seen on a live 4.3 broker: a streams
     # application that ran past its commits' retention lost its offsets at the first sweep after it left.
-    changes = log.metadata.select("group_id", "source_partition", "source_offset", "record_timestamp_ms").unionByName(
-        log.modern.select("group_id", "source_partition", "source_offset", "record_timestamp_ms")
-    )
-    last_change = (
-        changes.alias("c")
-        .join(tombstones.alias("t"), "group_id")
-        .where(_before("c", "t"))
-        .groupBy(F.col("t.point_id").alias("_point"), F.col("group_id").alias("_group"))
-        .agg(F.max("c.record_timestamp_ms").alias("_changed_ms"))
+    last_change = _last_change(_group_changes(log), tombstones).select(
+        F.col("point_id").alias("_point"), F.col("group_id").alias("_group"), "_last_change_ms"
     )
     found = found.join(
         last_change, (F.col("t.point_id") == F.col("_point")) & (F.col("t.group_id") == F.col("_group")), "left"
@@ -218,7 +228,7 @@ def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms:
     at = F.col("t.record_timestamp_ms")
     expires = rules.expires_at_ms(rule, base, explicit, retention)
     reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
-    window_end = F.try_add(F.greatest(expires, F.coalesce(F.col("_changed_ms"), expires)), reach)
+    window_end = F.try_add(F.greatest(expires, F.coalesce(F.col("_last_change_ms"), expires)), reach)
     expired = rules.is_expired(rule, base, explicit, at, retention)
     cause = (
         F.when(F.col("j.group_id").isNull(), F.lit(UNKNOWN))
@@ -290,22 +300,10 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
         )
     )
     # The last change before the tombstone: a metadata record, or an offset tombstone of the group.
-    changes = (
-        log.metadata.select("group_id", "source_partition", "source_offset", "record_timestamp_ms")
-        .unionByName(log.modern.select("group_id", "source_partition", "source_offset", "record_timestamp_ms"))
-        .unionByName(
-            offset_deleted.select(
-                "group_id", "source_partition", "source_offset", F.col("event_time_ms").alias("record_timestamp_ms")
-            )
-        )
+    deletions = offset_deleted.select(
+        "group_id", "source_partition", "source_offset", F.col("event_time_ms").alias("record_timestamp_ms")
     )
-    last_change = (
-        changes.alias("c")
-        .join(tombstones.alias("t"), "group_id")
-        .where(_before("c", "t"))
-        .groupBy(F.col("t.point_id").alias("point_id"), F.col("group_id"))
-        .agg(F.max("c.record_timestamp_ms").alias("_last_change_ms"))
-    )
+    last_change = _last_change(_group_changes(log).unionByName(deletions), tombstones)
     frame = (
         tombstones.join(groups, ["point_id", "group_id"], "left")
         .join(live_offsets, ["point_id", "group_id"], "left")
