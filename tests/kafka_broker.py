@@ -244,3 +244,66 @@ def _wait_until_answering(broker: Broker, process: subprocess.Popen, seconds: fl
         except (OSError, KafkaException):  # not up yet: the port refuses, or the request times out
             time.sleep(0.5)
     raise AssertionError(f"Kafka {broker.version} did not answer on {broker.bootstrap} within {seconds} s")
+
+
+# Clients of the live tests -----------------------------------------------------------------------
+
+
+def group_consumer(broker: Broker, group: str, **extra):
+    from confluent_kafka import Consumer
+
+    config = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        **extra,
+    }
+    return Consumer(config)
+
+
+def wait_until(what: str, check, seconds: float = 60, pause: float = 0.2) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(pause)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def group_member(broker: Broker, group: str, topics: list[str], **extra):
+    """A consumer that joined `group`, subscribed to `topics`, and holds its assignment."""
+    consumer = group_consumer(broker, group, **extra)
+    consumer.subscribe(topics)
+    wait_until(f"{group}'s assignment", lambda: holds_assignment(consumer, set(topics)))
+    return consumer
+
+
+def holds_assignment(consumer, topics: set[str]) -> bool:
+    consumer.poll(0.2)
+    return {tp.topic for tp in consumer.assignment()} == topics
+
+
+def commit_offsets(consumer, *offsets: tuple[str, int, int]) -> None:
+    """A synchronous commit, retried while the coordinator is still being found (a new broker)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    for _ in range(120):
+        try:
+            consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
+            return
+        except KafkaException as err:
+            if not err.args[0].retriable() and "coordinator" not in str(err).lower():
+                raise
+            time.sleep(0.5)
+    raise AssertionError("the group coordinator never answered a commit")
+
+
+def committed_offsets(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin, found = broker.admin(), {}
+    for group in groups:
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
+        found.update({(group, tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0})
+    return found

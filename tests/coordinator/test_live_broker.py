@@ -33,10 +33,16 @@ from kafka_broker import (
     CHECK_INTERVAL_MS,
     RETENTION_MINUTES,
     Broker,
+    commit_offsets,
+    committed_offsets,
+    group_consumer,
+    group_member,
+    holds_assignment,
     kafka_broker,
     kafka_versions,
     main_class,
     version_tuple,
+    wait_until,
 )
 from live_services import live, table_rows
 
@@ -82,56 +88,6 @@ class Story:
             consumer.close()
 
 
-def _consumer(broker: Broker, group: str, **extra):
-    from confluent_kafka import Consumer
-
-    config = {
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        **extra,
-    }
-    return Consumer(config)
-
-
-def _until(what: str, check, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _member(broker: Broker, group: str, topics: list[str], **extra):
-    """A consumer that joined `group`, subscribed to `topics`, and holds its assignment."""
-    consumer = _consumer(broker, group, **extra)
-    consumer.subscribe(topics)
-    _until(f"{group}'s assignment", lambda: _assigned(consumer, set(topics)))
-    return consumer
-
-
-def _assigned(consumer, topics: set[str]) -> bool:
-    consumer.poll(0.2)
-    return {tp.topic for tp in consumer.assignment()} == topics
-
-
-def _commit(consumer, *offsets: tuple[str, int, int]) -> None:
-    """A synchronous commit, retried while the coordinator is still being found (a new broker)."""
-    from confluent_kafka import KafkaException, TopicPartition
-
-    for _ in range(120):
-        try:
-            consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
-            return
-        except KafkaException as err:
-            if not err.args[0].retriable() and "coordinator" not in str(err).lower():
-                raise
-            time.sleep(0.5)
-    raise AssertionError("the group coordinator never answered a commit")
-
-
 def write_history(broker: Broker) -> Story:
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import NewTopic
@@ -148,42 +104,42 @@ def write_history(broker: Broker) -> Story:
     story = Story()
 
     # A standalone consumer: commits without joining (a simple group), clock from the commit.
-    standalone = _consumer(broker, "standalone")
-    _commit(standalone, (ORDERS, 0, 3), (ORDERS, 1, 4))
+    standalone = group_consumer(broker, "standalone")
+    commit_offsets(standalone, (ORDERS, 0, 3), (ORDERS, 1, 4))
     standalone.close()
     story.groups.append("standalone")
 
     # A classic group that consumed, committed and left: Empty, clock from when it became Empty.
-    leaver = _member(broker, "classic-left", [ORDERS])
-    _commit(leaver, (ORDERS, 0, 5), (ORDERS, 2, 1))
+    leaver = group_member(broker, "classic-left", [ORDERS])
+    commit_offsets(leaver, (ORDERS, 0, 5), (ORDERS, 2, 1))
     leaver.close()
     story.groups.append("classic-left")
 
     # A Stable classic group: its subscribed offsets never expire.
-    stable = _member(broker, "classic-stable", [PAYMENTS])
-    _commit(stable, (PAYMENTS, 0, 2))
+    stable = group_member(broker, "classic-stable", [PAYMENTS])
+    commit_offsets(stable, (PAYMENTS, 0, 2))
     story.keep_polling(stable)
     story.groups.append("classic-stable")
 
     # KIP-496: a Stable group stops subscribing to a topic; that topic's offsets expire from their commit.
-    dropper = _member(broker, "classic-dropped-topic", [ORDERS, PAYMENTS])
-    _commit(dropper, (ORDERS, 1, 7), (PAYMENTS, 1, 3))
+    dropper = group_member(broker, "classic-dropped-topic", [ORDERS, PAYMENTS])
+    commit_offsets(dropper, (ORDERS, 1, 7), (PAYMENTS, 1, 3))
     dropper.subscribe([PAYMENTS])
-    _until("classic-dropped-topic's new assignment", lambda: _assigned(dropper, {PAYMENTS}))
+    wait_until("classic-dropped-topic's new assignment", lambda: holds_assignment(dropper, {PAYMENTS}))
     story.keep_polling(dropper)
     story.groups.append("classic-dropped-topic")
 
     if version_tuple(broker.version) >= (4, 0):
         # A KIP-848 consumer group that consumed, committed and left.
-        modern = _member(broker, "modern-left", [ORDERS], **{"group.protocol": "consumer"})
-        _commit(modern, (ORDERS, 0, 9))
+        modern = group_member(broker, "modern-left", [ORDERS], **{"group.protocol": "consumer"})
+        commit_offsets(modern, (ORDERS, 0, 9))
         modern.close()
         story.groups.append("modern-left")
 
     # Transactional commits: one committed (applied, expires from its commit), one aborted (never applied).
     for outcome in ("committed", "aborted"):
         group = f"transactional-{outcome}"
-        member = _member(broker, group, [ORDERS])
+        member = group_member(broker, group, [ORDERS])
         transactional = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{outcome}"})
         transactional.init_transactions(60)
         transactional.begin_transaction()
@@ -198,8 +154,8 @@ def write_history(broker: Broker) -> Story:
     # A transaction left open while the audit runs: its group's committed offset does not expire (the
     # broker asks hasPendingTransactionalOffsets) and the group is not removed. The producer stays open,
     # with a transaction timeout beyond the test, so that the broker does not abort it meanwhile.
-    pending_member = _member(broker, "transactional-pending", [ORDERS])
-    _commit(pending_member, (ORDERS, 1, 5))
+    pending_member = group_member(broker, "transactional-pending", [ORDERS])
+    commit_offsets(pending_member, (ORDERS, 1, 5))
     pending = Producer(
         {"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-pending", "transaction.timeout.ms": 600_000}
     )
@@ -211,8 +167,8 @@ def write_history(broker: Broker) -> Story:
     story.groups.append("transactional-pending")
 
     # Deletions on request: OffsetDelete with the version's own tool, DeleteGroups with the Admin API.
-    offsets_deleted = _consumer(broker, "offsets-deleted")
-    _commit(offsets_deleted, (PAYMENTS, 0, 1), (PAYMENTS, 1, 1))
+    offsets_deleted = group_consumer(broker, "offsets-deleted")
+    commit_offsets(offsets_deleted, (PAYMENTS, 0, 1), (PAYMENTS, 1, 1))
     offsets_deleted.close()
     tool = broker.tool(
         "consumer-groups", "--bootstrap-server", broker.bootstrap, "--delete-offsets",
@@ -221,8 +177,8 @@ def write_history(broker: Broker) -> Story:
     assert tool.returncode == 0, tool.stdout + tool.stderr
     story.requested.add(("offsets-deleted", PAYMENTS, 0))
     story.groups.append("offsets-deleted")
-    group_deleted = _consumer(broker, "group-deleted")
-    _commit(group_deleted, (ORDERS, 1, 2))
+    group_deleted = group_consumer(broker, "group-deleted")
+    commit_offsets(group_deleted, (ORDERS, 1, 2))
     group_deleted.close()
     admin.delete_consumer_groups(["group-deleted"])["group-deleted"].result(60)
     story.requested.add(("group-deleted", ORDERS, 1))
@@ -251,16 +207,6 @@ class Observed:
     from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
     events_stopped: list[dict]  # offset_history of the log copied once the broker stopped
     from_console: list[dict]  # partition_verdicts of the same log as kafka-console-consumer's formatters print it
-
-
-def _committed(broker: Broker, groups: list[str]) -> dict[tuple[str, str, int], int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin, found = broker.admin(), {}
-    for group in groups:
-        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
-        found.update({(group, tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0})
-    return found
 
 
 def _described(broker: Broker, groups: list[str]) -> dict[str, tuple[str, str | None, int]]:
@@ -338,7 +284,7 @@ def _get_offsets(broker: Broker, when: str, target: Path) -> Path:
 def _remaining(broker: Broker, groups: list[str]) -> dict[str, set[tuple[str, int]]]:
     """Each group's partitions with a committed offset, as the Admin API lists them now."""
     found: dict[str, set[tuple[str, int]]] = {group: set() for group in groups}
-    for group, topic, partition in _committed(broker, groups):
+    for group, topic, partition in committed_offsets(broker, groups):
         found[group].add((topic, partition))
     return found
 
@@ -354,7 +300,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         try:
             before = broker.copy_offsets_log(folder / "log-before")
             # What the Admin API says at the moment of the copy, before a sweep can change it.
-            committed = _committed(broker, story.groups)
+            committed = committed_offsets(broker, story.groups)
             console = _console_text(broker, before, folder / "console.txt")
             deleted_groups = {group for group, topic, _ in story.requested if topic is None}
             described = _described(broker, [g for g in story.groups if g not in deleted_groups])

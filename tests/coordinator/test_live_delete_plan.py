@@ -18,7 +18,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple
+from kafka_broker import (
+    Broker,
+    commit_offsets,
+    committed_offsets,
+    group_consumer,
+    group_member,
+    holds_assignment,
+    java_command,
+    kafka_broker,
+    kafka_versions,
+    version_tuple,
+    wait_until,
+)
 from live_services import live
 
 from offset_audit.cli.main import main
@@ -29,57 +41,6 @@ ORDERS, PAYMENTS = "orders", "payments"
 WEEK_MINUTES = 7 * 24 * 60
 # Group ids any client may pick: shell syntax, quotes, and the tool's own options.
 HOSTILE = ('it\'s $(touch pwned) `touch pwned` "q"; touch pwned', "--all-groups", "--execute")
-
-
-def _consumer(broker: Broker, group: str, **extra):
-    from confluent_kafka import Consumer
-
-    return Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
-         "auto.offset.reset": "earliest", **extra}
-    )  # fmt: skip
-
-
-def _assigned(consumer, topics: set[str]) -> bool:
-    consumer.poll(0.2)
-    return {tp.topic for tp in consumer.assignment()} == topics
-
-
-def _until(what: str, check, attempts: int = 300) -> None:
-    for _ in range(attempts):
-        if check():
-            return
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _member(broker: Broker, group: str, topics: list[str], **extra):
-    consumer = _consumer(broker, group, **extra)
-    consumer.subscribe(topics)
-    _until(f"{group}'s assignment", lambda: _assigned(consumer, set(topics)))
-    return consumer
-
-
-def _commit(consumer, *offsets: tuple[str, int, int]) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
-
-    for _ in range(120):
-        try:
-            consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
-            return
-        except KafkaException as err:
-            if not err.args[0].retriable() and "coordinator" not in str(err).lower():
-                raise
-    raise AssertionError("the group coordinator never answered a commit")
-
-
-def _committed(broker: Broker, groups: list[str]) -> set[tuple[str, str, int]]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin, found = broker.admin(), set()
-    for group in groups:
-        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
-        found |= {(group, tp.topic, tp.partition) for tp in listed.topic_partitions if tp.offset >= 0}
-    return found
 
 
 def _write_groups(broker: Broker) -> tuple[list[str], list]:
@@ -101,21 +62,21 @@ def _write_groups(broker: Broker) -> tuple[list[str], list]:
     if version_tuple(broker.version) >= (4, 0):
         protocols["modern"] = {"group.protocol": "consumer"}
     for name, extra in protocols.items():
-        dropped = _member(broker, f"{name}-dropped-topic", [ORDERS, PAYMENTS], **extra)
-        _commit(dropped, (ORDERS, 0, 3), (ORDERS, 2, 4), (PAYMENTS, 1, 5))
+        dropped = group_member(broker, f"{name}-dropped-topic", [ORDERS, PAYMENTS], **extra)
+        commit_offsets(dropped, (ORDERS, 0, 3), (ORDERS, 2, 4), (PAYMENTS, 1, 5))
         dropped.subscribe([PAYMENTS])
-        _until("the new assignment", lambda consumer=dropped: _assigned(consumer, {PAYMENTS}))
+        wait_until("the new assignment", lambda consumer=dropped: holds_assignment(consumer, {PAYMENTS}))
         staying.append(dropped)
-        stable = _member(broker, f"{name}-stable", [ORDERS], **extra)
-        _commit(stable, (ORDERS, 1, 6))
+        stable = group_member(broker, f"{name}-stable", [ORDERS], **extra)
+        commit_offsets(stable, (ORDERS, 1, 6))
         staying.append(stable)
-        left = _member(broker, f"{name}-left", [PAYMENTS], **extra)
-        _commit(left, (PAYMENTS, 0, 2))
+        left = group_member(broker, f"{name}-left", [PAYMENTS], **extra)
+        commit_offsets(left, (PAYMENTS, 0, 2))
         left.close()
         groups += [f"{name}-dropped-topic", f"{name}-stable", f"{name}-left"]
     for group in ("standalone", *HOSTILE):
-        standalone = _consumer(broker, group)
-        _commit(standalone, (ORDERS, 0, 1), (PAYMENTS, 1, 2))
+        standalone = group_consumer(broker, group)
+        commit_offsets(standalone, (ORDERS, 0, 1), (PAYMENTS, 1, 2))
         standalone.close()
         groups.append(group)
     return groups, staying
@@ -140,7 +101,7 @@ def deleted(request, tmp_path_factory, spark) -> dict:
     with live(kafka_broker(folder / "broker", version, extra)) as broker:
         groups, staying = _write_groups(broker)
         try:
-            before = _committed(broker, groups)
+            before = set(committed_offsets(broker, groups))
             log = broker.copy_offsets_log(folder / "log")
             runner = CliRunner()
             audited = runner.invoke(main, ["audit", "--input", str(log), "--output", str(folder / "audit"),
@@ -155,7 +116,7 @@ def deleted(request, tmp_path_factory, spark) -> dict:
                            "PATH": f"{_tool_folder(broker, folder)}:{os.environ['PATH']}"}  # fmt: skip
             ran = subprocess.run(["bash", str(script)], cwd=folder, env=environment, capture_output=True, text=True,
                                  timeout=600, check=False)  # fmt: skip
-            after = _committed(broker, groups)
+            after = set(committed_offsets(broker, groups))
         finally:
             for consumer in staying:
                 consumer.close()

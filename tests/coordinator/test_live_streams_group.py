@@ -33,6 +33,7 @@ from kafka_broker import (
     kafka_versions,
     libs,
     version_tuple,
+    wait_until,
 )
 from live_services import Unavailable, _stop, live, table_rows
 
@@ -88,15 +89,6 @@ def _described(broker: Broker) -> tuple[str, int]:
     return row[-2], int(row[-1])
 
 
-def _until(what: str, check, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _cli(*args: str) -> None:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output + repr(result.exception)
@@ -130,7 +122,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                 stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         try:
-            _until("the application to run", lambda: printed.read_text().strip() != "")
+            wait_until("the application to run", lambda: printed.read_text().strip() != "", seconds=120, pause=1)
             assert printed.read_text().split()[0] == "RUNNING", printed.read_text()[-2000:]
             listings = [_committed(broker)]
 
@@ -140,7 +132,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                 lines = {k: v for k, v in listings[-1].items() if k[0] == LINES}
                 return listings[-1] == listings[-2] and lines == {(LINES, p): PER_PARTITION for p in range(2)}
 
-            _until("the application to commit every line", settled)
+            wait_until("the application to commit every line", settled, seconds=120, pause=1)
             log = broker.copy_offsets_log(folder / "log-running")
             committed, described = _committed(broker), _described(broker)
             _cli("audit", "--input", str(log), "--output", str(folder / "audit"), "--conf", str(conf),
@@ -161,7 +153,9 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             still_listed = _committed(broker)
             application.stdin.close()  # the application closes and its member leaves the group
             assert application.wait(120) == 0, printed.read_text()[-2000:]
-            _until("the sweep to delete the group's offsets", lambda: _committed(broker) == {})
+            wait_until(
+                "the sweep to delete the group's offsets", lambda: _committed(broker) == {}, seconds=120, pause=1
+            )
             time.sleep((CHECK_INTERVAL_MS + SLACK_MS) / 1000)  # and, at a later sweep, the group
             listed_after = _committed(broker)
         finally:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 from click.testing import CliRunner
-from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple
+from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple, wait_until
 from live_services import _start, _stop, live, table_rows
 
 from offset_audit.cli.main import main
@@ -120,15 +120,6 @@ def _cli(*args: str) -> None:
     assert result.exit_code == 0, result.output + repr(result.exception)
 
 
-def _until(what: str, check, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module", params=SHARE_VERSIONS)
 def observed(request, tmp_path_factory, spark) -> Observed:
     from confluent_kafka import Producer
@@ -161,9 +152,9 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             live_log,
         )  # fmt: skip
         try:
-            _until(
-                f"{LIVE} to take all {2 * RECORDS} records", lambda: len(_printed(live_log.read_text())) >= 2 * RECORDS
-            )
+            everything = 2 * RECORDS
+            taken = lambda: len(_printed(live_log.read_text())) >= everything  # noqa: E731
+            wait_until(f"{LIVE} to take all {everything} records", taken, seconds=90, pause=0.5)
             # The share-partition leader persists its state as it acknowledges; wait until it is written
             # and then still (the persisted start offset may stay behind the one in memory: the tool and
             # the log both show the persisted one).
@@ -176,7 +167,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                     listings[-1].get((LIVE, JOBS, p), (None,))[0] is not None for p in range(2)
                 )
 
-            _until(f"{LIVE}'s share state to settle", settled)
+            wait_until(f"{LIVE}'s share state to settle", settled, seconds=90, pause=0.5)
             tool_offsets, tool_states = _tool_offsets(broker), _tool_states(broker)
             state_log = broker.copy_offsets_log(folder / "share-state", topic="__share_group_state")
             groups_log = broker.copy_offsets_log(folder / "offsets")
