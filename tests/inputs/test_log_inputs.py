@@ -196,7 +196,7 @@ def test_audit_summary_says_what_a_text_dump_could_not_tell(spark, tmp_path):
     settings = dataclasses.replace(load_settings(), as_of="now")
     result = run_audit(spark, [str(TEXT_DUMPS / "dump_log_3_7.txt")], str(tmp_path), settings)
     text = audit_summary(result, str(tmp_path))
-    assert "what this input format could not tell" in text and "CreateTime" in text
+    assert "notes on the input:" in text and "CreateTime" in text
 
 
 def test_delta_spark_route_reads_log_dumps_through_the_python_data_source(spark, segments, tmp_path):

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.inputs.transactions import COMMITTED, PENDING
 
 COMMIT_KEY = ("group_id", "topic", "partition")
@@ -135,14 +136,17 @@ class LatestPerKey:
 
 def compactable(batch: pa.RecordBatch) -> np.ndarray:
     """Rows that may be replaced by a later record of the same key before decoding: keyed records of the
-    topic, not a reader's error row, and not a transactional record still waiting for (or cancelled
-    by) its marker, which the decoder sets aside or counts on its own."""
+    topic, not a reader's error row, not a record another copy of the partition stands for, and not a
+    transactional record still waiting for (or cancelled by) its marker, which the decoder sets aside or
+    counts on its own."""
     names = batch.schema.names
     ok = batch.column("key").is_valid().to_numpy(zero_copy_only=False).copy()
     if "other_topic" in names:
         ok &= ~batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
     if "source_error" in names:
         ok &= batch.column("source_error").is_null().to_numpy(zero_copy_only=False)
+    if COPY_STATE in names:
+        ok &= batch.column(COPY_STATE).is_null().to_numpy(zero_copy_only=False)
     if "transaction" in names:
         state = batch.column("transaction")
         ok &= pc.fill_null(pc.equal(state, COMMITTED), True).to_numpy(zero_copy_only=False)

@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from offset_audit.decoding import records
 from offset_audit.decoding.fastpath import decode_offset_commits
+from offset_audit.inputs import copies
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import TableSchema, coordinate_columns, parse_type, table_schema
@@ -48,7 +49,7 @@ RAW_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key"
 COORDINATES = ("source_partition", "source_offset", "record_timestamp_ms")
 # Columns only file dumps bring (offset_audit.inputs.log_records, after offset_audit.inputs.transactions):
 # a reader's error for input it could not read, the transaction state, and what the format cannot tell.
-OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes")
+OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes", copies.COPY_STATE)
 # Record classes that are counted but not decoded: records of another topic, transactional commits
 # whose transaction was aborted, and the transaction markers themselves.
 SKIPPED = "skipped"
@@ -56,11 +57,27 @@ SKIPPED_ABORTED = "skipped_aborted"
 SKIPPED_MARKER = "skipped_marker"
 # The audit decodes only the last record of each key; the records it replaced are counted as this.
 SKIPPED_SUPERSEDED = "skipped_superseded"
+# A partition given more than once (offset_audit.inputs.copies): records another copy stands for.
+SKIPPED_DUPLICATE = "skipped_duplicate"
+SKIPPED_DIVERGED = "skipped_diverged"
+SKIPPED_COMPACTED = "skipped_compacted"
+# Records of files a broker's log loader deletes on restart (the log cleaner's leftovers).
+SKIPPED_DISCARDED = "skipped_discarded"
 SKIP_REASONS = {
     SKIPPED: "other topic",
     SKIPPED_ABORTED: "aborted transaction",
     SKIPPED_MARKER: "transaction marker",
     SKIPPED_SUPERSEDED: "superseded",
+    SKIPPED_DUPLICATE: "duplicate copy",
+    SKIPPED_DIVERGED: "diverged copy",
+    SKIPPED_COMPACTED: "compacted in another copy",
+    SKIPPED_DISCARDED: "cleaner leftover",
+}
+COPY_SKIPS = {
+    copies.DUPLICATE: SKIPPED_DUPLICATE,
+    copies.DIVERGED: SKIPPED_DIVERGED,
+    copies.COMPACTED: SKIPPED_COMPACTED,
+    copies.DISCARDED: SKIPPED_DISCARDED,
 }
 _TRANSACTION_SKIPS = {"aborted": SKIPPED_ABORTED, "marker": SKIPPED_MARKER}
 TABLES = (
@@ -190,6 +207,13 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
     transactional records and transaction markers (counted as skipped). Clears them from `pending`."""
     names = batch.schema.names
     quarantined = []
+    if copies.COPY_STATE in names and batch.column(copies.COPY_STATE).null_count < batch.num_rows:
+        states = batch.column(copies.COPY_STATE)
+        for state, skipped in COPY_SKIPS.items():
+            matches = pc.fill_null(pc.equal(states, state), False).to_numpy(zero_copy_only=False) & pending
+            if matches.any():
+                counts[(skipped, None, None, None, False)] += int(matches.sum())
+                pending &= ~matches
     if "source_error" in names:
         errors = batch.column("source_error")
         failed = errors.is_valid().to_numpy(zero_copy_only=False) & pending

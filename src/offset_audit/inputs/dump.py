@@ -22,6 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.kafka_topic import read_kafka
+from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
+from offset_audit.inputs.partition_folders import read_partition_raw
 from offset_audit.inputs.snapshot import (
     _expand,
     _is_delta,
@@ -156,13 +158,39 @@ def _format_of(path: str, storage: Storage) -> str:
 
 
 def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
-    """--input-format auto: the one format all inputs share."""
+    """--input-format auto: the one format all inputs share, or MIXED for inputs of several formats
+    that each hold raw records (read each by its own reader, then merged as copies)."""
     kinds = {_format_of(path, storage) for path in _expand(inputs, storage)}
     if kinds == {"parquet", "delta"}:
         return "parquet"  # the parquet reader takes Delta folders too
     if len(kinds) != 1:
+        if kinds <= {log_files.SEGMENTS, *MERGED_FORMATS}:
+            return MIXED
         raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
     return kinds.pop()
+
+
+def formats_of(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
+    """Each input path with its format: the run's, or, for MIXED, its own."""
+    if settings.input_format != MIXED:
+        return [(path, settings.input_format) for path in paths]
+    storage = for_settings(settings)
+    return [(path, _format_of(path, storage)) for path in _expand(paths, storage)]
+
+
+def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | None:
+    """Several inputs that may hold the same partitions, merged as copies (`overlapping`); None where
+    the inputs are read as one."""
+    storage = for_settings(settings)
+    paths = _expand(inputs, storage)
+    if not merges(paths, settings.input_format):
+        return None
+    formats = formats_of(paths, settings)
+
+    def load(path: str, input_format: str) -> DataFrame:
+        return load_raw_records(spark, [path], dataclasses.replace(settings, input_format=input_format))
+
+    return merged_raw_records(formats, load)
 
 
 def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
@@ -199,6 +227,10 @@ def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings,
     settings = resolved(settings, inputs, share)
     if settings.input_format == "kafka":
         return to_raw_records(read_kafka(spark, settings))
+    if (merged := _merged(spark, inputs, settings)) is not None:
+        return merged
+    if settings.input_format == log_files.SEGMENTS:  # each partition's task finds its own markers
+        return log_files.raw_dataframe(spark, log_units(inputs, settings), Markers())
     if settings.input_format in log_files.LOG_FORMATS:
         return log_files.raw_dataframe(spark, *_log_units(spark, inputs, settings))
     return to_raw_records(read_snapshot(spark, inputs, settings.input_format, for_settings(settings)))
@@ -208,12 +240,14 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
+    if settings.input_format == MIXED or merges(_expand(inputs, for_settings(settings)), settings.input_format):
+        return load_raw_records(spark, inputs, settings)
     if settings.input_format == log_files.SEGMENTS:
         # A partition's transaction markers are in its own log: each task finds those of its partitions
         # itself, and the dump is read in one Spark job rather than two.
         units = log_units(inputs, settings)
         groups = log_files.by_partition(units)
-        return FileUnits(groups, partial(log_files.read_partition_raw, topic=settings.topic), None, len(units))
+        return FileUnits(groups, partial(read_partition_raw, topic=settings.topic), None, len(units))
     if settings.input_format in log_files.LOG_FORMATS:
         units, markers = _log_units(spark, inputs, settings)
         return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None, len(units))

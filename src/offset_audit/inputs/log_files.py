@@ -17,10 +17,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.escaping import stored_text
-from offset_audit.inputs import transactions
+from offset_audit.inputs import log_loader, transactions
+from offset_audit.inputs.copies import COPY_STATE
+from offset_audit.inputs.log_loader import is_segment_file
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
-from offset_audit.storage import LOCAL, Storage, basename, parent
+from offset_audit.storage import LOCAL, Storage, basename, join, parent
 
 SEGMENTS = "segments"
 DUMP_LOG = "dump-log"
@@ -69,7 +71,7 @@ def log_files(
     for path in paths:
         if storage.is_dir(path):
             if input_format == SEGMENTS:
-                files += _walk(path, lambda n: n.endswith(".log"), storage)
+                files += _walk(path, is_segment_file, storage)
             elif input_format == "kip932-json":
                 files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), storage)
             else:
@@ -88,11 +90,33 @@ def log_files(
                 f"cannot tell which __consumer_offsets partition '{unknown[0]}' belongs to: keep segments in "
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
+    if input_format == SEGMENTS:
+        _check_one_topic_id(files, storage)
     topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
     return [
         LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage, fast_path)
         for f in files
     ]
+
+
+def _check_one_topic_id(files: list[str], storage: Storage) -> None:
+    """Folders of one partition from different clusters (or from before the topic was re-created) are
+    not copies of one log: their partition.metadata names different topic ids."""
+    from offset_audit.inputs.segments.reader import partition_from_path
+
+    seen: dict[tuple, tuple[str, str]] = {}
+    for folder in dict.fromkeys(parent(f) for f in files):
+        topic_id = log_loader.topic_id(folder, storage)
+        if topic_id is None:
+            continue
+        key = (_segment_topic(join(folder, "x.log")), partition_from_path(join(folder, "x.log")))
+        if key in seen and seen[key][0] != topic_id:
+            raise UserError(
+                f"'{stored_text(seen[key][1])}' and '{stored_text(folder)}' hold the same partition of topics with "
+                f"different ids ({seen[key][0]} and {topic_id}): they are not copies of one log; give one cluster's "
+                "dump per run"
+            )
+        seen.setdefault(key, (topic_id, folder))
 
 
 def _segment_topic(path: str) -> str | None:
@@ -163,20 +187,6 @@ def by_partition(units: list[LogFile]) -> list[PartitionFiles]:
     return [PartitionFiles(partition, tuple(files)) for partition, files in groups.items()]
 
 
-def read_partition_raw(group: PartitionFiles, topic: str | None = None) -> Iterator[pa.RecordBatch]:
-    """One partition's segments as raw-record batches: its markers first (the light pass of
-    `gather_markers`, over these files only), then its records labelled by them."""
-    rows = [
-        row
-        for unit in group.files
-        for batch in read_log_file(unit, only_control=True)
-        for row in transactions.marker_rows(batch)
-    ]
-    markers = transactions.Markers.from_rows(rows)
-    for unit in group.files:
-        yield from read_raw(unit, markers, topic)
-
-
 # What the decode stage takes from a labelled log-file batch (see offset_audit.decoding.decoder.RAW_COLUMNS).
 _RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
 
@@ -194,10 +204,13 @@ def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_top
         names.append(name)
     columns.append(transactions.label(batch, markers))
     names.append("transaction")
+    copy_state = COPY_STATE in batch.schema.names
+    columns.append(batch.column(COPY_STATE) if copy_state else pa.nulls(batch.num_rows, pa.string()))
+    names.append(COPY_STATE)
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
-def _located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
+def located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
     """Error rows name where in the input they are: the quarantine table has no file column."""
     errors = batch.column("source_error")
     if errors.null_count == batch.num_rows:
@@ -220,7 +233,7 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
     for batch in read_log_file(unit):
         if batch.schema != LOG_RECORD_SCHEMA:
             batch = batch.cast(LOG_RECORD_SCHEMA)
-        yield to_raw_batch(_located_errors(batch, unit), markers, other)
+        yield to_raw_batch(located_errors(batch, unit), markers, other)
 
 
 # The DataFrame route (sessions with delta-spark) reads the same units in the Python workers, one Spark
@@ -228,19 +241,31 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
 
 RAW_LOG_DDL = (
     "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
-    "source_error string, source_note string, skipped_bytes bigint, transaction string, source_topic string"
+    "source_error string, source_note string, skipped_bytes bigint, transaction string, copy_state string, "
+    "source_topic string"
 )
 
 
 def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
-    """The log dump as a raw-record DataFrame (with the optional columns of log dumps)."""
+    """The log dump as a raw-record DataFrame (with the optional columns of log dumps). Segments are
+    read a partition at a time, as the direct route reads them, so that its copies are merged."""
     from offset_audit.inputs.parquet_files import read_units
 
+    def labelled(topic: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
+        topics = pa.array([topic] * batch.num_rows, pa.string())
+        return batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
+
+    if units and units[0].input_format == SEGMENTS:
+        from offset_audit.inputs.partition_folders import partition_raw
+
+        def read_group(group: PartitionFiles) -> Iterator[pa.RecordBatch]:
+            for topic, batch in partition_raw(group, None):
+                yield labelled(topic, batch)
+
+        return read_units(spark, by_partition(units), read_group, RAW_LOG_DDL)
+
     def read(unit: LogFile) -> Iterator[pa.RecordBatch]:
-        topics = None
         for batch in read_raw(unit, markers):
-            if topics is None or len(topics) != batch.num_rows:
-                topics = pa.array([unit.topic] * batch.num_rows, pa.string())
-            yield batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
+            yield labelled(unit.topic, batch)
 
     return read_units(spark, units, read, RAW_LOG_DDL)

@@ -7,6 +7,7 @@ the CLI prints and exits 2 on. The checks read only file names, headers and Parq
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
@@ -189,7 +190,8 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
     """The inputs exist and are what the run expects; returns the settings with the input format worked
     out (`auto` replaced), so the run does not work it out again."""
     from offset_audit.inputs import log_files
-    from offset_audit.inputs.dump import KIP932_JSON, log_units, resolved
+    from offset_audit.inputs.dump import KIP932_JSON, formats_of, log_units, resolved
+    from offset_audit.inputs.overlapping import MIXED
     from offset_audit.inputs.snapshot import check_snapshot_schema, data_files, read_by_workers, read_footer
 
     if settings.input_format == "kafka":
@@ -202,6 +204,10 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
             check_reachable(item, storage)
     settings = resolved(settings, inputs, share)
     kind = settings.input_format
+    if kind == MIXED:  # each input as what it is
+        for path, own in formats_of(inputs, settings):
+            check_inputs([path], dataclasses.replace(settings, input_format=own), share)
+        return settings
     if kind == "delta":  # read through delta-rs, as the tables are
         for item in inputs:
             check_delta_path(item, "--input")

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.constants import OFFSETS_TOPIC
-from offset_audit.decoding.decoder import arrow_schema
+from offset_audit.decoding.decoder import SKIP_REASONS, arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved
@@ -91,9 +91,10 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
 def _count(report: DecodeReport, counts: dict[str, int]) -> None:
     report.records_read = sum(counts.values())
     report.by_class = {SHARE_STATE: counts.get(SHARE_STATE, 0), QUARANTINE: counts.get(QUARANTINE, 0)}
-    if counts.get(job.SKIPPED):
-        report.records_skipped = counts[job.SKIPPED]
-        report.skipped_by_reason = {"other topic": counts[job.SKIPPED]}
+    for skipped, reason in SKIP_REASONS.items():
+        if counts.get(skipped):
+            report.records_skipped += counts[skipped]
+            report.skipped_by_reason[reason] = counts[skipped]
 
 
 def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):

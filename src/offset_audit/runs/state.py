@@ -31,7 +31,7 @@ from offset_audit.storage import LOCAL, Storage, for_settings, join
 
 DECODED = "decoded"
 # Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
-TRANSACTIONAL_FORMATS = ("segments", "dump-log")
+TRANSACTIONAL_FORMATS = ("segments", "dump-log", "mixed")
 # Up to this many decoded state rows the replay runs in one partition: every aggregation, window and
 # join then needs no shuffle, which halves the Spark jobs, and adaptive execution, with no shuffle to
 # tune, is turned off for the run (its re-planning between stages only costs). On two cores this took

@@ -26,6 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
+from offset_audit.decoding.decoder import COPY_SKIPS
+from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.layouts.tables import parse_type, table_schema
@@ -80,6 +82,11 @@ def decode_share_state(
     error = F.col("source_error") if "source_error" in raw.columns else F.lit(None).cast("string")
     skipped = F.col("skipped_bytes") if "skipped_bytes" in raw.columns else F.lit(None).cast("bigint")
     marker = F.col("transaction").isin("marker", "aborted") if "transaction" in raw.columns else F.lit(False)
+    # Records another copy of the partition stands for (offset_audit.inputs.copies): counted, not read.
+    copy_skip = F.lit(None).cast("string")
+    if COPY_STATE in raw.columns:
+        for state, skipped in COPY_SKIPS.items():
+            copy_skip = F.when(F.col(COPY_STATE) == state, F.lit(skipped)).otherwise(copy_skip)
     frame = raw.select(
         "source_partition",
         "source_offset",
@@ -89,6 +96,7 @@ def decode_share_state(
         (other | F.coalesce(marker, F.lit(False))).alias("other"),
         error.alias("source_error"),
         skipped.alias("skipped_bytes"),
+        copy_skip.alias("copy_skip"),
     )
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -98,6 +106,10 @@ def decode_share_state(
             rows = []
             for item in batch.to_pylist():
                 coords = {k: item[k] for k in ("source_partition", "source_offset", "record_timestamp_ms")}
+                if item["copy_skip"] is not None and not item["other"]:
+                    if only is None:
+                        rows.append({**coords, "record_class": item["copy_skip"]})
+                    continue
                 if item["other"] and only is None:
                     rows.append({**coords, "record_class": SKIPPED})
                     continue

@@ -33,10 +33,11 @@ def _quarantine_detail(report: DecodeReport) -> str:
 
 
 def format_notes(report: DecodeReport) -> list[str]:
-    """What the input format could not tell, so nobody mistakes a reconstructed value for a read one."""
+    """What the input format could not tell, so nobody mistakes a reconstructed value for a read one,
+    and which copy stands for the records left out where a partition was given more than once."""
     if not report.format_notes:
         return []
-    lines = ["", "  what this input format could not tell:"]
+    lines = ["", "  notes on the input:"]
     lines += [f"    {_n(n):>12} records: {terminal(note)}" for note, n in sorted(report.format_notes.items())]
     return lines
 

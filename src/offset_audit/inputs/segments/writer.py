@@ -66,8 +66,10 @@ def record_batch(
     producer_id: int = -1,
     attributes: int = 0,
     compression: str = "none",
+    leader_epoch: int = 0,
 ) -> bytes:
-    """One batch of (key, value, timestamp ms) records at consecutive offsets from `base_offset`."""
+    """One batch of (key, value, timestamp ms) records at consecutive offsets from `base_offset`, as
+    written by the leader of `leader_epoch` (the partition leader epoch, outside the CRC)."""
     base_ts = records[0][2]
     body = b"".join(_record(i, ts - base_ts, k, v) for i, (k, v, ts) in enumerate(records))
     attributes |= CODECS[compression]
@@ -83,7 +85,7 @@ def record_batch(
         len(records),
     )
     after_crc = header + _compress(compression, body)
-    after_length = struct.pack(">ibI", 0, 2, crc32c(after_crc)) + after_crc
+    after_length = struct.pack(">ibI", leader_epoch, 2, crc32c(after_crc)) + after_crc
     return struct.pack(">qi", base_offset, len(after_length)) + after_length
 
 
