@@ -68,6 +68,37 @@ def segments_for(records: int, seed: int, compression: str = "none") -> Path:
     return cached(name, lambda path: snapshot_to_segments(str(snapshot), str(path), 1, compression))
 
 
+def copies_for(records: int, seed: int, copies: int = 3) -> Path:
+    """The uncompressed data directory as `copies` brokers' folders (hard links: the same bytes), as an
+    operator copies every replica: each partition's copies are merged in its task (inputs/copies)."""
+    import os
+
+    single = segments_for(records, seed)
+
+    def make(path: Path) -> None:
+        for broker in range(1, copies + 1):
+            shutil.copytree(single, path / f"broker{broker}", copy_function=os.link)
+
+    return cached(f"segments-{records}-{seed}-x{copies}", make)
+
+
+def bench_copies(spark, records: int, seed: int, parquet_decode_s: float, single_s: float) -> dict:
+    path = copies_for(records, seed)
+    output = DATA / f"out-copies-{records}"
+    shutil.rmtree(output, ignore_errors=True)
+    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    return {
+        "records": records,
+        "copies": 3,
+        "records_read": report.records_read,
+        "duplicates": report.skipped_by_reason.get("duplicate copy", 0),
+        "decode_s": round(seconds, 2),
+        "vs_parquet_decode": round(seconds / parquet_decode_s, 2),
+        "vs_one_copy_x3": round(seconds / (3 * single_s), 2),
+        "worker_peak_mb": worker_mb,
+    }
+
+
 class WorkerMemory:
     """The peak resident memory of Spark's Python workers (the processes pyspark.daemon forks), sampled
     every 50 ms from /proc while a stage runs: their VmHWM covers their whole life, not one stage."""
@@ -317,6 +348,7 @@ def main() -> None:
     parser.add_argument("--no-python-baseline", action="store_true")
     parser.add_argument("--no-segments", action="store_true", help="skip the log segments")
     parser.add_argument("--no-share", action="store_true", help="skip __share_group_state")
+    parser.add_argument("--no-copies", action="store_true", help="skip the segments copied from 3 brokers")
     parser.add_argument(
         "--codecs",
         default="none,zstd",
@@ -359,6 +391,14 @@ def main() -> None:
                         segments["worker_peak_mb"],
                     )
                 )
+                if compression == "none" and not args.no_copies:
+                    copies = bench_copies(spark, records, args.seed, base, segments["decode_s"])
+                    results.append({"path": "segment-copies", **copies})
+                    print(json.dumps(results[-1]), flush=True)
+                    rows.append(
+                        (records, "decode (segments, 3 broker copies)", copies["decode_s"],
+                         copies["vs_parquet_decode"], copies["worker_peak_mb"])
+                    )  # fmt: skip
         if not args.no_share:
             share = bench_share(spark, records, args.seed, base)
             results.append({"path": "share", **share})

@@ -209,12 +209,25 @@ def kafka_broker(folder: Path, version: str, extra: dict[str, str] | None = None
     )  # fmt: skip
     if formatted.returncode != 0:
         raise AssertionError(f"kafka-storage format of Kafka {version} failed: {formatted.stdout}{formatted.stderr}")
+    with restarted(folder, version) as broker:
+        yield broker
+
+
+@contextmanager
+def restarted(folder: Path, version: str, changes: dict[str, str] | None = None) -> Iterator[Broker]:
+    """The broker `kafka_broker` made in `folder` started again on the same data directory and ports,
+    with `changes` to its settings; stopped by pid (a clean shutdown) when the block ends."""
+    config = folder / "server.properties"
+    settings = dict(line.split("=", 1) for line in config.read_text().splitlines() if "=" in line)
+    settings.update(changes or {})
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    port = settings["listeners"].split(",")[0].rsplit(":", 1)[1]
     process = _start(
         java_command(version, "server", str(config), heap="768m", log4j=folder / "log4j2.properties"),
         folder / "broker.out",
     )
     try:
-        broker = Broker(version, f"{LOOPBACK}:{port}", log_dir, folder, process.pid)
+        broker = Broker(version, f"{LOOPBACK}:{port}", Path(settings["log.dirs"]), folder, process.pid)
         _wait_until_answering(broker, process)
         yield broker
     finally:
@@ -284,13 +297,14 @@ def holds_assignment(consumer, topics: set[str]) -> bool:
     return {tp.topic for tp in consumer.assignment()} == topics
 
 
-def commit_offsets(consumer, *offsets: tuple[str, int, int]) -> None:
+def commit_offsets(consumer, *offsets: tuple[str, int, int], metadata: str | None = None) -> None:
     """A synchronous commit, retried while the coordinator is still being found (a new broker)."""
     from confluent_kafka import KafkaException, TopicPartition
 
+    extra = {} if metadata is None else {"metadata": metadata}
     for _ in range(120):
         try:
-            consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets], asynchronous=False)
+            consumer.commit(offsets=[TopicPartition(t, p, o, **extra) for t, p, o in offsets], asynchronous=False)
             return
         except KafkaException as err:
             if not err.args[0].retriable() and "coordinator" not in str(err).lower():

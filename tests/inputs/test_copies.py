@@ -254,3 +254,39 @@ def test_the_leader_epoch_checkpoint_settles_what_compacted_batches_no_longer_sh
     ]  # fmt: skip
     without = [made[0], copies.Copy("'b2'", b, epochs=np.array([0, 6]))]
     assert [s for _, s in states(copies.merge(without, "__consumer_offsets-0"))].count("diverged") == 0
+
+
+def test_kafka_dump_log_text_of_two_brokers_counts_once_and_a_marker_in_another_input_still_labels(spark, tmp_path):
+    """The same kafka-dump-log text from two brokers is one log; the text of two consecutive segments
+    given as two inputs shares no offset, and the ABORT marker in the second still cancels the first's
+    transactional commit."""
+    from repo_paths import TEXT_DUMPS
+
+    text = (TEXT_DUMPS / "dump_log_3_8.txt").read_text()
+    once = run("decode", "--input", TEXT_DUMPS / "dump_log_3_8.txt", "--output", tmp_path / "once", "--json")
+    assert once.exit_code == 0, once.output
+    read, unread = (json.loads(once.stdout)["counts"][k] for k in ("records_read", "quarantined"))
+    for broker in ("b1", "b2"):
+        (tmp_path / broker).mkdir()
+        (tmp_path / broker / "dump.txt").write_text(text)
+    twice = run("decode", "--input", tmp_path / "b1" / "dump.txt", "--input", tmp_path / "b2" / "dump.txt",
+                "--output", tmp_path / "twice", "--json")  # fmt: skip
+    assert twice.exit_code == 0, twice.output
+    counts = json.loads(twice.stdout)["counts"]
+    # lines the reader could not read stay quarantined in both copies: error rows are never merged
+    assert counts["records_read"] == 2 * read and counts["skipped_by_reason"]["duplicate copy"] == read - unread
+    assert counts["quarantined"] == 2 * unread
+    assert counts["skipped_by_reason"]["aborted transaction"] == 1  # b2's copy of it is a duplicate
+
+    lines = text.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if "isControl: true" in line)
+    (tmp_path / "first.txt").write_text("".join(lines[:cut]))
+    (tmp_path / "second.txt").write_text(
+        "Dumping /var/lib/kafka/data/__consumer_offsets-12/00000000000000012361.log\n" + "".join(lines[cut:])
+    )
+    split = run("decode", "--input", tmp_path / "first.txt", "--input", tmp_path / "second.txt", "--output",
+                tmp_path / "split", "--json")  # fmt: skip
+    assert split.exit_code == 0, split.output
+    counts = json.loads(split.stdout)["counts"]
+    assert counts["records_read"] == read and "duplicate copy" not in counts["skipped_by_reason"]
+    assert counts["skipped_by_reason"]["aborted transaction"] == 1

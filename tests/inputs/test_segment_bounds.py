@@ -175,3 +175,21 @@ def test_the_bound_is_a_setting(tmp_path):
     assert _rows(path)[0]["value"] == body
     (row,) = _rows(path, max_batch_bytes=1_000)
     assert "inflates to more than 1,000 bytes" in row["source_error"] and row["skipped_bytes"] is None
+
+
+def test_a_small_legacy_header_inside_a_damaged_stretch_is_weighed_not_a_crash(tmp_path):
+    """While looking for the next batch that verifies, a stretch of damaged bytes can hold what reads as
+    a magic-0 message of 20 bytes, shorter than the header the search screens. Once, reading then asked
+    the file for a negative number of bytes and the run ended in a traceback (a .cleaned file cut short
+    by a copy, from Kafka 3.9's cleaner). It is a candidate that fails its CRC, and reading goes on."""
+    first = record_batch(0, [(_key(0), _value(0), T)])
+    last = record_batch(2, [(_key(2), _value(2), T + 2)])
+    # offset 1, size 20, a wrong CRC, magic 0, attributes 0, key and value absent, then the stretch's rest
+    fake = struct.pack(">qiIbbii", 1, 20, 0xDEADBEEF, 0, 0, -1, -1) + b"\x00" * 6
+    damaged = first[:30] + fake + b"\x07" * 40
+    (tmp_path / "__consumer_offsets-0").mkdir()
+    path = tmp_path / "__consumer_offsets-0" / "00000000000000000000.log"
+    path.write_bytes(damaged + last)
+    rows = _rows(path)
+    assert [r["source_offset"] for r in rows if not r["source_error"]] == [2]
+    assert sum(r["skipped_bytes"] or 0 for r in rows if r["source_error"]) == len(damaged)

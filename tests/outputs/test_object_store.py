@@ -283,3 +283,39 @@ def test_credentials_the_store_refuses_are_one_sentence_before_spark(tmp_path, n
         "(check the credentials: AWS_* variables, [storage] in the config, --storage-option)\n"
     )
     assert not (tmp_path / "o").exists()
+
+
+# Characters an operator's keys hold (tests/cli/test_path_characters.py has them for local paths).
+TAKEN = "a #?*:€%{}`;'\"<>=&!$ z"
+# delta-rs cuts an s3:// table path at '#' or '?' (a URL's fragment and query): out#x would land in out.
+TABLE_TAKEN = TAKEN.replace("#", "").replace("?", "")
+
+
+def test_s3_keys_are_keys_for_every_command_that_takes_one(spark, s3, dumps, aws, tmp_path):
+    """Input, end offsets and report keys hold every character of TAKEN; table folders every one but
+    '#' and '?'. Each command finds them and writes under exactly those keys."""
+    from offset_audit.storage import Storage
+
+    dump = s3.upload(dumps["local"] / "snapshot", f"keys/dump {TAKEN}")
+    ends = s3.upload(dumps["local"] / "ends.csv", f"keys/ends {TAKEN}.csv")
+    audit, history = s3.url(f"keys/audit {TABLE_TAKEN}"), s3.url(f"keys/history {TABLE_TAKEN}")
+    report = s3.url(f"keys/report {TAKEN}.html")
+    cli("audit", "--input", dump, "--output", audit, "--end-offsets", ends, "--quiet")
+    cli("whatif", "--input", dump, "--output", audit, "--retention-minutes", "1d,7d", "--quiet")
+    cli("history", "--input", dump, "--output", history, "--quiet")
+    cli("describe", "--audit", audit)
+    cli("delete-plan", "--audit", audit, "--script", str(tmp_path / "plan.sh"))
+    cli("report", "--audit", audit, "--output", report)
+    cli("metrics", "--audit", audit, "--output", str(tmp_path / "m.prom"))
+    keys = Storage.of(aws).files_under(s3.url("keys"))
+    tops = {key[len(s3.url("keys/")) :].split("/")[0] for key in keys}
+    assert tops == {f"dump {TAKEN}", f"ends {TAKEN}.csv", f"audit {TABLE_TAKEN}", f"history {TABLE_TAKEN}",
+                    f"report {TAKEN}.html"}  # fmt: skip
+    assert table_rows(f"{audit}/partition_verdicts", aws).num_rows > 0
+
+
+@pytest.mark.parametrize("character", ["#", "?", "^", "[", "|", "%25"])
+def test_an_s3_table_folder_delta_rs_cannot_take_is_refused_naming_the_character(dumps, aws, no_spark, s3, character):
+    result = CliRunner().invoke(main, ["audit", "--input", dumps["snapshot"], "--output", s3.url(f"out{character}x")])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and f"holds '{character}'" in result.output, result.output

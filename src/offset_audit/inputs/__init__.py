@@ -5,6 +5,11 @@
     snapshot        Kafka-source snapshots (Parquet, Delta)
     kafka_topic     the live topic, through Spark's Kafka source
     log_files       the files of a log dump: segments, kafka-dump-log text, console-consumer text
+    partition_folders   one partition's segment folders in one task: each read as the broker's
+                    `log_loader` recovers it (the log cleaner's .swap, .cleaned and .deleted files), copies merged
+    copies          the copies of one partition merged as the broker treats replicas (duplicates,
+                    diverged replicas, records another copy's cleaner removed)
+    overlapping     several inputs that may hold the same partitions, or of several formats, merged
     segments/       log segment files (magic 0/1/2, CRCs, codecs) read byte-exactly; a segment writer
     textdumps/      kafka-dump-log and console-consumer text turned back into the records' bytes
     transactions    COMMIT/ABORT markers: each transactional record committed, aborted or pending

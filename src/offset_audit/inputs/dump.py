@@ -186,8 +186,15 @@ def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataF
     if not merges(paths, settings.input_format):
         return None
     formats = formats_of(paths, settings)
+    # A transaction's marker may sit in another input's text (kafka-dump-log of the next segment): the
+    # markers of every dump-log input label the records of each.
+    texts = [path for path, fmt in formats if fmt == log_files.DUMP_LOG]
+    text_settings = dataclasses.replace(settings, input_format=log_files.DUMP_LOG)
+    markers = log_files.gather_markers(spark, log_units(texts, text_settings)) if texts else None
 
     def load(path: str, input_format: str) -> DataFrame:
+        if input_format == log_files.DUMP_LOG:
+            return log_files.raw_dataframe(spark, log_units([path], text_settings), markers)
         return load_raw_records(spark, [path], dataclasses.replace(settings, input_format=input_format))
 
     return merged_raw_records(formats, load)

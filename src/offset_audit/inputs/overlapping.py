@@ -1,6 +1,6 @@
 """Several inputs that may hold the same partitions: Kafka-source snapshots whose offset ranges
-overlap, text dumps of several brokers, or inputs of different formats (segments and a snapshot of the
-same partitions).
+overlap, kafka-dump-log text of several brokers, or inputs of different formats (segments and a snapshot
+of the same partitions).
 
 Each input is read by its own reader, then the records are merged as copies of their partitions
 (`offset_audit.inputs.copies`), one copy per input: Spark brings each partition's records from every
@@ -24,8 +24,9 @@ from offset_audit.escaping import stored_text
 from offset_audit.inputs import copies
 
 MIXED = "mixed"  # --input-format auto over inputs of several formats
-# Formats whose inputs are merged as copies when several are given (segments merge on their own).
-MERGED_FORMATS = ("parquet", "delta", "dump-log", "console")
+# Formats whose inputs are merged as copies when several are given (segments merge on their own;
+# console text has no offsets, only the order of its lines, so its inputs are never copies).
+MERGED_FORMATS = ("parquet", "delta", "dump-log")
 _RANK = "_copy_rank"
 MERGED_DDL = (
     "source_topic string, source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, "

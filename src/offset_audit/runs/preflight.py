@@ -30,11 +30,15 @@ if TYPE_CHECKING:
 # read as a separator, and '%' with two hex digits is percent-decoded when the table is read back (a
 # folder named out%25 is written, then looked for as out%). file:// URLs with escapes fare the same.
 DELTA_REFUSED = re.compile(r"[\^\[\]|\\]|%[0-9A-Fa-f]{2}")
+# In an s3:// key delta-rs also cuts the path at '#' or '?' (a URL's fragment and query): out#x would be
+# written as out, into whatever table is there.
+DELTA_REFUSED_REMOTE = re.compile(r"[\^\[\]|\\#?]|%[0-9A-Fa-f]{2}")
 
 
 def check_delta_path(path: str, option: str) -> None:
-    """A folder of Delta tables (written, or read back) must hold none of DELTA_REFUSED."""
-    found = DELTA_REFUSED.search(path)
+    """A folder of Delta tables (written, or read back) must hold none of DELTA_REFUSED (nor, in an
+    object store, DELTA_REFUSED_REMOTE)."""
+    found = (DELTA_REFUSED_REMOTE if is_remote(path) else DELTA_REFUSED).search(path)
     if found:
         text = found.group()
         named = "a backslash" if text == "\\" else f"'{text}' (a URL escape)" if len(text) == 3 else f"'{text}'"

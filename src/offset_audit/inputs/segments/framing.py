@@ -212,8 +212,9 @@ def _verified_batch_at(segment_file: BinaryIO, position: int, size: int, bounds:
     screened = np.concatenate([np.frombuffer(head, np.uint8), _PAD])
     if not _plausible(screened, np.zeros(1, np.int64), position, size, bounds, max_bytes)[0]:
         return False
-    batch_size = _LOG_OVERHEAD_STRUCT.unpack_from(head)[1]
-    data = head + segment_file.read(LOG_OVERHEAD + batch_size - len(head))
+    total = LOG_OVERHEAD + _LOG_OVERHEAD_STRUCT.unpack_from(head)[1]
+    # a small (magic 0 or 1) batch can end inside the screened bytes
+    data = head[:total] if total <= len(head) else head + segment_file.read(total - len(head))
     return bool(crc_matches(data, head[MAGIC_OFFSET]))
 
 
