@@ -290,3 +290,26 @@ def test_kafka_dump_log_text_of_two_brokers_counts_once_and_a_marker_in_another_
     counts = json.loads(split.stdout)["counts"]
     assert counts["records_read"] == read and "duplicate copy" not in counts["skipped_by_reason"]
     assert counts["skipped_by_reason"]["aborted transaction"] == 1
+
+
+def test_share_state_segments_of_two_brokers_are_replayed_once(spark, tmp_path):
+    """`share` reads __share_group_state folders through the same merge: the leader's and a follower's
+    copies give the share tables of one copy, and the second copy's records are counted as duplicates."""
+    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.writers import snapshot_to_segments
+    from offset_audit.runs.config import load_settings
+    from offset_audit.runs.share import run_share
+
+    generate_share_state(str(tmp_path / "state"), 3_000, seed=3, world_records=2_000)
+    snapshot_to_segments(str(tmp_path / "state"), str(tmp_path / "one"), topic="__share_group_state")
+    for broker in ("b1", "b2"):
+        shutil.copytree(tmp_path / "one", tmp_path / "two" / broker)
+    once = run_share(spark, [str(tmp_path / "one")], str(tmp_path / "out-one"), load_settings())
+    twice = run_share(spark, [str(tmp_path / "two")], str(tmp_path / "out-two"), load_settings())
+    assert twice.report.records_read == 2 * once.report.records_read
+    assert twice.report.skipped_by_reason == {"duplicate copy": once.report.records_read - once.report.quarantined}
+    for table in ("share_partitions", "share_state_batches"):
+        a, b = (DeltaTable(str(tmp_path / n / table)).to_pyarrow_table() for n in ("out-one", "out-two"))
+        same = [c for c in a.column_names if c not in ("run_id", "snapshot_id", "input")]
+        assert a.num_rows > 0, table
+        assert sorted(map(repr, a.select(same).to_pylist())) == sorted(map(repr, b.select(same).to_pylist())), table
