@@ -83,7 +83,7 @@ def merge(copies: list[Copy], partition: str) -> pa.Table:
     checkpoints = [c.epoch_starts for c in copies]
     truncated_from = _truncate(copy, offsets, epochs, good, checkpoints, state, note, labels, partition)
     _same_offset(table, copy, offsets, epochs, good, copies, state, note, partition)
-    _compacted(copy, offsets, good, copies, truncated_from, state, note, partition)
+    _compacted(copy, offsets, good, copies, truncated_from, state, note)
 
     table = table.append_column(COPY_STATE, pa.array(state, pa.string()))
     index = table.schema.get_field_index("source_note")
@@ -163,8 +163,9 @@ def _same_offset(table, copy, offsets, epochs, good, copies, state, note, partit
     state[rows] = DUPLICATE
     note[rows] = _pair_notes(copies, copy[rows], copy[kept], _duplicate_note)
     reach = [int(offsets[good & (copy == c)].max(initial=-1)) for c in range(len(copies))]
+    bounds = np.concatenate([np.flatnonzero(np.concatenate([[True], ~repeat])), [len(live)]])
     for group in np.flatnonzero(disagree).tolist():
-        rows = live[group_of == group]
+        rows = live[bounds[group] : bounds[group + 1]]
         winner = max(rows.tolist(), key=lambda r: (epochs[r], reach[copy[r]], copy[r]))
         for row in rows.tolist():
             if row == winner:
@@ -189,7 +190,7 @@ def _equal_rows(table: pa.Table, a: int, b: int) -> bool:
     return all(table.column(c)[a].as_py() == table.column(c)[b].as_py() for c in _compared(table))
 
 
-def _compacted(copy, offsets, good, copies, truncated_from, state, note, partition) -> None:
+def _compacted(copy, offsets, good, copies, truncated_from, state, note) -> None:
     """COMPACTED: a kept row whose offset no other copy holds although one covers it."""
     held = good.copy()
     if not held.any() or len(copies) < 2:

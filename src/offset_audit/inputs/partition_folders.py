@@ -10,6 +10,7 @@ chunk at a time, as before.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,7 +22,7 @@ from offset_audit.inputs import copies as merging
 from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.log_files import LogFile, PartitionFiles, located_errors, read_log_file, read_raw, to_raw_batch
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
-from offset_audit.storage import parent
+from offset_audit.storage import is_remote, parent
 
 BATCH_ROWS = 50_000
 
@@ -114,11 +115,14 @@ def _read_copies(
     for label, files in zip(_copy_labels(copies), copies, strict=True):
         batches, epochs = [], []
         for unit in files:
-            for batch in read_log_file(unit):
-                if batch.schema != LOG_RECORD_SCHEMA:
-                    batch = batch.cast(LOG_RECORD_SCHEMA)
-                batches.append(located_errors(batch, unit))
-                epochs.append(batch_epochs(unit, batch.column("source_position")))
+            mine = [
+                located_errors(b if b.schema == LOG_RECORD_SCHEMA else b.cast(LOG_RECORD_SCHEMA), unit)
+                for b in read_log_file(unit)
+            ]
+            if mine:  # the file is read once more, for the batch headers' epochs
+                positions = pa.chunked_array([b.column("source_position") for b in mine]).combine_chunks()
+                epochs.append(batch_epochs(unit, positions))
+                batches += mine
         rows = pa.Table.from_batches(batches, LOG_RECORD_SCHEMA)
         checkpoint = log_loader.epoch_starts(parent(files[0].path), files[0].storage)
         held = np.concatenate(epochs) if epochs else None
@@ -139,8 +143,11 @@ def batch_epochs(unit: LogFile, positions: pa.Array) -> np.ndarray:
     epochs = np.full(len(wanted), merging.UNKNOWN_EPOCH, np.int64)
     if not len(wanted):
         return epochs
-    with unit.storage.open_input_file(unit.path) as handle:
-        data = np.frombuffer(handle.read(), np.uint8)
+    if is_remote(unit.path):
+        with unit.storage.open_input_file(unit.path) as handle:
+            data = np.frombuffer(handle.read(), np.uint8)
+    else:  # mapped: only the pages holding batch headers are read
+        data = np.memmap(unit.path, np.uint8, mode="r") if os.path.getsize(unit.path) else np.empty(0, np.uint8)
     ok = (wanted >= 0) & (wanted + 17 <= len(data))
     at = wanted[ok]
     header = np.stack([data[at + 12 + i] for i in range(4)], axis=1).astype(np.uint8)
