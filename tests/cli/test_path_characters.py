@@ -97,3 +97,19 @@ def test_an_input_that_exists_is_that_path_not_a_pattern(spark, tmp_path):
     pattern = run("decode", "--input", tmp_path / "in[?-]x", "--output", tmp_path / "both", "--json")
     assert pattern.exit_code == 0, pattern.output
     assert json.loads(pattern.stdout)["counts"]["records_read"] == sum(counts.values())
+
+
+def test_a_file_url_is_the_path_after_it_with_no_url_escapes(spark, tmp_path):
+    """file:// takes the same characters as a bare path, and '%41' in it is those three characters."""
+    import json
+
+    from offset_audit.generator.dump import generate_dump
+
+    folder = tmp_path / f"in {TAKEN} %41"
+    generate_dump(str(folder), 2_000, seed=5)
+    output = tmp_path / f"out {TAKEN}"
+    result = run("decode", "--input", f"file://{folder}", "--output", f"file://{output}", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["counts"]["records_read"] == 2_000
+    assert {p.name for p in tmp_path.iterdir()} == {folder.name, output.name}
+    assert (output / "offset_commits" / "_delta_log").is_dir()
