@@ -247,7 +247,8 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
-    if settings.input_format == MIXED or merges(_expand(inputs, for_settings(settings)), settings.input_format):
+    several = settings.input_format in MERGED_FORMATS and len(_expand(inputs, for_settings(settings))) > 1
+    if settings.input_format == MIXED or several:  # copies to merge (`overlapping`)
         return load_raw_records(spark, inputs, settings)
     if settings.input_format == log_files.SEGMENTS:
         # A partition's transaction markers are in its own log: each task finds those of its partitions
