@@ -133,12 +133,11 @@ def test_flat_segment_files_need_a_partition(spark, segments, tmp_path):
     assert {r["source_partition"] for r in commits} == {3}
 
 
-def test_input_format_auto_refuses_mixed_inputs(spark, segments, tmp_path):
-    from offset_audit.generator.dump import generate_dump
-
-    generate_dump(str(tmp_path / "parquet"), 100, seed=1)
+def test_input_format_auto_refuses_console_text_mixed_with_other_inputs(spark, segments, tmp_path):
+    """Segments, snapshots and kafka-dump-log text mix (read as copies: tests/inputs/test_copies.py), but
+    console text has no offsets to merge by."""
     with pytest.raises(UserError, match="mix formats"):
-        run_decode(spark, [segments, str(tmp_path / "parquet")], str(tmp_path / "out"), load_settings())
+        run_decode(spark, [segments, str(TEXT_DUMPS / "console_json_4_x.txt")], str(tmp_path / "out"), load_settings())
 
 
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "python"])
