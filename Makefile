@@ -10,10 +10,12 @@ DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
 KAFKA_VERSIONS ?= 4.1.2 4.3.1 3.9.2
 KAFKA_DIR := .kafka
+# The JVM parts the Spark-native routes need (delta-spark, Spark's Kafka source, hadoop-aws), in .jars/spark.
+SPARK_JARS := .jars/spark
 
-.PHONY: setup check-java kafka browser demo test lint bench package package-driver clean
+.PHONY: setup check-java kafka spark-jars browser demo test lint bench package package-driver clean
 
-setup: $(STAMP) kafka
+setup: $(STAMP) kafka spark-jars
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11+ is needed, found %d.%d: install python3.11 or run make PYTHON=/path/to/python3.11" % v[:2])'
@@ -53,6 +55,26 @@ $(KAFKA_DIR)/%/.fetched: jars/kafka/pom.xml
 	else \
 	  { printf 'Maven could not fetch Kafka $*: '; grep -m1 'ERROR' $(KAFKA_DIR)/$*/mvn.log | cut -c1-400; } > $(KAFKA_DIR)/$*/unavailable; \
 	  cat $(KAFKA_DIR)/$*/unavailable >&2; \
+	fi
+
+# delta-spark, Spark's Kafka source and hadoop-aws for the pinned pyspark, fetched once by the machine's mvn
+# from jars/spark/pom.xml; the jars pyspark already ships are dropped (jars/only_missing.py). Sessions get
+# them through spark.jars (docs/cluster.md), nothing is resolved at run time. Never fails: where they cannot
+# be had, .jars/spark/unavailable says why and the tests that need them skip with that reason (CI: fail).
+spark-jars: $(SPARK_JARS)/.fetched
+
+$(SPARK_JARS)/.fetched: jars/spark/pom.xml jars/only_missing.py $(STAMP)
+	@rm -rf $(SPARK_JARS) && mkdir -p $(SPARK_JARS)
+	@if ! command -v mvn >/dev/null 2>&1; then \
+	  echo "mvn is not installed (apt-get install maven), so make spark-jars could not fetch delta-spark, Spark's Kafka source and hadoop-aws" > $(SPARK_JARS)/unavailable; \
+	  cat $(SPARK_JARS)/unavailable >&2; \
+	elif echo "fetching delta-spark, Spark's Kafka source and hadoop-aws from Maven Central into $(SPARK_JARS)" >&2 && \
+	  mvn -q -B -f jars/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory="$(CURDIR)/$(SPARK_JARS)" > $(SPARK_JARS).mvn.log 2>&1; then \
+	  $(BIN)/python jars/only_missing.py $(SPARK_JARS) "$$($(BIN)/python -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" && touch $@; \
+	else \
+	  { printf 'Maven could not fetch the Spark jars: '; grep -m1 'ERROR' $(SPARK_JARS).mvn.log | cut -c1-400; } > $(SPARK_JARS)/unavailable; \
+	  cat $(SPARK_JARS)/unavailable >&2; \
 	fi
 
 # Chromium for the report's browser test (tests/views/test_html_report.py), from Debian packages. Never fails:

@@ -14,12 +14,6 @@ import pytest
 # liblz4, `make package`) that cannot be had must not pass as a test that ran. Outside CI, a skip stays a
 # skip, with its reason.
 ALLOWED_SKIPS = {
-    "tests/outputs/test_delta.py::test_delta_spark_route": (
-        "delta-spark's jars come from Maven Central and are not fetched yet (issue 26)"
-    ),
-    "tests/inputs/test_dump.py::test_live_kafka_read": (
-        "Spark's Kafka connector comes from Maven Central and is not fetched yet, and no broker runs (issue 26)"
-    ),
     "tests/cli/test_cli.py::test_kafka_without_the_connector_says_which_package_to_add": (
         "it covers the connector's absence: it skips where the connector is on the classpath"
     ),

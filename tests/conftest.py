@@ -20,17 +20,20 @@ time.tzset()
 
 @pytest.fixture(scope="session")
 def spark():
+    from spark_jars import jar_session, spark_jar_settings
+
     from offset_audit.runs.session import get_spark
 
-    session = get_spark(
-        {
-            "spark.master": "local[2]",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.driver.memory": "2g",
-            "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
-        }
-    )
+    settings = {
+        "spark.master": "local[2]",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "2g",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
+    }
+    if jar_session():  # a test of a Spark-native route, run again by spark_jars.run_with_spark_jars
+        settings.update(spark_jar_settings(delta=jar_session() == "delta-spark"))
+    session = get_spark(settings)
     yield session
     session.stop()
 

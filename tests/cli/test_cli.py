@@ -56,15 +56,9 @@ def test_kafka_needs_bootstrap_servers(spark, tmp_path):
 
 def test_kafka_without_the_connector_says_which_package_to_add(spark, tmp_path):
     from offset_audit.inputs.kafka_topic import kafka_package
+    from offset_audit.jvm import has_class
 
-    try:
-        spark.read.format("kafka")._jreader.lookupDataSourceV2  # noqa: B018
-        has_connector = (
-            spark._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider") is not None
-        )
-    except Exception:
-        has_connector = False
-    if has_connector:
+    if has_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
         pytest.skip("Spark's Kafka connector is on the classpath here; this test covers its absence")
     result = run("decode", "--input-format", "kafka", "--bootstrap-servers", "localhost:9", "--output", str(tmp_path))
     assert result.exit_code == 2

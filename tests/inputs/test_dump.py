@@ -84,26 +84,6 @@ def test_pieces_refuse_files_without_kafka_columns(tmp_path):
         snapshot_pieces([str(tmp_path)], "parquet")
 
 
-def test_live_kafka_read(spark):
-    """Reads __consumer_offsets from a broker when both the connector and a broker are available."""
-    import os
-
-    try:
-        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
-    except Exception:
-        from offset_audit.inputs.kafka_topic import kafka_package
-
-        pytest.skip(f"Spark's Kafka connector is not on the classpath (add --packages {kafka_package(spark)})")
-    servers = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if not servers:
-        pytest.skip("no broker to read from: set KAFKA_BOOTSTRAP_SERVERS")
-    from offset_audit.inputs.dump import load_raw_records
-    from offset_audit.runs.config import load_settings
-
-    frame = load_raw_records(spark, [], load_settings(input_format="kafka", bootstrap_servers=servers))
-    assert set(frame.columns) >= {"key", "value", "source_partition", "source_offset"}
-
-
 def _partition_files(sizes: dict[int, list[int]]):
     from offset_audit.inputs.log_files import LogFile, PartitionFiles
 

@@ -59,11 +59,17 @@ def test_empty_frames_still_make_a_table_with_the_schema(spark, tmp_path):
 
 
 def test_delta_spark_route(spark, tmp_path):
+    """With delta-spark's jars (make spark-jars) and its extension, tables are written through
+    format("delta"); run in a session of its own (tests/spark_jars.py)."""
     if not has_delta(spark):
-        pytest.skip(
-            "Delta Lake's Spark jars are not on the classpath (they come from Maven Central, unreachable here); "
-            "the delta-rs route is used instead"
-        )
+        from live_services import Unavailable
+        from spark_jars import run_with_spark_jars
+
+        try:
+            run_with_spark_jars("tests/outputs/test_delta.py::test_delta_spark_route")
+        except Unavailable as reason:
+            pytest.skip(str(reason))
+        return
     path = str(tmp_path / "t")
     result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, force_route="delta-spark")
     assert result.rows == 1 and DeltaTable(path).count() == 1

@@ -1,12 +1,25 @@
-"""A live cluster, read in batch through Spark's Kafka source (earliest to latest)."""
+"""A live cluster, read in batch through Spark's Kafka source (earliest to latest).
+
+Spark's Admin-based offset reader (the default since Spark 3.x) assigns no partition of an internal topic:
+a batch read of __consumer_offsets returns no row at all (Spark 4.2: "Assigned: Set()"). And a
+subscription would join a consumer group of Spark's own, writing that group's records into the very
+topic being read. So the topic's partitions are looked up through the Admin API, assigned explicitly,
+and their offsets fetched the consumer-based way (spark.sql.streaming.kafka.useDeprecatedOffsetFetching),
+which joins no group and writes nothing.
+"""
 
 from __future__ import annotations
+
+import json
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import ConnectorMissing, UserError
+from offset_audit.jvm import has_class
 from offset_audit.settings import Settings
+
+_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 
 
 def kafka_package(spark: SparkSession) -> str:
@@ -14,12 +27,59 @@ def kafka_package(spark: SparkSession) -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
 
 
+def _missing(spark: SparkSession) -> ConnectorMissing:
+    return ConnectorMissing(
+        "Spark's Kafka connector is not on the classpath; run with "
+        f"--packages {kafka_package(spark)} (spark-submit or PYSPARK_SUBMIT_ARGS), or --jars from "
+        "make spark-jars, or read a Parquet snapshot instead"
+    )
+
+
+def topic_partitions(spark: SparkSession, settings: Settings) -> list[int]:
+    """The partitions of the topic, asked of the cluster with the kafka-clients Admin the connector
+    brings (so the same --kafka-option security settings apply)."""
+    jvm = spark._jvm  # type: ignore[union-attr]
+    try:
+        admin_class = jvm.org.apache.kafka.clients.admin.Admin
+        props = jvm.java.util.HashMap()
+    except Exception as err:  # no kafka-clients: the connector is missing
+        raise _missing(spark) from err
+    props.put("bootstrap.servers", settings.bootstrap_servers)
+    props.put("default.api.timeout.ms", "30000")
+    props.put("request.timeout.ms", "15000")
+    for name, value in settings.kafka_options.items():
+        if name.startswith("kafka."):
+            props.put(name.removeprefix("kafka."), value)
+    topics = jvm.java.util.ArrayList()
+    topics.add(settings.topic)
+    try:
+        admin = admin_class.create(props)
+    except Exception as err:
+        raise (
+            _missing(spark)
+            if "Admin" in str(err) and "not" in str(err)
+            else UserError(f"cannot set up a Kafka client for {settings.bootstrap_servers}: {str(err).splitlines()[0]}")
+        ) from err
+    try:
+        described = admin.describeTopics(topics).allTopicNames().get()
+        return sorted(p.partition() for p in described.get(settings.topic).partitions())
+    except Exception as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UserError(
+            f"cannot list the partitions of {settings.topic} on {settings.bootstrap_servers}: {first}"
+        ) from err
+    finally:
+        admin.close()
+
+
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     if not settings.bootstrap_servers:
         raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
+    if not has_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
+        raise _missing(spark)
     options = {
         "kafka.bootstrap.servers": settings.bootstrap_servers,
-        "subscribe": settings.topic,
+        "assign": json.dumps({settings.topic: topic_partitions(spark, settings)}),
         "startingOffsets": "earliest",
         "endingOffsets": "latest",
         # Aborted transactional offset commits never reach us (reference 1.1, "Transactions").
@@ -30,15 +90,12 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     reader = spark.read.format("kafka")
     for name, value in options.items():
         reader = reader.option(name, value)
+    spark.conf.set(_OFFSET_FETCHING, "true")
     try:
         return reader.load()
     except AnalysisException as err:
         if "kafka" in str(err).lower() and (
             "find data source" in str(err).lower() or "DATA_SOURCE_NOT_FOUND" in str(err)
         ):
-            raise ConnectorMissing(
-                "Spark's Kafka connector is not on the classpath; run with "
-                f"--packages {kafka_package(spark)} (spark-submit or PYSPARK_SUBMIT_ARGS), "
-                "or read a Parquet snapshot instead"
-            ) from err
+            raise _missing(spark) from err
         raise

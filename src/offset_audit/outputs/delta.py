@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
+from offset_audit.jvm import has_class
 from offset_audit.layouts.tables import parse_type
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
@@ -50,13 +51,7 @@ def has_delta(spark: SparkSession) -> bool:
     """True when the session can write format("delta"): delta-spark's jars are on the classpath and its
     catalog extension is configured (a cluster started with delta-spark)."""
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
-    if "DeltaSparkSessionExtension" not in extensions:
-        return False
-    try:
-        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.delta.DeltaLog")  # type: ignore[union-attr]
-        return True
-    except Exception:
-        return False
+    return "DeltaSparkSessionExtension" in extensions and has_class(spark, "org.apache.spark.sql.delta.DeltaLog")
 
 
 @dataclass(frozen=True)
