@@ -48,7 +48,15 @@ METADATA = "m" * 900  # about 1 KiB a record: 1 MiB segments roll every thousand
 
 
 def segments(folder: Path) -> dict[str, bytes]:
-    return {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if log_loader.is_segment_file(f.name)}
+    """The folder's segment files; one the running cleaner renames or removes while it is read is left out."""
+    found = {}
+    for f in sorted(folder.iterdir()):
+        if log_loader.is_segment_file(f.name):
+            try:
+                found[f.name] = f.read_bytes()
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def leftovers(folder: Path) -> list[str]:
