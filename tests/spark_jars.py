@@ -9,6 +9,7 @@ a test of a route that needs these jars runs itself again in a pytest of its own
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -57,7 +58,27 @@ def run_with_spark_jars(nodeid: str, delta: bool = True, timeout: float = 1200) 
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     output = result.stdout + result.stderr
-    assert result.returncode == 0 and "1 passed" in output and "skipped" not in output.split("skip summary")[0], output[
-        -6000:
-    ]
+    assert result.returncode == 0 and _outcome(output) == "1 passed", output[-6000:]
     return output
+
+
+def run_marked_with_spark_jars(module: str, expected: int, timeout: float = 2400) -> str:
+    """Run the tests of `module` marked delta_spark in a pytest of its own whose session writes through
+    delta-spark: all `expected` of them must run and pass (none skipped, none missing)."""
+    spark_jars()
+    environment = {**os.environ, SESSION_VARIABLE: "delta-spark"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m", "delta_spark", module],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and _outcome(output) == f"{expected} passed", output[-8000:]
+    return output
+
+
+def _outcome(output: str) -> str:
+    """pytest's last line without its deselected count and time ("3 passed"), so a skip, a failure or
+    a missing test shows."""
+    lines = [line for line in output.splitlines() if re.search(r"\d+ (passed|failed|skipped|error)", line)]
+    last = lines[-1].strip("= ") if lines else ""
+    return re.sub(r"(, \d+ deselected)? in [\d.]+s.*$", "", last)

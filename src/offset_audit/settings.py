@@ -14,6 +14,9 @@ from offset_audit import constants as K
 # auto: worked out from the inputs (offset_audit.inputs.dump.detect_format); kafka is never guessed.
 # kip932-json (the KIP-932 draft's share-state control records) is read by the share command only.
 INPUT_FORMATS = ("auto", "parquet", "delta", "kafka", "segments", "dump-log", "console", "kip932-json")
+# Who writes the Delta tables: auto (delta-spark where the session has Delta configured, else delta-rs),
+# or one of the two, chosen (offset_audit.outputs.delta).
+WRITERS = ("auto", "delta-rs", "delta-spark")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Settings:
     retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
+    writer: str = "auto"
 
 
 # offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).

@@ -232,6 +232,8 @@ REFUSED = {
     "snapshot id that ends the SQL literal": (["audit", "--snapshot-id", "x\\' OR true --"], "takes a letter or digit"),
     "snapshot id that climbs up": (["whatif", "--retention-minutes", "60", "--snapshot-id", "../x"], "at most 100"),
     "snapshot id with a slash": (["history", "--snapshot-id", "a/b"], "--snapshot-id"),
+    "delta-spark writer without Delta": (["audit", "--writer", "delta-spark"], "needs a Spark session with Delta"),
+    "delta-spark writer for a decode": (["decode", "--writer", "delta-spark"], "spark.sql.extensions"),
 }
 
 

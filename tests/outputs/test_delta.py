@@ -134,3 +134,20 @@ def test_write_arrow_never_takes_over_a_folder_of_other_files(spark, tmp_path):
     with pytest.raises(UserError, match="not a Delta table"):
         write_arrow(spark, pa.table({"x": [1]}), str(path))
     assert [p.name for p in path.iterdir()] == ["data.csv"]
+
+
+def test_a_run_that_chose_delta_spark_is_never_written_by_delta_rs_instead(spark):
+    """The run's writer is kept on the session (runs.session.start_spark); in a session without Delta,
+    delta-spark is refused again where a table would be written, rather than quietly written by delta-rs."""
+    from offset_audit.errors import UserError
+    from offset_audit.outputs.delta import WRITER_CONF, writes_with_delta_spark
+
+    try:
+        spark.conf.set(WRITER_CONF, "delta-spark")
+        with pytest.raises(UserError, match="--writer delta-spark needs a Spark session with Delta"):
+            writes_with_delta_spark(spark)
+        spark.conf.set(WRITER_CONF, "delta-rs")
+        assert writes_with_delta_spark(spark) is False
+    finally:
+        spark.conf.unset(WRITER_CONF)
+    assert writes_with_delta_spark(spark) is has_delta(spark)

@@ -35,6 +35,8 @@ MISTAKES = [
     ("spark = 5\n", "spark must be a section ([spark]), not a value"),
     ("retention_minutes = 1440\n", "unknown setting retention_minutes; settings go in a section such as [audit]"),
     ('[kafka]\nisolation_level = "read_uncommited"\n', "isolation_level takes read_committed or read_uncommitted"),
+    ('[output]\nwriter = "spark"\n', "writer takes auto, delta-rs, delta-spark, not 'spark'"),
+    ('[output]\nwritter = "delta-rs"\n', "unknown setting writter in [output] (did you mean writer?)"),
 ]
 
 

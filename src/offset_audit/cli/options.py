@@ -16,7 +16,7 @@ import click
 
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
-from offset_audit.settings import INPUT_FORMATS, MAX_RETENTION_MINUTES, Settings
+from offset_audit.settings import INPUT_FORMATS, MAX_RETENTION_MINUTES, WRITERS, Settings
 from offset_audit.storage import Storage, normalize
 
 
@@ -201,6 +201,7 @@ def dump_options(
         topic: str | None,
         storage_options: tuple[str, ...],
         conf_file: str | None,
+        writer: str | None,
         **options: Any,
     ) -> Any:
         from offset_audit.runs.config import load_settings
@@ -214,6 +215,7 @@ def dump_options(
             kafka_options=pairs(kafka_options, "--kafka-option"),
             topic=topic or default_topic,
             storage=pairs(storage_options, "--storage-option"),
+            writer=writer,
             **overrides,
         )
         if settings.input_format != "kafka" and not inputs:
@@ -270,6 +272,13 @@ def dump_options(
             ),
             click.option(topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
             STORAGE_OPTION,
+            click.option(
+                "--writer",
+                type=click.Choice(WRITERS),
+                default=None,
+                help="who writes the Delta tables: auto (default: delta-spark where the Spark session has Delta "
+                "configured, else delta-rs), delta-rs or delta-spark.",
+            ),
             click.option(
                 "--conf",
                 "conf_file",

@@ -67,13 +67,21 @@ def _delta_files(path: str, storage: Storage = LOCAL) -> list[str]:
     from deltalake import DeltaTable
 
     table = DeltaTable(path, storage_options=storage.delta_options)
+    check_plain_files(table, path)
+    return table.file_uris()
+
+
+def check_plain_files(table, path: str) -> None:
+    """A Delta table (deltalake.DeltaTable) whose data files hold its rows as they are, so they can be
+    read without Delta: reading the files of a table with deletion vectors would resurrect deleted rows,
+    and column mapping renames the columns inside them."""
     if "deletionVectors" in set(table.protocol().reader_features or []):
-        # Reading the data files alone would resurrect deleted rows.
         raise UserError(
             f"the Delta table {path} may use deletion vectors; read it with a delta-spark session, or rewrite it "
             "without them (REORG TABLE ... APPLY (PURGE))"
         )
-    return table.file_uris()
+    if table.metadata().configuration.get("delta.columnMapping.mode", "none") != "none":
+        raise UserError(f"the Delta table {path} uses column mapping; read it with a delta-spark session")
 
 
 def snapshot_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:

@@ -1,23 +1,27 @@
-"""Writes a DataFrame as a Delta table, by one of two routes behind one function.
+"""Writes a DataFrame as a Delta table, by one of two writers behind one function.
 
-- A session with Delta configured (a cluster started with delta-spark) writes `format("delta")`.
-- Otherwise (the embedded default: Delta's Spark jars come from Maven Central, which is not always
-  reachable) the Python workers write the Parquet data files in parallel straight into the table
-  folder, through pyarrow.fs, so local folders, mounted ones and S3-compatible stores alike; delta-rs
-  then commits them to the Delta log in one transaction. The data never passes through the driver;
-  the tasks report each file's path, rows and size.
+- A session with Delta configured (a cluster started with delta-spark) writes `format("delta")`, unless
+  the run chose delta-rs (--writer, [output] writer).
+- Otherwise (the embedded default: no Delta jars needed) the Python workers write the Parquet data
+  files in parallel straight into the table folder, through pyarrow.fs, so local folders, mounted ones
+  and S3-compatible stores alike; delta-rs then commits them to the Delta log in one transaction. The
+  data never passes through the driver; the tasks report each file's path, rows and size.
 
-Either way a commit is atomic: readers see the previous version of the table until it lands. On S3,
-delta-rs commits with the store's conditional writes (put-if-absent), so concurrent runs of this tool
-into one table are safe; a writer that does not use them (delta-spark's default S3 log store) must not
-commit to the same table at the same time.
+Either way a commit is atomic: readers see the previous version of the table until it lands, and each
+writer reads and appends to the other's tables (protocol 1/2, no column mapping, no deletion vectors).
+Two runs committing to one table at once both land: delta-rs retries on the next version, and on S3
+commits with the store's conditional writes (put-if-absent); delta-spark's commits that conflict are
+written again (SPARK_COMMIT_ATTEMPTS). On S3 delta-spark's default log store is safe only within one
+driver: concurrent drivers need its DynamoDB log store (docs/cluster.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
@@ -42,16 +47,50 @@ from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
 # would slow down run by run. delta-rs checkpoints every 100 commits unless told; Delta on Spark's
 # default, 10, is used here too.
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+# The tables delta-spark creates also turn deletion vectors off, whatever the cluster's defaults
+# (spark.databricks.delta.properties.defaults.*): this tool never deletes rows, and a table with them
+# would need delta-spark to read (readers without Delta read the data files, see read_back).
+SPARK_TABLE_PROPERTIES = {**TABLE_PROPERTIES, "delta.enableDeletionVectors": "false"}
+# delta-spark's optimistic concurrency: a commit that met another writer's (two audits into one folder
+# at once) fails with one of io.delta.exceptions' Concurrent*/MetadataChanged/ProtocolChanged
+# exceptions, and is written again on the table as it now is, this many times at most.
+SPARK_COMMIT_ATTEMPTS = 10
+_CONFLICTS = re.compile(
+    r"io\.delta\.exceptions\.(Concurrent\w+|MetadataChanged|ProtocolChanged)Exception|DeltaConcurrentModificationException"
+)
 # Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
 # userMetadata), so the `runs` row can name the version of each table the run committed.
 RUN_ID_KEY = "offset_audit.run_id"
 
 
+# The run's choice of writer (settings.WRITERS), kept on the session by runs.session.start_spark for every
+# stage that writes: "auto" when unset.
+WRITER_CONF = "spark.offset_audit.writer"
+
+
 def has_delta(spark: SparkSession) -> bool:
-    """True when the session can write format("delta"): delta-spark's jars are on the classpath and its
-    catalog extension is configured (a cluster started with delta-spark)."""
+    """True when the session can read and write format("delta"): delta-spark's jars are on the classpath
+    and its catalog extension is configured (a cluster started with delta-spark)."""
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     return "DeltaSparkSessionExtension" in extensions and has_class(spark, "org.apache.spark.sql.delta.DeltaLog")
+
+
+def writes_with_delta_spark(spark: SparkSession) -> bool:
+    """Whether this run's tables go through format("delta"): the session has Delta and the run did not
+    choose delta-rs. A run that chose delta-spark on a session without Delta is refused before Spark
+    starts (runs.preflight); here it is refused again rather than written by the other writer."""
+    writer = spark.conf.get(WRITER_CONF, "auto") or "auto"
+    if writer == "delta-rs":
+        return False
+    if writer == "delta-spark" and not has_delta(spark):
+        raise UserError(DELTA_SPARK_MISSING)
+    return has_delta(spark)
+
+
+DELTA_SPARK_MISSING = (
+    "--writer delta-spark needs a Spark session with Delta configured (delta-spark's jars in spark.jars and "
+    "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension, see docs/cluster.md); this one has none"
+)
 
 
 @dataclass(frozen=True)
@@ -98,9 +137,9 @@ def write_delta(
     map, when given), "append" adds to them. With `run_id` the commit carries it, and the result says
     which version it made.
     """
-    route = force_route or ("delta-spark" if has_delta(df.sparkSession) else "delta-rs")
+    route = force_route or ("delta-spark" if writes_with_delta_spark(df.sparkSession) else "delta-rs")
     if route == "delta-spark":
-        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id, storage)
+        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id)
     return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, storage)
 
 
@@ -116,8 +155,8 @@ def write_arrow(
     tables: one row per share-partition at most). Without Delta jars the driver writes its one Parquet
     file and delta-rs commits it: no Spark job, which for seven small tables cost about 1 s a run, more
     than decoding a million records. A session with Delta writes it through Spark, as write_delta does."""
-    if has_delta(spark):
-        return _write_with_spark(spark.createDataFrame(table), path, "overwrite", None, None, run_id, storage)
+    if writes_with_delta_spark(spark):
+        return _write_with_spark(spark.createDataFrame(table), path, "overwrite", None, None, run_id)
     check_table_dir(path, storage)
     files = []
     if table.num_rows:
@@ -183,11 +222,16 @@ def _write_with_spark(
     partition_by: list[str] | None,
     replace_where: dict[str, str] | None,
     run_id: str | None,
-    storage: Storage,
 ) -> WriteResult:
-    writer = df.write.format("delta").mode(mode)
-    if run_id:
-        writer = writer.option("userMetadata", run_id)
+    spark = df.sparkSession
+    target = spark_path(path)
+    # Names this write's commit, to find its version and rows in the table's history whatever commits
+    # since: the run id when there is one (the runs table names versions by it).
+    token = run_id or f"offset-audit-{uuid.uuid4().hex}"
+    writer = df.write.format("delta").mode(mode).option("userMetadata", token)
+    if not _is_delta_table(spark, target):
+        for name, value in SPARK_TABLE_PROPERTIES.items():
+            writer = writer.option(name, value)  # delta-spark keeps delta.* options of a new table as properties
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if replace_where:
@@ -199,10 +243,50 @@ def _write_with_spark(
         writer = writer.option("overwriteSchema", "true")
     else:
         writer = writer.option("mergeSchema", "true")
-    target = spark_path(path)
-    writer.save(target)
-    rows = df.sparkSession.read.format("delta").load(target).count()
-    return WriteResult(basename(path), path, rows, -1, "delta-spark", version=committed_version(path, run_id, storage))
+    for attempt in range(1, SPARK_COMMIT_ATTEMPTS + 1):
+        try:
+            writer.save(target)
+            break
+        except Exception as err:  # py4j's or pyspark's wrapper of the JVM's exception
+            conflict = _CONFLICTS.search(str(err))
+            if attempt == SPARK_COMMIT_ATTEMPTS or not conflict:
+                raise
+            kind = conflict.group(1) or conflict.group()
+            print(
+                f"offset-audit: {basename(path)}: another writer committed first ({kind}); written again on "
+                f"its commit (attempt {attempt + 1})",
+                file=sys.stderr,
+            )
+            time.sleep(random.uniform(0.1, 0.5) * attempt)
+    version, rows = _spark_commit(spark, target, token)
+    if rows is None:  # the cluster turned commit metrics off (spark.databricks.delta.history.metricsEnabled)
+        rows = df.count()
+    return WriteResult(basename(path), path, rows, -1, "delta-spark", version=version if run_id else None)
+
+
+def _spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | None, int | None]:
+    """The version of the commit that carries `token`, and the rows it wrote, from the table's history
+    as delta-spark reads it (any file system Spark reaches, s3a:// or hdfs:// alike)."""
+    from pyspark.sql import DataFrame as PyDataFrame
+
+    jvm = spark.sparkContext._jvm
+    history = jvm.io.delta.tables.DeltaTable.forPath(spark._jsparkSession, target).history(100)
+    found = (
+        PyDataFrame(history, spark)
+        .where(F.col("userMetadata") == token)
+        .select("version", "operationMetrics")
+        .collect()
+    )
+    if not found:
+        return None, None
+    metrics = found[0].operationMetrics or {}
+    rows = metrics.get("numOutputRows")
+    return found[0].version, None if rows is None else int(rows)
+
+
+def _is_delta_table(spark: SparkSession, target: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, target))
 
 
 @dataclass(frozen=True)

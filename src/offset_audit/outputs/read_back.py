@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.inputs.snapshot import check_plain_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import has_delta
 from offset_audit.storage import LOCAL, Storage, join, spark_path
@@ -25,6 +26,7 @@ def read_table(spark: SparkSession, folder: str, name: str, storage: Storage = L
     from deltalake import DeltaTable
 
     table = DeltaTable(path, storage_options=storage.delta_options)
+    check_plain_files(table, path)
     partitions = table.metadata().partition_columns
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     if not actions:

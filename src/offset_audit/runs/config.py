@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from offset_audit.errors import UserError
-from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, Settings
+from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, WRITERS, Settings
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
@@ -61,6 +61,7 @@ KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
     "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS},
     "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
     "audit": {"retention_minutes": _MINUTES, "check_interval_ms": _WHOLE, "as_of": _TEXT},
+    "output": {"writer": _TEXT},
     "spark": None,
     "storage": None,
 }
@@ -145,6 +146,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "retention_minutes": _minutes(audit.get("retention_minutes", default.retention_minutes)),
         "check_interval_ms": audit.get("check_interval_ms", default.check_interval_ms),
         "as_of": audit.get("as_of", default.as_of),
+        "writer": section("output").get("writer", default.writer),
     }
     for name, value in overrides.items():
         if value is None:
@@ -155,6 +157,8 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
         raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
+    if values["writer"] not in WRITERS:
+        raise UserError(f"writer takes {', '.join(WRITERS)}, not '{values['writer']}'")
     if values["isolation_level"] not in ISOLATION_LEVELS:
         raise UserError(f"isolation_level takes {' or '.join(ISOLATION_LEVELS)}, not '{values['isolation_level']}'")
     if not 1 <= values["retention_minutes"] <= MAX_RETENTION_MINUTES:

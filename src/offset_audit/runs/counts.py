@@ -15,7 +15,13 @@ from offset_audit.decoding import records
 from offset_audit.decoding.decoder import SKIP_REASONS
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import TABLE_PROPERTIES, check_table_dir, commit_properties, has_delta, write_delta
+from offset_audit.outputs.delta import (
+    TABLE_PROPERTIES,
+    check_table_dir,
+    commit_properties,
+    write_delta,
+    writes_with_delta_spark,
+)
 from offset_audit.storage import LOCAL, Storage, join
 
 
@@ -145,7 +151,7 @@ def write_run(spark: SparkSession, report: DecodeReport, output: str, storage: S
     """Append the run's row to `runs`: one row, so without delta-spark it is written without a Spark job."""
     schema = table_schema("runs").struct()
     path = join(output, RUNS_TABLE)
-    if not has_delta(spark):
+    if not writes_with_delta_spark(spark):
         from deltalake import write_deltalake
         from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from offset_audit.decoding import decoder
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
-from offset_audit.outputs.delta import has_delta, write_delta
+from offset_audit.outputs.delta import write_delta, writes_with_delta_spark
 from offset_audit.outputs.direct import commit_decoded, decode_to_files
 from offset_audit.runs import progress
 from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, bytes_skipped, check_reconciles, fill_counts, write_run
@@ -59,7 +59,7 @@ def decode_dump(
     settings = resolved(settings, inputs)
     storage = for_settings(settings)
     report.input_format = settings.input_format
-    route = route or ("dataframe" if has_delta(spark) else "direct")
+    route = route or ("dataframe" if writes_with_delta_spark(spark) else "direct")
     if route == "direct":
         source = raw_source(spark, inputs, settings)
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and

@@ -53,10 +53,13 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     become one, it is writable (an object store: reachable, its bucket there), and no table's place holds
     anything but that Delta table. A delta-spark session writes any URI through Spark's own connectors
     (hdfs://, abfss://, s3a:// with hadoop-aws), which it alone can check."""
-    from offset_audit.outputs.delta import check_table_dir
+    from offset_audit.outputs.delta import DELTA_SPARK_MISSING, check_table_dir
     from offset_audit.runs.session import delta_spark_configured
 
-    if "://" in output and not is_remote(output) and delta_spark_configured(settings.spark):
+    by_spark = settings.writer != "delta-rs" and delta_spark_configured(settings.spark)
+    if settings.writer == "delta-spark" and not by_spark:
+        raise UserError(DELTA_SPARK_MISSING)
+    if "://" in output and not is_remote(output) and by_spark:
         return  # written by Spark, through its own connectors and their credentials
     check_delta_path(output, "--output")
     storage = for_settings(settings)

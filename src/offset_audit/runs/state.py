@@ -19,7 +19,7 @@ from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import TABLES, arrow_schema
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import has_delta
+from offset_audit.outputs.delta import writes_with_delta_spark
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.scratch import scratch_folder
 from offset_audit.runs import progress
@@ -124,7 +124,7 @@ def coordinator_state(
     storage = for_settings(settings)
     with ExitStack() as stack:
         scratch = None
-        if not keep_decoded and not has_delta(spark):
+        if not keep_decoded and not writes_with_delta_spark(spark):
             # Removed when the block ends, also when decoding or loading fails; a later run clears it
             # if this process is killed (offset_audit.outputs.scratch).
             scratch = stack.enter_context(scratch_folder(output, storage))
