@@ -12,6 +12,7 @@ KAFKA_VERSIONS ?= 4.1.2 4.3.1 3.9.2
 KAFKA_DIR := .kafka
 # The JVM parts the Spark-native routes need (delta-spark, Spark's Kafka source, hadoop-aws), in .jars/spark.
 SPARK_JARS := .jars/spark
+YARN_JARS := .jars/yarn
 
 .PHONY: setup check-java kafka spark-jars browser demo test lint bench package package-driver clean
 
@@ -61,7 +62,20 @@ $(KAFKA_DIR)/%/.fetched: jars/kafka/pom.xml
 # from jars/spark/pom.xml; the jars pyspark already ships are dropped (jars/only_missing.py). Sessions get
 # them through spark.jars (docs/cluster.md), nothing is resolved at run time. Never fails: where they cannot
 # be had, .jars/spark/unavailable says why and the tests that need them skip with that reason (CI: fail).
-spark-jars: $(SPARK_JARS)/.fetched
+spark-jars: $(SPARK_JARS)/.fetched $(YARN_JARS)/.fetched
+
+# Hadoop's MiniYARNCluster for the YARN test (tests/yarn/MiniYarn.java); like the Spark jars, a folder that
+# says why when Maven cannot serve them, and the test skips with that reason.
+$(YARN_JARS)/.fetched: jars/yarn/pom.xml
+	@rm -rf $(YARN_JARS) && mkdir -p $(YARN_JARS)
+	@if ! command -v mvn >/dev/null 2>&1; then \
+	  echo "mvn is not installed (apt-get install maven), so make spark-jars could not fetch hadoop-client-minicluster" > $(YARN_JARS)/unavailable; \
+	elif mvn -q -B -f jars/yarn/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory="$(CURDIR)/$(YARN_JARS)" > $(YARN_JARS).mvn.log 2>&1; then touch $@; \
+	else \
+	  { printf 'Maven could not fetch the YARN test jars: '; grep -m1 'ERROR' $(YARN_JARS).mvn.log | cut -c1-400; } > $(YARN_JARS)/unavailable; \
+	  cat $(YARN_JARS)/unavailable >&2; \
+	fi
 
 $(SPARK_JARS)/.fetched: jars/spark/pom.xml jars/only_missing.py $(STAMP)
 	@rm -rf $(SPARK_JARS) && mkdir -p $(SPARK_JARS)

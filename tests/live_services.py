@@ -57,9 +57,11 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
-def _start(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _start(
+    command: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen:
     handle = open(log, "wb")  # noqa: SIM115 - handed to the child, closed with it
-    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
 
 
 # S3 ---------------------------------------------------------------------------------------------------
@@ -200,6 +202,50 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+# YARN -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class YarnCluster:
+    conf_dir: Path  # HADOOP_CONF_DIR for spark-submit --master yarn
+    folder: Path
+
+    def containers(self) -> list[Path]:
+        """The log folders of the containers the NodeManager has run, one per container."""
+        return sorted(self.folder.glob("target/**/*-logDir-nm-*/application_*/container_*"))
+
+
+@contextmanager
+def mini_yarn(folder: Path, memory_mb: int = 6144) -> Iterator[YarnCluster]:
+    """Hadoop's MiniYARNCluster (a ResourceManager and one NodeManager in one JVM, tests/yarn/MiniYarn.java)
+    from the jars make spark-jars fetched into .jars/yarn, on 127.0.0.1, stopped by pid."""
+    from repo_paths import ROOT
+
+    jars = ROOT / ".jars" / "yarn"
+    if (jars / "unavailable").exists():
+        raise Unavailable((jars / "unavailable").read_text().strip())
+    if not (jars / ".fetched").exists():
+        raise Unavailable("the YARN test jars are not fetched: run make spark-jars (make setup does)")
+    log4j = [str(p) for p in (spark_home() / "jars").glob("log4j-*.jar") if "slf4j" not in p.name]
+    conf_dir = folder / "conf"
+    conf_dir.mkdir(parents=True)
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    classpath = os.pathsep.join([str(jars / "*"), *log4j])
+    source = ROOT / "tests" / "yarn" / "MiniYarn.java"
+    command = [java, "-Xmx1g", "-cp", classpath, str(source), str(conf_dir), str(memory_mb)]
+    process = _start(command, folder / "yarn.log", cwd=folder)  # its node's folders go under target/
+    try:
+        deadline = time.monotonic() + 180
+        while not (conf_dir / "ready").exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                said = (folder / "yarn.log").read_text(errors="replace")[-1500:]
+                raise Unavailable(f"the MiniYARNCluster did not start (exit code {process.poll()}): {said}")
+            time.sleep(0.5)
+        yield YarnCluster(conf_dir, folder)
+    finally:
+        _stop(process)
 
 
 def _wait_for(log: Path, line: str, process: subprocess.Popen, what: str, seconds: float = 90) -> None:

@@ -91,9 +91,11 @@ def checkout(tmp_path_factory):
     return folder
 
 
-def submit(cluster, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None):
-    """The README's line with this master, job and arguments, from the checkout, the venv activated."""
-    argv = [cluster.master if a == README_MASTER else a for a in readme_recipe()] + [f"jobs/{job}", *args]
+def submit(cluster, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None, master: str | None = None):
+    """The README's line with this master (or `master`), job and arguments, from the checkout, the venv
+    activated."""
+    master = master or cluster.master
+    argv = [master if a == README_MASTER else a for a in readme_recipe()] + [f"jobs/{job}", *args]
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
     bin_dir = str(checkout / ".venv" / "bin")
     environment.update({"PATH": f"{bin_dir}:{environment['PATH']}", "VIRTUAL_ENV": str(checkout / ".venv")})
@@ -225,6 +227,31 @@ def test_the_delta_spark_recipe_writes_through_s3a_what_delta_rs_writes(spark, c
     with storage.open_input_file(f"{output}/partition_verdicts/_delta_log/{0:020d}.json") as log:
         commit = log.read().decode()
     assert '"engineInfo":"Apache-Spark' in commit.replace(" ", ""), commit[:500]
+
+
+def test_the_yarn_line_runs_on_a_mini_yarn_cluster(spark, checkout, tmp_path):
+    """docs/cluster.md's YARN client-mode line (the README's with --master yarn) on Hadoop's
+    MiniYARNCluster: a ResourceManager and one NodeManager of 6 GiB on 127.0.0.1, whose containers run
+    the application master and two executors of 1 GiB with the archive's Python."""
+    from live_services import mini_yarn
+
+    assert "**YARN, client mode**: the same line with `--master yarn`" in (ROOT / "docs" / "cluster.md").read_text()
+    try:
+        yarn = mini_yarn(tmp_path / "yarn")
+        running = yarn.__enter__()
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+    try:
+        args = ["--input", str(checkout / "dump"), "--output", str(tmp_path / "y"), "--snapshot-id", "yarn"]
+        result = submit(None, checkout, "audit_offsets.py", *args, master="yarn",
+                        env={"HADOOP_CONF_DIR": str(running.conf_dir)})  # fmt: skip
+    finally:
+        yarn.__exit__(None, None, None)
+    assert_quiet_success(result)
+    assert "Audited" in result.stdout
+    local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "yarn")
+    assert_same_tables(str(tmp_path / "l"), str(tmp_path / "y"), AUDIT_TABLES)
+    assert len(running.containers()) >= 3, running.containers()  # the application master and two executors
 
 
 def test_a_mistake_is_answered_before_the_cluster_sees_an_application(cluster, checkout, tmp_path):
