@@ -57,6 +57,21 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
+def run_at_once(
+    commands: list[list[str]], env: dict[str, str], cwd: Path, timeout: float
+) -> list[subprocess.CompletedProcess]:
+    """Start every command before waiting for any (runs that must overlap); their results, in order."""
+    processes = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+        for command in commands
+    ]
+    outputs = [process.communicate(timeout=timeout) for process in processes]
+    return [
+        subprocess.CompletedProcess(process.args, process.returncode, out, err)
+        for process, (out, err) in zip(processes, outputs, strict=True)
+    ]
+
+
 def _start(
     command: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.Popen:

@@ -5,13 +5,12 @@ delta-rs, credentials and endpoint from the AWS_* variables or --storage-option.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from live_services import live, s3_server, sorted_rows, table_rows
+from live_services import live, run_at_once, s3_server, sorted_rows, table_rows
 
 from offset_audit.cli.main import main
 
@@ -144,30 +143,10 @@ def test_two_audits_at_once_into_one_output_both_commit(spark, s3, dumps, aws, t
     meeting.mkdir()
     (hooks / "sitecustomize.py").write_text(OVERLAP)
     environment = {**os.environ, **s3.environment, "PYTHONPATH": str(hooks), "OVERLAP_DIR": str(meeting)}
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "offset_audit.cli.main",
-                "audit",
-                "--input",
-                dumps["snapshot"],
-                "--output",
-                output,
-                "--snapshot-id",
-                name,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=environment,
-            cwd=tmp_path,
-        )
-        for name in ("first", "second")
-    ]
-    outputs = [p.communicate(timeout=600)[0] for p in processes]
-    assert [p.returncode for p in processes] == [0, 0], outputs
+    command = [sys.executable, "-m", "offset_audit.cli.main", "audit", "--input", dumps["snapshot"], "--output", output]
+    audits = run_at_once([[*command, "--snapshot-id", name] for name in ("first", "second")], environment, tmp_path,
+                       timeout=600)  # fmt: skip
+    assert [r.returncode for r in audits] == [0, 0], [r.stdout + r.stderr for r in audits]
     # The version each commit landed on comes from the commit files (committed_version), not from delta-rs'
     # history, whose numbering shifts when a commit lands while it reads.
     from offset_audit.outputs.delta import committed_version

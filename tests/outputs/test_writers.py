@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -227,6 +226,7 @@ delta._write_with_spark = _meet_then_write
 
 @pytest.mark.delta_spark
 def test_two_delta_spark_runs_into_one_folder_at_once_both_land(dump, tmp_path):
+    from live_services import run_at_once
     from spark_jars import spark_jar_settings
 
     out, hooks, meeting = tmp_path / "together", tmp_path / "hooks", tmp_path / "meeting"
@@ -246,27 +246,17 @@ def test_two_delta_spark_runs_into_one_folder_at_once_both_land(dump, tmp_path):
     environment.pop("OFFSET_AUDIT_TEST_SESSION", None)
     command = [sys.executable, "-m", "offset_audit.cli.main", "audit", "--input", dump, "--output", str(out)]
     flags = ["--writer", "delta-spark", "--conf", str(conf), "--json"]
-    processes = [
-        subprocess.Popen(
-            [*command, "--snapshot-id", name, *flags],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment,
-            cwd=tmp_path,
-        )
-        for name in ("first", "second")
-    ]
-    outputs = [p.communicate(timeout=900) for p in processes]
-    assert [p.returncode for p in processes] == [0, 0], [err[-4000:] for _, err in outputs]
-    assert any("written again" in err for _, err in outputs), [err[-2000:] for _, err in outputs]
+    audits = run_at_once([[*command, "--snapshot-id", name, *flags] for name in ("first", "second")], environment,
+                       tmp_path, timeout=900)  # fmt: skip
+    assert [r.returncode for r in audits] == [0, 0], [r.stderr[-4000:] for r in audits]
+    assert any("written again" in r.stderr for r in audits), [r.stderr[-2000:] for r in audits]
+    documents = [json.loads(r.stdout) for r in audits]
     verdicts = DeltaTable(str(out / "partition_verdicts")).to_pyarrow_table()
     snapshots = verdicts.column("snapshot_id").to_pylist()
     assert snapshots.count("first") == snapshots.count("second") > 0
-    runs = DeltaTable(str(out / "runs")).to_pyarrow_table().to_pylist()
-    assert sorted(r["snapshot_id"] for r in runs) == ["first", "second"]
+    rows = DeltaTable(str(out / "runs")).to_pyarrow_table().to_pylist()
+    assert sorted(r["snapshot_id"] for r in rows) == ["first", "second"]
     # the decode tables were replaced whole by one run or the other, never merged or halved
-    documents = [json.loads(stdout) for stdout, _ in outputs]
     assert documents[0]["counts"] == documents[1]["counts"]
     quarantine = DeltaTable(str(out / "decoded" / "quarantine")).count()
-    assert quarantine == dict(runs[0]["table_rows"])["decoded/quarantine"]
+    assert quarantine == dict(rows[0]["table_rows"])["decoded/quarantine"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from live_services import Unavailable, live, sorted_rows, standalone_cluster, table_rows
+from live_services import Unavailable, live, mini_yarn, sorted_rows, standalone_cluster, table_rows
 from repo_paths import ROOT
 
 from offset_audit.cli.main import main
@@ -91,12 +91,15 @@ def checkout(tmp_path_factory):
     return folder
 
 
-def submit(cluster, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None, master: str | None = None):
-    """The README's line with this master (or `master`), job and arguments, from the checkout, the venv
-    activated."""
-    master = master or cluster.master
+def without_spark_variables() -> dict[str, str]:
+    """This process's environment without what pytest's own Spark set, as a user's shell would be."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+
+
+def submit(master: str, checkout: Path, job: str, *args: str, env: dict[str, str] | None = None):
+    """The README's line with this master, job and arguments, from the checkout, the venv activated."""
     argv = [master if a == README_MASTER else a for a in readme_recipe()] + [f"jobs/{job}", *args]
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    environment = without_spark_variables()
     bin_dir = str(checkout / ".venv" / "bin")
     environment.update({"PATH": f"{bin_dir}:{environment['PATH']}", "VIRTUAL_ENV": str(checkout / ".venv")})
     environment.update(env or {})
@@ -139,7 +142,9 @@ def assert_same_tables(
 
 
 def test_decode_from_a_relative_path_to_a_file_url(spark, cluster, checkout, tmp_path):
-    result = submit(cluster, checkout, "decode_offsets.py", "--input", "dump", "--output", f"file://{tmp_path}/c")
+    result = submit(
+        cluster.master, checkout, "decode_offsets.py", "--input", "dump", "--output", f"file://{tmp_path}/c"
+    )
     assert_quiet_success(result)
     local("decode", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"))
     assert_same_tables(str(tmp_path / "l"), str(tmp_path / "c"), [*DECODE_TABLES, "quarantine"])
@@ -149,8 +154,8 @@ def test_decode_from_a_relative_path_to_a_file_url(spark, cluster, checkout, tmp
 
 def test_audit_from_a_file_url_to_a_relative_path(spark, cluster, checkout, tmp_path):
     name = f"audit-{tmp_path.name}"
-    result = submit(cluster, checkout, "audit_offsets.py", "--input", f"file://{checkout}/dump", "--output", name,
-                    "--snapshot-id", "cluster")  # fmt: skip
+    result = submit(cluster.master, checkout, "audit_offsets.py", "--input", f"file://{checkout}/dump", "--output",
+                    name, "--snapshot-id", "cluster")  # fmt: skip
     assert_quiet_success(result)
     assert "Audited" in result.stdout
     local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "cluster")
@@ -160,7 +165,7 @@ def test_audit_from_a_file_url_to_a_relative_path(spark, cluster, checkout, tmp_
 
 def test_whatif_between_absolute_paths(spark, cluster, checkout, tmp_path):
     args = ["--retention-minutes", "1440,10080,43200", "--per-group", "--snapshot-id", "w"]
-    result = submit(cluster, checkout, "whatif_retention.py", "--input", str(checkout / "dump"), "--output",
+    result = submit(cluster.master, checkout, "whatif_retention.py", "--input", str(checkout / "dump"), "--output",
                     str(tmp_path / "c"), *args)  # fmt: skip
     assert_quiet_success(result)
     local("whatif", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), *args)
@@ -169,7 +174,7 @@ def test_whatif_between_absolute_paths(spark, cluster, checkout, tmp_path):
 
 def test_audit_from_and_to_s3(spark, cluster, checkout, s3, tmp_path):
     dump = s3.upload(checkout / "dump", "cluster-dump")
-    result = submit(cluster, checkout, "audit_offsets.py", "--input", dump, "--output", s3.url("cluster-audit"),
+    result = submit(cluster.master, checkout, "audit_offsets.py", "--input", dump, "--output", s3.url("cluster-audit"),
                     "--snapshot-id", "s3", env=s3.environment)  # fmt: skip
     assert_quiet_success(result)
     local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "s3")
@@ -212,8 +217,7 @@ def test_the_delta_spark_recipe_writes_through_s3a_what_delta_rs_writes(spark, c
         .replace("s3://bucket/dumps/offsets", dump)
         .replace("s3://bucket/offset-audit", f"{output} --snapshot-id s3a")
     )
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
-    environment.update(s3.environment)
+    environment = {**without_spark_variables(), **s3.environment}
     result = subprocess.run(["bash", "-e", "-c", script], cwd=checkout, env=environment, capture_output=True,
                             text=True, timeout=1200)  # fmt: skip
     assert_quiet_success(result, also=SDK_BUNDLE_LINES)
@@ -233,20 +237,10 @@ def test_the_yarn_line_runs_on_a_mini_yarn_cluster(spark, checkout, tmp_path):
     """docs/cluster.md's YARN client-mode line (the README's with --master yarn) on Hadoop's
     MiniYARNCluster: a ResourceManager and one NodeManager of 6 GiB on 127.0.0.1, whose containers run
     the application master and two executors of 1 GiB with the archive's Python."""
-    from live_services import mini_yarn
-
     assert "**YARN, client mode**: the same line with `--master yarn`" in (ROOT / "docs" / "cluster.md").read_text()
-    try:
-        yarn = mini_yarn(tmp_path / "yarn")
-        running = yarn.__enter__()
-    except Unavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        args = ["--input", str(checkout / "dump"), "--output", str(tmp_path / "y"), "--snapshot-id", "yarn"]
-        result = submit(None, checkout, "audit_offsets.py", *args, master="yarn",
-                        env={"HADOOP_CONF_DIR": str(running.conf_dir)})  # fmt: skip
-    finally:
-        yarn.__exit__(None, None, None)
+    args = ["--input", str(checkout / "dump"), "--output", str(tmp_path / "y"), "--snapshot-id", "yarn"]
+    with live(mini_yarn(tmp_path / "yarn")) as running:
+        result = submit("yarn", checkout, "audit_offsets.py", *args, env={"HADOOP_CONF_DIR": str(running.conf_dir)})
     assert_quiet_success(result)
     assert "Audited" in result.stdout
     local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "yarn")
@@ -256,7 +250,7 @@ def test_the_yarn_line_runs_on_a_mini_yarn_cluster(spark, checkout, tmp_path):
 
 def test_a_mistake_is_answered_before_the_cluster_sees_an_application(cluster, checkout, tmp_path):
     applications = cluster.applications()
-    result = submit(cluster, checkout, "audit_offsets.py", "--input", "no-such-dump", "--output", str(tmp_path))
+    result = submit(cluster.master, checkout, "audit_offsets.py", "--input", "no-such-dump", "--output", str(tmp_path))
     assert result.returncode == 2, result.stdout + result.stderr
     errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
     assert errors == [f"error: the input '{checkout}/no-such-dump' does not exist"], result.stdout + result.stderr

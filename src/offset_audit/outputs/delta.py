@@ -82,9 +82,10 @@ def writes_with_delta_spark(spark: SparkSession) -> bool:
     writer = spark.conf.get(WRITER_CONF, "auto") or "auto"
     if writer == "delta-rs":
         return False
-    if writer == "delta-spark" and not has_delta(spark):
+    delta = has_delta(spark)
+    if writer == "delta-spark" and not delta:
         raise UserError(DELTA_SPARK_MISSING)
-    return has_delta(spark)
+    return delta
 
 
 DELTA_SPARK_MISSING = (
