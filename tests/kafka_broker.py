@@ -235,8 +235,13 @@ def restarted(folder: Path, version: str, changes: dict[str, str] | None = None)
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding (as `random-uuid` prints).
+
+    Like Kafka's Uuid.randomUuid, one starting with "-" is drawn again: kafka-storage's argument parser
+    would take it for an option (one id in 64 did, and failed the format)."""
+    while (text := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return text
 
 
 def _wait_until_answering(broker: Broker, process: subprocess.Popen, seconds: float = 120) -> None:

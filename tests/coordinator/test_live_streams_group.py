@@ -134,7 +134,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                 stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         try:
-            wait_until("the application to run", lambda: printed.read_text().strip() != "", seconds=120, pause=1)
+            wait_until("the application to run", lambda: "\n" in printed.read_text(), seconds=120, pause=1)
             assert printed.read_text().split()[0] == "RUNNING", printed.read_text()[-2000:]
             listings = [_committed(broker)]
 

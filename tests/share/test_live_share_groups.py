@@ -59,9 +59,12 @@ def _share_consumer_args(broker: Broker, group: str) -> list[str]:
 
 def _printed(text: str) -> list[tuple[int, int, int]]:
     """(partition, offset, delivery count) of each record a console share consumer printed:
-    DefaultMessageFormatter writes `Partition:P\\tOffset:O\\tDelivery:D` per record."""
+    DefaultMessageFormatter writes `Partition:P\\tOffset:O\\tDelivery:D` per record. A line without its
+    newline is still being written by a running consumer (it once ended at `Delivery:`), so it is left out."""
     found = []
-    for line in text.splitlines():
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            continue
         fields = dict(part.split(":", 1) for part in line.split("\t") if ":" in part)
         if {"Partition", "Offset", "Delivery"} <= fields.keys():
             found.append((int(fields["Partition"]), int(fields["Offset"]), int(fields["Delivery"])))
