@@ -4,7 +4,8 @@ session with Delta configured), chosen with --writer.
 The tests marked delta_spark need a session that has delta-spark's jars, which the suite's own session
 cannot have beside it (one JVM, one SparkContext): the launcher below runs them in a pytest of their own
 (tests/spark_jars.py) and requires every one of them to pass. There:
-- the same dump gives the same rows through either writer;
+- the same dump gives the same rows through either writer (every table with --keep-decoded, the
+  verdicts with default flags);
 - each writer appends to the tables the other wrote, and each reads the other's checkpoints;
 - tables delta-spark creates keep deletion vectors off whatever the cluster's defaults;
 - a rerun of a snapshot replaces its rows in one commit;
@@ -24,7 +25,7 @@ from deltalake import DeltaTable
 
 from offset_audit.cli.main import main
 
-MARKED = 7  # the delta_spark tests of this module: the launcher requires all of them to pass
+MARKED = 8  # the delta_spark tests of this module: the launcher requires all of them to pass
 
 
 @pytest.mark.slow
@@ -89,7 +90,7 @@ def plain_protocol(table: Path) -> bool:
 
 @pytest.mark.delta_spark
 def test_the_same_dump_gives_the_same_rows_through_either_writer(dump, tmp_path):
-    """With --keep-decoded: a delta-spark session always decodes every record (docs/cluster.md)."""
+    """With --keep-decoded, every table: a delta-spark session always decodes every record (docs/cluster.md)."""
     by_rs, by_spark = tmp_path / "rs", tmp_path / "spark"
     first = audit(dump, by_rs, "delta-rs", "--keep-decoded", "--snapshot-id", "s")
     second = audit(dump, by_spark, "delta-spark", "--keep-decoded", "--snapshot-id", "s")
@@ -105,6 +106,41 @@ def test_the_same_dump_gives_the_same_rows_through_either_writer(dump, tmp_path)
     runs = [DeltaTable(str(out / "runs")).to_pyarrow_table().to_pylist()[0] for out in (by_rs, by_spark)]
     assert dict(runs[0]["table_rows"]) == dict(runs[1]["table_rows"])
     assert sum(dict(runs[0]["table_rows"]).values()) > 0
+
+
+@pytest.mark.delta_spark
+def test_with_default_flags_either_writer_gives_the_same_verdicts_even_where_a_last_record_is_unreadable(
+    spark, tmp_path
+):
+    """delta-rs runs decode each task's last record of a key, delta-spark runs decode every record: the
+    verdicts must not depend on it, also for a key whose newest record is damaged, which only the
+    delta-rs run leaves undecoded before it."""
+    from offset_audit.generator.dump import generate_dump
+
+    dump = tmp_path / "dump"
+    generate_dump(str(dump), 4000, seed=7, corrupt=12)
+    by_rs, by_spark = tmp_path / "rs", tmp_path / "spark"
+    first = audit(str(dump), by_rs, "delta-rs", "--snapshot-id", "s")
+    second = audit(str(dump), by_spark, "delta-spark", "--snapshot-id", "s")
+    verdicts = [t for t in tables(by_rs) if t != "runs" and not t.startswith("decoded")]
+    assert len(verdicts) == 3 and tables(by_rs) == tables(by_spark)
+    for table in verdicts:
+        assert rows(by_rs / table) == rows(by_spark / table), table
+    assert first["offsets"] == second["offsets"] and first["groups"] == second["groups"]
+    # The case is there: a commit key whose last record is quarantined has older readable commits
+    # (delta-spark kept them all in decoded/offset_commits), and no verdict.
+    judged = {(r["group_id"], r["topic"], r["partition"]) for r in table_dicts(by_rs / "partition_verdicts")}
+    committed = {(r["group_id"], r["topic"], r["partition"]) for r in table_dicts(by_spark / "decoded/offset_commits")}
+    damaged = {
+        (q["group_id"], q["topic"], q["partition"])
+        for q in table_dicts(by_rs / "decoded/quarantine")
+        if q["topic"] is not None
+    }
+    assert damaged & committed - judged, (damaged, judged & damaged)
+
+
+def table_dicts(path: Path) -> list[dict]:
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
 
 
 @pytest.mark.delta_spark

@@ -240,6 +240,80 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     assert not list((tmp_path / "compact").glob("_replay-*")), "the scratch folder is removed"
 
 
+def _unreadable(record):
+    """The record with a value whose body is cut short after its version: its key still reads."""
+    key, value, stamp = record
+    return key, value[:3], stamp
+
+
+MEMBER = {"ClientId": "c", "ClientHost": "/h", "SubscribedTopicNames": ["orders"], "RebalanceTimeoutMs": 1}
+# Read by one decode task; UNREADABLE_LATE by the next, so a key's last record can be in either.
+UNREADABLE_EARLY = [
+    commit("across", "orders", 0, 40, 1),
+    commit("back", "orders", 0, 41, 1),
+    group_record("meta", 1, members=[["orders"]]),
+    commit("meta", "orders", 0, 43, 1),
+    modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "k3"}, {"Epoch": 5}, 1),
+    modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": "k3", "MemberId": "z"}, MEMBER, 1),
+    commit("k3", "orders", 0, 44, 1, version=4),
+]
+UNREADABLE_LATE = [
+    _unreadable(commit("across", "orders", 0, 0, 2)),  # hides the readable commit of the other task
+    commit("within", "orders", 0, 45, 1),
+    _unreadable(commit("within", "orders", 0, 0, 2)),  # hides the readable commit of its own task
+    _unreadable(commit("back", "orders", 0, 0, 2)),
+    commit("back", "orders", 0, 42, 3),  # readable again: this commit is the state
+    _unreadable(group_record("meta", 2, members=[["orders"]])),
+    _unreadable(modern(K.CONSUMER_GROUP_MEMBER_METADATA, {"GroupId": "k3", "MemberId": "z"}, MEMBER, 2)),
+]
+
+
+def test_a_key_whose_last_record_is_unreadable_has_no_state_whichever_records_were_decoded(
+    spark, tmp_path, monkeypatch
+):
+    """The audit decodes each task's last record of a key; --keep-decoded (and delta-spark) decode them
+    all. A quarantined last record must leave its key without state in both, wherever the key's readable
+    records were read."""
+    table = snapshot_table(UNREADABLE_EARLY + UNREADABLE_LATE)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    pq.write_table(table.slice(0, len(UNREADABLE_EARLY)), dump / "early.parquet")
+    pq.write_table(table.slice(len(UNREADABLE_EARLY)), dump / "late.parquet")
+    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    runs = {"merged": {}, "full": {"keep_decoded": True}}
+    results = {name: run_audit(spark, [str(dump)], str(tmp_path / name), settings, **kw) for name, kw in runs.items()}
+    monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)  # the tasks' commits replayed by Spark, not merged first
+    results["spread"] = run_audit(spark, [str(dump)], str(tmp_path / "spread"), settings)
+    tables = {}
+    for name in results:
+        tables[name] = {
+            table: sorted(
+                (r for r in DeltaTable(f"{tmp_path}/{name}/{table}").to_pyarrow_table().to_pylist()),
+                key=lambda r: (r["group_id"], r.get("topic") or "", r.get("partition") or 0),
+            )
+            for table in ("partition_verdicts", "group_verdicts")
+        }
+        for rows in tables[name].values():
+            for row in rows:
+                row.pop("snapshot_id")
+    assert tables["merged"] == tables["full"] == tables["spread"]
+    offsets = {(r["group_id"], r["topic"]): r for r in tables["full"]["partition_verdicts"]}
+    groups = {r["group_id"]: r for r in tables["full"]["group_verdicts"]}
+    assert ("across", "orders") not in offsets and ("within", "orders") not in offsets
+    assert offsets[("back", "orders")]["committed_offset"] == 42
+    # The group's metadata is unreadable: its offsets stay, judged as a group without metadata.
+    assert groups["meta"]["protocol_type"] is None and offsets[("meta", "orders")]["rule"] == rules.SIMPLE_GROUP
+    assert groups["k3"]["member_count"] == 0 and groups["k3"]["group_state"] == "Empty"
+    quarantine = DeltaTable(f"{tmp_path}/full/decoded/quarantine").to_pyarrow_table().to_pylist()
+    assert len(quarantine) == 5 and all(q["group_id"] is not None for q in quarantine)
+    keyed = {(q["group_id"], q["topic"], q["partition"], q["member_id"]) for q in quarantine}
+    assert (
+        ("across", "orders", 0, None) in keyed
+        and ("k3", None, None, "z") in keyed
+        and ("meta", None, None, None) in keyed
+    )
+
+
 def test_a_failed_state_load_leaves_no_scratch_folder(spark, dump, tmp_path, monkeypatch):
     def broken(*args):
         raise RuntimeError("load failed")

@@ -29,6 +29,39 @@ def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:
 
 
 OFFSET_KEY = ["group_id", "topic", "partition"]
+# What a quarantine row keeps of a key whose value could not be read (`unreadable_records`).
+UNREADABLE_COLUMNS = ["record_type", "group_id", "topic", "partition", "member_id", "regular_expression"]
+
+
+def unreadable_records(quarantine: DataFrame) -> DataFrame:
+    """Quarantined records whose key was read and whose value was not.
+
+    Such a record is still its key's newest record: the broker would fail to load the partition on it,
+    and the log cleaner keeps it over the key's older records. So the key has no state from it on (until
+    a later readable record), whichever records a run decoded: the audit, which decodes each task's
+    last record of a key, and `--keep-decoded` or delta-spark runs, which decode them all, agree.
+    """
+    return quarantine.where(F.col("group_id").isNotNull()).select(
+        *UNREADABLE_COLUMNS, "source_partition", "source_offset"
+    )
+
+
+def _position() -> Column:
+    """A record's place in log order, comparable as one value; a record without coordinates is the
+    oldest, as `last_record_wins` (a descending sort, nulls last) treats it."""
+    return F.struct(
+        F.coalesce("source_partition", F.lit(-(2**31))).alias("p"),
+        F.coalesce("source_offset", F.lit(-(2**63))).alias("o"),
+    )
+
+
+def _after_unreadable(live: DataFrame, unreadable: DataFrame | None, key: list[str]) -> DataFrame:
+    """`live` (one record per key) without the keys whose newest record is an unreadable one."""
+    if unreadable is None:
+        return live
+    newest = unreadable.groupBy(*key).agg(F.max(_position()).alias("_unreadable"))
+    joined = live.join(F.broadcast(newest), key, "left")
+    return joined.where(F.col("_unreadable").isNull() | (_position() > F.col("_unreadable"))).drop("_unreadable")
 
 
 def _is_pending(transaction: Column) -> Column:
@@ -40,7 +73,12 @@ def pending_commits(offset_commits: DataFrame) -> DataFrame:
     return offset_commits.where(_is_pending(F.col("transaction"))).select(*OFFSET_KEY).distinct()
 
 
-def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None, latest: bool = False) -> DataFrame:
+def live_offsets(
+    offset_commits: DataFrame,
+    pending: DataFrame | None = None,
+    latest: bool = False,
+    unreadable: DataFrame | None = None,
+) -> DataFrame:
     """Committed offsets the coordinator holds: one per (group, topic, partition), with
     `pending_transaction` when a transactional commit of that partition awaits its marker.
 
@@ -48,13 +86,17 @@ def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None, la
     marker, then applies it if its record is newer, which log order already gives). `pending` is
     `pending_commits(offset_commits)`, or None when the input cannot show transactions. `latest` says
     the committed records are already one per key, the last (`offset_audit.decoding.compaction.latest_commits`):
-    only tombstones are left to remove.
+    only tombstones are left to remove. `unreadable` is `unreadable_records(quarantine)`, or None when
+    nothing was quarantined.
     """
     committed_records = offset_commits.where(~_is_pending(F.col("transaction")))
     if latest:
         committed = committed_records.where(~F.col("is_tombstone"))
     else:
         committed = last_record_wins(committed_records, OFFSET_KEY)
+    if unreadable is not None:
+        commit_types = list(K.OFFSET_COMMIT_TYPES)
+        committed = _after_unreadable(committed, unreadable.where(F.col("record_type").isin(*commit_types)), OFFSET_KEY)
     if pending is None:
         return committed.withColumn("pending_transaction", F.lit(False))
     flagged = pending.withColumn("pending_transaction", F.lit(True))
@@ -63,19 +105,30 @@ def live_offsets(offset_commits: DataFrame, pending: DataFrame | None = None, la
     )
 
 
-def live_group_metadata(group_metadata: DataFrame) -> DataFrame:
-    """Each classic group's last metadata record; a group tombstone removes the group's metadata."""
-    return last_record_wins(group_metadata, ["group_id"])
+def live_group_metadata(group_metadata: DataFrame, unreadable: DataFrame | None = None) -> DataFrame:
+    """Each classic group's last metadata record; a group tombstone removes the group's metadata, and
+    so does an unreadable last record (`unreadable_records`)."""
+    live = last_record_wins(group_metadata, ["group_id"])
+    if unreadable is None:
+        return live
+    return _after_unreadable(live, unreadable.where(F.col("record_type") == K.GROUP_METADATA), ["group_id"])
 
 
-def live_modern_records(modern_group_records: DataFrame) -> DataFrame:
-    """KIP-848, share and streams records: last record per (type, group, member or regex)."""
-    keyed = modern_group_records.withColumn("_member_key", F.coalesce("member_id", F.lit(""))).withColumn(
+def _modern_key(records: DataFrame) -> DataFrame:
+    return records.withColumn("_member_key", F.coalesce("member_id", F.lit(""))).withColumn(
         "_regex_key", F.coalesce("regular_expression", F.lit(""))
     )
-    return last_record_wins(keyed, ["record_type", "group_id", "_member_key", "_regex_key"]).drop(
-        "_member_key", "_regex_key"
-    )
+
+
+def live_modern_records(modern_group_records: DataFrame, unreadable: DataFrame | None = None) -> DataFrame:
+    """KIP-848, share and streams records: last record per (type, group, member or regex), unless the
+    key's last record is unreadable (`unreadable_records`)."""
+    key = ["record_type", "group_id", "_member_key", "_regex_key"]
+    live = last_record_wins(_modern_key(modern_group_records), key)
+    if unreadable is not None:
+        classic = [*K.OFFSET_COMMIT_TYPES, K.GROUP_METADATA]
+        live = _after_unreadable(live, _modern_key(unreadable.where(~F.col("record_type").isin(*classic))), key)
+    return live.drop("_member_key", "_regex_key")
 
 
 def _union_topics(column: Column) -> Column:

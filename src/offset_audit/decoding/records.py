@@ -240,10 +240,25 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
     return row
 
 
+def quarantined_key(key_fields: dict[str, Any]) -> dict[str, Any]:
+    """The key's fields a quarantine row keeps when only the value was unreadable: with them the replay
+    can tell which key the unreadable record was the last of (`offset_audit.coordinator.replay`)."""
+    if not key_fields:
+        return {}
+    return {
+        "group_id": key_fields.get("group", key_fields.get("GroupId")),
+        "topic": key_fields.get("topic"),
+        "partition": key_fields.get("partition"),
+        "member_id": key_fields.get("MemberId"),
+        "regular_expression": key_fields.get("RegularExpression"),
+    }
+
+
 def decode_record(codec: RecordCodec, key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """Classify and decode one record; the result holds `record_class` and that class's struct."""
     record_type: int | None = None
     value_version: int | None = None
+    key_fields: dict[str, Any] = {}
     try:
         record_type = record_type_of(key)
         if value is not None and len(value) >= 2:
@@ -267,6 +282,7 @@ def decode_record(codec: RecordCodec, key: bytes | None, value: bytes | None) ->
                 "record_type": record_type,
                 "value_version": value_version,
                 "reason": str(err),
+                **quarantined_key(key_fields),
                 "key": key,
                 "value": value,
             },

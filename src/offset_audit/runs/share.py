@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.constants import OFFSETS_TOPIC
+from offset_audit.coordinator.replay import UNREADABLE_COLUMNS
 from offset_audit.decoding.decoder import SKIP_REASONS, arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
@@ -234,7 +235,9 @@ def run_share(
     findings = share_groups.broker_setting_findings(setting_findings)
     findings += share_groups.assignment_findings(groups)
     findings += share_groups.limit_findings(groups, observations, effective)
-    tables["quarantine"] = share_tables.shaped(quarantine, "quarantine")
+    # The key columns of __consumer_offsets records whose value was unreadable: share state keys are
+    # not among them, so they stay null.
+    tables["quarantine"] = share_tables.shaped(quarantine, "quarantine", absent=tuple(UNREADABLE_COLUMNS[1:]))
     tables["share_groups"] = pa.Table.from_pylist(group_table, arrow_schema("share_groups"))
     tables["share_findings"] = pa.Table.from_pylist(findings, arrow_schema("share_findings"))
     problems = tables["share_problems"].slice(0, 20).to_pylist()

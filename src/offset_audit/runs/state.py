@@ -68,6 +68,7 @@ def load_state(
     commits_latest: bool = False,
     single_partition: bool = False,
     storage: Storage = LOCAL,
+    quarantined: bool = True,
 ) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log.
 
@@ -75,7 +76,8 @@ def load_state(
     key, or with `commits_latest` those merged across tasks: one per key); `newest`, when the decode
     pass already knows it, saves a scan for the newest record; `transactions` says the input can show
     pending transactional commits (log segments, dump-log); `single_partition` replays a small state in
-    one partition (see `SMALL_STATE_ROWS`).
+    one partition (see `SMALL_STATE_ROWS`); `quarantined` False says the quarantine table is empty, which
+    spares the replay its look for keys whose last record is unreadable (`replay.unreadable_records`).
     """
     commits = read_table(spark, decoded_dir, "offset_commits", storage) if commits is None else commits
     metadata = read_table(spark, decoded_dir, "group_metadata", storage)
@@ -83,19 +85,22 @@ def load_state(
     modern = read_table(spark, decoded_dir, "modern_group_records", storage)
     if single_partition:
         commits, metadata, members, modern = (f.coalesce(1) for f in (commits, metadata, members, modern))
+    unreadable = None
+    if quarantined:
+        unreadable = replay.unreadable_records(read_table(spark, decoded_dir, "quarantine", storage))
     pending = replay.pending_commits(commits) if transactions else None
     # Both are read twice (offsets for the group ids and the verdicts, groups for the offset and group
     # verdicts): computed once. Offsets already one per key are only a filtered scan to read again,
     # cheaper than the cache (building it took 1.6 s for 144k rows of a 20M-record dump).
-    offsets = replay.live_offsets(commits, pending, commits_latest)
+    offsets = replay.live_offsets(commits, pending, commits_latest, unreadable)
     if not commits_latest:
         offsets = offsets.persist(StorageLevel.MEMORY_AND_DISK)
-    live_metadata = replay.live_group_metadata(metadata)
+    live_metadata = replay.live_group_metadata(metadata, unreadable)
     groups = replay.coordinator_groups(
         offsets,
         live_metadata,
         members,
-        replay.live_modern_records(modern),
+        replay.live_modern_records(modern, unreadable),
         pending,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     if newest is None:
@@ -118,7 +123,7 @@ def coordinator_state(
     Unless `keep_decoded`, each decode task decodes only its last record of each key (the rest are
     counted as superseded) and leaves its commits in a scratch folder, removed when the block ends,
     instead of writing the commit history. delta-spark sessions decode through DataFrames and always
-    decode and keep everything.
+    decode and keep everything; the state is the same either way (`replay.unreadable_records`).
     """
     decoded_dir = join(output, DECODED)
     storage = for_settings(settings)
@@ -144,7 +149,10 @@ def coordinator_state(
         transactions = report.input_format in TRANSACTIONAL_FORMATS
         progress.begin("rebuilding the coordinator's groups and offsets")
         with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
-            state = load_state(spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small, storage)
+            quarantined = report.table_rows.get(f"{DECODED}/quarantine", 0) > 0
+            state = load_state(
+                spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small, storage, quarantined
+            )
             try:
                 yield state
             finally:

@@ -21,14 +21,17 @@ from offset_audit.timestamps import arrow_timestamps, ms_column
 REPLAY_TABLES = {"share_partitions": "partition", "share_state_batches": "batch", "share_problems": "problem"}
 
 
-def shaped(rows: pa.Table, name: str) -> pa.Table:
+def shaped(rows: pa.Table, name: str, absent: tuple[str, ...] = ()) -> pa.Table:
     """`rows` with exactly the columns of table `name`: each TIMESTAMP shown from its exact milliseconds
-    (offset_audit.timestamps), every other column cast to the table's type."""
+    (offset_audit.timestamps), every other column cast to the table's type, and the columns named in
+    `absent`, which `rows` need not have, null where they do not."""
     schema = arrow_schema(name)
     columns = []
     for column in table_schema(name).columns:
         if column.type == "timestamp":
             columns.append(arrow_timestamps(rows.column(ms_column(column.name))))
+        elif column.name in absent and column.name not in rows.column_names:
+            columns.append(pa.nulls(rows.num_rows, schema.field(column.name).type))
         else:
             columns.append(rows.column(column.name).cast(schema.field(column.name).type))
     return pa.Table.from_arrays(columns, schema=schema)
