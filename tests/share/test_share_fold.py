@@ -9,6 +9,7 @@ from collections import defaultdict
 import numpy as np
 import pyarrow as pa
 import pytest
+from vector_files import load
 
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.encoder import encode_key, encode_value
@@ -51,16 +52,18 @@ def _records(rng: random.Random, count: int, backwards: float) -> list[tuple[byt
         else:
             new_start = -1
         batches = [_batch(rng, max(start, 0)) for _ in range(rng.randint(0, 3))]
+        # DeliveryCompleteCount (4.2+): absent (a 4.1 writer), -1, or a count
+        completed = {} if rng.random() < 0.4 else {"DeliveryCompleteCount": rng.choice((-1, 0, 3, 17))}
         if kind == 0:
             values = {"SnapshotEpoch": rng.randint(0, 9), "StateEpoch": 1, "LeaderEpoch": rng.randint(0, 3),
                       "StartOffset": start, "CreateTimestamp": 5, "WriteTimestamp": 9,
                       "StateBatches": batches}  # fmt: skip
             era = "4.0" if rng.random() < 0.1 else "4.1+"
-            out.append((key, encode_value(LAYOUTS[0], 0, values, era=era)))
+            out.append((key, encode_value(LAYOUTS[0], 0, values | (completed if era == "4.1+" else {}), era=era)))
         else:
             values = {"SnapshotEpoch": 1, "LeaderEpoch": rng.choice((-1, 2, 3)), "StartOffset": new_start,
                       "StateBatches": batches}  # fmt: skip
-            out.append((key, encode_value(LAYOUTS[1], 0, values, era="4.1+")))
+            out.append((key, encode_value(LAYOUTS[1], 0, values | completed, era="4.1+")))
     return out
 
 
@@ -105,7 +108,39 @@ def _view(state):
     if state is None:
         return None
     return (state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset,
-            state.create_timestamp or None, state.write_timestamp or None, state.effective_batches)  # fmt: skip
+            state.create_timestamp or None, state.write_timestamp or None, state.effective_batches,
+            state.delivery_complete_count)  # fmt: skip
+
+
+def _vector(name: str) -> tuple[bytes, bytes]:
+    """A record of tests/vectors/share_state.json (written by hand), as bytes."""
+    found = next(v for v in load("share_state") if v.name.startswith(name))
+    return found.key, found.value
+
+
+SNAPSHOT_COUNTED = "0 ShareSnapshot, 4.2: tagged DeliveryCompleteCount"
+UPDATE_COUNTED = "1 ShareUpdate, 4.2: DeliveryCompleteCount 7"
+UPDATE_WITHOUT = "1 ShareUpdate, 4.1: no batches, leader epoch -1"
+UPDATE_MINUS_ONE = "1 ShareUpdate, 4.2: an explicit -1 DeliveryCompleteCount"
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        ([SNAPSHOT_COUNTED], 10),
+        ([SNAPSHOT_COUNTED, UPDATE_COUNTED], 7),
+        # an update without the tag (a 4.1 writer) replaces the count with -1: ShareCoordinatorShard.merge
+        ([SNAPSHOT_COUNTED, UPDATE_COUNTED, UPDATE_WITHOUT], -1),
+        ([SNAPSHOT_COUNTED, UPDATE_COUNTED, UPDATE_MINUS_ONE], -1),
+        ([SNAPSHOT_COUNTED, UPDATE_MINUS_ONE, UPDATE_COUNTED], 7),
+    ],
+)
+def test_every_update_replaces_the_delivery_complete_count_in_both_replays(names, expected):
+    records = [_vector(name) for name in names]
+    exact, _, _ = _exact(records)
+    assert exact.state.delivery_complete_count == expected
+    for cuts in ([], [1] if len(records) > 1 else []):
+        assert _folded(records, cuts).replay.state.delivery_complete_count == expected
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -177,3 +212,13 @@ def test_records_of_one_share_partition_interleaved_between_tasks_are_left_to_th
     two = ShareStateReader(RecordCodec(LAYOUTS))
     two.add(_raw(records[1::2], 0).set_column(1, "source_offset", pa.array(range(1, 10, 2), pa.int64())))
     assert fold.combine(fold.summarise(one.columns()) + fold.summarise(two.columns())) is None
+
+
+def test_archiving_is_a_persisted_state_from_kafka_4_4_counted_and_not_a_problem():
+    """Kafka 4.4 persists state 3 for records on their way to a dead-letter topic (share.version 2)."""
+    records = [_vector(SNAPSHOT_COUNTED), _vector("1 ShareUpdate, 4.4: a batch Archiving")]
+    exact, _, _ = _exact(records)
+    for replayed in (exact, _folded(records, []).replay, _folded(records, [1]).replay):
+        assert replayed.problems == ()
+        state = replayed.state
+        assert (state.archiving_records, state.acknowledged_records, state.delivery_complete_count) == (3, 2, 2)

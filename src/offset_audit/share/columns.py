@@ -10,7 +10,7 @@ layouts the broker writes (reference 2.9):
         StateBatches, tagged fields
     StateBatches: compact array (a one- or two-byte varint length) of 20-byte elements: int64
         FirstOffset, int64 LastOffset, int8 DeliveryState, int16 DeliveryCount, no tagged field (00)
-    tagged fields: none (00), or only DeliveryCompleteCount (01 00 04 + int32, KIP-1226)
+    tagged fields: none (00), or only DeliveryCompleteCount (01 00 04 + int32, KIP-1226; -1 without it)
 
 A value is taken only when these bytes read it exactly; every other row (the 4.0 preview layouts,
 unknown tags, longer varints, trailing or missing bytes, bad keys) goes to the generic reader
@@ -35,6 +35,7 @@ from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.share.records import SHARE_SNAPSHOT, SHARE_UPDATE, decode_share_state_record
+from offset_audit.share.state import NO_DELIVERY_COMPLETE_COUNT
 
 SKIPPED = "skipped"
 # Record kinds as numbers in the columns.
@@ -57,6 +58,7 @@ RECORD_FIELDS = (
     "start_offset",
     "create_timestamp",
     "write_timestamp",
+    "delivery_complete_count",
 )
 BATCH_FIELDS = ("first_offset", "last_offset", "delivery_state", "delivery_count")
 
@@ -219,6 +221,7 @@ class ShareStateReader:
         live = ~tombstone[rows]
         snap = snapshot[rows]
         head = head[rows]
+        completed = np.where(completed_count[rows], _be(tail[rows], 3, 4), NO_DELIVERY_COMPLETE_COUNT)
         self._pieces.records.append(
             {
                 "share_partition": key_share[rows],
@@ -231,6 +234,7 @@ class ShareStateReader:
                 "start_offset": np.where(live, np.where(snap, _be(head, 14, 8), _be(head, 10, 8)), 0),
                 "create_timestamp": np.where(live & snap, _be(head, 22, 8), 0),
                 "write_timestamp": np.where(live & snap, _read(data, values.starts[rows] + 30, 8), 0),
+                "delivery_complete_count": np.where(live, completed, NO_DELIVERY_COMPLETE_COUNT),
             }
         )
         self._pieces.batch_counts.append(count[rows])
@@ -272,8 +276,11 @@ class ShareStateReader:
             "source_offset": np.array([_known(r["source_offset"]) for r in rows], np.int64),
             "kind": np.array([KIND_CODES[r["kind"]] for r in rows], np.int64),
         }
-        for name in RECORD_FIELDS[4:]:
+        for name in RECORD_FIELDS[4:-1]:
             records[name] = np.array([r.get(name) or 0 for r in rows], np.int64)
+        records["delivery_complete_count"] = np.array(
+            [r.get("delivery_complete_count", NO_DELIVERY_COMPLETE_COUNT) for r in rows], np.int64
+        )
         batches = [b for r in rows for b in r.get("state_batches") or ()]
         self._pieces.records.append(records)
         self._pieces.batch_counts.append(np.array([len(r.get("state_batches") or ()) for r in rows], np.int64))

@@ -7,7 +7,8 @@ updates merges the same way one at a time or all at once, provided no pruning ev
 that a later batch brings back: that only happens when the start offset moves backwards. So, from the
 latest snapshot (or tombstone) on:
 
-- the start offset and leader epoch are the last ones a record set (not -1);
+- the start offset and leader epoch are the last ones a record set (not -1), the delivery complete
+  count the last record's (-1 included);
 - the batches are the cover of every batch since, pruned once at the final start offset;
 
 as long as the start offsets a run sets never decrease (a negative start prunes nothing, like 0).
@@ -60,6 +61,7 @@ class FoldedUpdates:
     start_offset: int  # the last one set, else -1
     first_start: int | None  # the first one set: it must not be below the state's start offset
     batches: tuple[StateBatch, ...]  # their cover, pruned at start_offset
+    delivery_complete_count: int  # the last update's, -1 included: each replaces the state's
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
     set_leaders = leaders[leaders != NOT_UPDATED]
     start = int(set_starts[-1]) if len(set_starts) else NOT_UPDATED
     leader = int(set_leaders[-1]) if len(set_leaders) else NOT_UPDATED
+    completed = records["delivery_complete_count"]
 
     state: ShareState | None = None
     updates: FoldedUpdates | None = None
@@ -212,6 +215,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
             create_timestamp=int(records["create_timestamp"][base]),
             write_timestamp=int(records["write_timestamp"][base]),
             batches=_cover(columns, np.concatenate([[base], run]), start) if monotone else (),
+            delivery_complete_count=int(completed[run[-1]] if len(run) else completed[base]),
         )
     elif len(run):
         folded = _cover(columns, run, start) if monotone else ()
@@ -224,6 +228,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
                 create_timestamp=NO_TIMESTAMP,
                 write_timestamp=NO_TIMESTAMP,
                 batches=folded,
+                delivery_complete_count=int(completed[run[-1]]),
             )
         else:
             updates = FoldedUpdates(
@@ -232,6 +237,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
                 start_offset=start,
                 first_start=int(set_starts[0]) if len(set_starts) else None,
                 batches=folded,
+                delivery_complete_count=int(completed[run[-1]]),
             )
     names = columns.share_partitions
     return Summary(

@@ -42,7 +42,7 @@ SKIPPED = "skipped"
 _DECODED = parse_type(
     "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
     "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
-    "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,"
+    "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
     "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
     "record_type:smallint,value_version:smallint,reason:string,key:binary,value:binary,skipped_bytes:bigint>"
 )
@@ -141,6 +141,7 @@ def _share_record(row: dict[str, Any]) -> dict[str, Any]:
         "start_offset": row["start_offset"],
         "create_timestamp": row["create_timestamp"],
         "write_timestamp": row["write_timestamp"],
+        "delivery_complete_count": row["delivery_complete_count"],
         "state_batches": list(row["state_batches"]) if row["state_batches"] is not None else [],
         "partition": row["source_partition"],
         "offset": row["source_offset"],
@@ -201,11 +202,13 @@ def share_partition_rows(
             "available_records": current.available_records,
             "acknowledged_records": current.acknowledged_records,
             "archived_records": current.archived_records,
+            "archiving_records": current.archiving_records,
             "max_delivery_count": current.max_delivery_count,
             "records_at_delivery_limit": current.records_at_or_over(delivery_count_limit),
             "delivery_count_limit": delivery_count_limit,
             "create_timestamp_ms": current.create_timestamp or None,  # 0: not recorded
             "write_timestamp_ms": current.write_timestamp or None,
+            "delivery_complete_count": None if current.delivery_complete_count < 0 else current.delivery_complete_count,
             "checkpoint_offset": None if last_snapshot is None else last_snapshot[0],
             "checkpoint_log_partition": None if last_snapshot is None else last_snapshot[1],
             "records_replayed": records_replayed,
@@ -306,6 +309,7 @@ def replay_kip932(lines: DataFrame, delivery_count_limit: int, use_fast_path: bo
                     "available_records": state.records_in_state(batches, state.AVAILABLE),
                     "acknowledged_records": state.records_in_state(batches, state.ACKNOWLEDGED),
                     "archived_records": state.records_in_state(batches, state.ARCHIVED),
+                    "archiving_records": state.records_in_state(batches, state.ARCHIVING),
                     "max_delivery_count": state.max_delivery_count(batches),
                     "records_at_delivery_limit": state.records_at_or_over(batches, delivery_count_limit),
                     "delivery_count_limit": delivery_count_limit,

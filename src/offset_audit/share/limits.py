@@ -380,11 +380,13 @@ def limits_despite_errors(config: Mapping[str, str]) -> Limits:
 
 
 class DeliveryState(IntEnum):
-    """SharePartition.RecordState ids; persisted share-partition state holds only 0, 2 and 4."""
+    """SharePartition.RecordState ids; persisted share-partition state holds 0, 2 and 4, and from Kafka
+    4.4 3 (records on their way to the dead-letter topic)."""
 
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3
     ARCHIVED = 4
 
 
@@ -411,6 +413,7 @@ AT_DELIVERY_LIMIT = {
         "its next delivery is its last, and if that is released or times out it is archived"
     ),
     DeliveryState.ACQUIRED: "on its last delivery: if released or its lock times out it is archived, not redelivered",
+    DeliveryState.ARCHIVING: "being written to the dead-letter topic at the limit, then archived: not delivered again",
     DeliveryState.ARCHIVED: "archived at the limit: not delivered again (a poison record, or rejected on its last try)",
 }
 """What reaching the delivery count limit means in each state (SharePartition: a record returning to

@@ -33,10 +33,6 @@ def _batches(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _none_if_negative(value: int | None) -> int | None:
-    return None if value is None or value < 0 else value
-
-
 def decode_share_state_record(
     codec: RecordCodec, key: bytes | None, value: bytes | None, keys: dict | None = None
 ) -> dict[str, Any]:
@@ -81,8 +77,8 @@ def decode_share_state_record(
         "state_epoch": f.get("StateEpoch"),
         "leader_epoch": f["LeaderEpoch"],
         "start_offset": f["StartOffset"],
-        # -1 is "not recorded" (tag absent, or a 4.1 writer): null, like every Kafka sentinel here.
-        "delivery_complete_count": _none_if_negative(f.get("DeliveryCompleteCount")),
+        # -1 (the tag's default: absent, or a 4.1 writer) is kept: an update's -1 replaces the count.
+        "delivery_complete_count": f.get("DeliveryCompleteCount", -1),
         "create_timestamp": f.get("CreateTimestamp"),
         "write_timestamp": f.get("WriteTimestamp"),
         "state_batches": _batches(f["StateBatches"]),

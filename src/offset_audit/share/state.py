@@ -27,17 +27,29 @@ from functools import cached_property
 from itertools import pairwise
 
 # DeliveryState values a share coordinator persists (ShareSnapshotValue.StateBatches, reference 2.9).
+# Archiving (3) only from Kafka 4.4, with share.version 2 and an errors dead-letter topic for the group:
+# a record rejected or delivered too often, on its way to that topic; the broker archives it (4) once
+# written there, and sends it again after a restart (SharePartition, RecordState).
 AVAILABLE = 0
 ACKNOWLEDGED = 2
+ARCHIVING = 3
 ARCHIVED = 4
-DELIVERY_STATE_NAMES = {AVAILABLE: "Available", ACKNOWLEDGED: "Acknowledged", ARCHIVED: "Archived"}
-# States the broker knows but never persists (PersisterStateBatchCombiner's comment): named in problems.
-UNPERSISTED_STATE_NAMES = {1: "Acquired", 3: "Archiving"}
+DELIVERY_STATE_NAMES = {
+    AVAILABLE: "Available",
+    ACKNOWLEDGED: "Acknowledged",
+    ARCHIVING: "Archiving",
+    ARCHIVED: "Archived",
+}
+# The one state the broker knows but never persists (Acquired recovers as Available): named in problems.
+UNPERSISTED_STATE_NAMES = {1: "Acquired"}
 # Acknowledged or archived: the record is done and never delivered again (SharePartition.isRecordStateAcknowledged).
 TERMINAL_STATES = frozenset({ACKNOWLEDGED, ARCHIVED})
 
 # ShareUpdateValue StartOffset / LeaderEpoch meaning "not updated" (ShareCoordinatorShard.merge).
 NOT_UPDATED = -1
+# DeliveryCompleteCount (KIP-1226, written from Kafka 4.2) when a record has none: the tag's default.
+# Unlike the start offset, an update's -1 is not "not updated": the merge copies it as it is.
+NO_DELIVERY_COMPLETE_COUNT = -1
 # What an update without earlier state gets (ShareGroupOffset.UNINITIALIZED_EPOCH, NO_TIMESTAMP).
 UNINITIALIZED_EPOCH = 0
 NO_TIMESTAMP = 0
@@ -87,6 +99,7 @@ class ShareRecord:
     batches: Sequence[StateBatch] = ()
     partition: int | None = None
     offset: int | None = None
+    delivery_complete_count: int = NO_DELIVERY_COMPLETE_COUNT
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,9 @@ class ShareState:
     create_timestamp: int | None
     write_timestamp: int | None
     batches: tuple[StateBatch, ...]
+    # The records done at or past the start offset as the writing broker counted them (KIP-1226);
+    # -1 where the state was written by Kafka 4.1, or the last update carried none.
+    delivery_complete_count: int = NO_DELIVERY_COMPLETE_COUNT
 
     @cached_property
     def effective_batches(self) -> tuple[StateBatch, ...]:
@@ -135,6 +151,10 @@ class ShareState:
     @property
     def archived_records(self) -> int:
         return records_in_state(self.effective_batches, ARCHIVED)
+
+    @property
+    def archiving_records(self) -> int:
+        return records_in_state(self.effective_batches, ARCHIVING)
 
     @property
     def unknown_state_records(self) -> int:
@@ -198,13 +218,16 @@ def _apply(state: ShareState | None, record: ShareRecord) -> ShareState | None:
             create_timestamp=record.create_timestamp,
             write_timestamp=record.write_timestamp,
             batches=tuple(record.batches),
+            delivery_complete_count=record.delivery_complete_count,
         )
     return merge_update(state, record)
 
 
 def merge_update(state: ShareState | None, update) -> ShareState:
-    """A ShareUpdate (or anything with its start offset, leader epoch, snapshot epoch and batches: the
-    folded updates of `fold`) on the state before it; without state, the update alone."""
+    """A ShareUpdate (or anything with its start offset, leader epoch, snapshot epoch, delivery complete
+    count and batches: the folded updates of `fold`) on the state before it; without state, the update
+    alone. The update's DeliveryCompleteCount replaces the state's, -1 included (ShareCoordinatorShard
+    merge, Kafka 4.2 to 4.4)."""
     if state is None:
         return ShareState(
             snapshot_epoch=update.snapshot_epoch,
@@ -214,6 +237,7 @@ def merge_update(state: ShareState | None, update) -> ShareState:
             create_timestamp=NO_TIMESTAMP,
             write_timestamp=NO_TIMESTAMP,
             batches=tuple(update.batches),
+            delivery_complete_count=update.delivery_complete_count,
         )
     # The merge prunes at the *new* start offset, so an update that moves it also drops what it passed.
     start = state.start_offset if update.start_offset == NOT_UPDATED else update.start_offset
@@ -226,6 +250,7 @@ def merge_update(state: ShareState | None, update) -> ShareState:
         create_timestamp=state.create_timestamp,
         write_timestamp=state.write_timestamp,
         batches=merge_batches(state.batches, update.batches, start),
+        delivery_complete_count=update.delivery_complete_count,
     )
 
 
@@ -401,7 +426,13 @@ def _check_record(raw: Mapping[str, object] | None) -> ShareRecord | ReplayProbl
         batches=batches,
         partition=partition,
         offset=offset,
+        delivery_complete_count=_delivery_complete_count(raw.get("delivery_complete_count")),
     )
+
+
+def _delivery_complete_count(value: object) -> int:
+    """The record's count; absent (a 4.1 writer, or a reader that does not carry it) is the tag's default."""
+    return value if is_int(value) else NO_DELIVERY_COMPLETE_COUNT
 
 
 def _record_reason(raw: Mapping[str, object]) -> str | None:

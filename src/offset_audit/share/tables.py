@@ -63,7 +63,8 @@ def with_topic_names(tables: dict[str, pa.Table], names: Iterable[tuple[str, str
 
 
 def with_share_lag(partitions: pa.Table, end_offsets: pa.Table | None) -> pa.Table:
-    """share_lag = log end offset - SPSO (never below 0), where the end offsets (one row per topic
+    """share_lag = log end offset - SPSO (never below 0), and broker_lag = that minus the delivery complete
+    count as Kafka 4.2+ reports it, where the end offsets (one row per topic
     partition: sources.end_offsets) know the share-partition's topic partition; null elsewhere, and
     where the SPSO is -1: state initialised but never fetched, whose start share.auto.offset.reset sets
     on the first fetch (kafka-share-groups.sh prints "-" for both, as seen on live 4.1 and 4.3 brokers)."""
@@ -76,12 +77,17 @@ def with_share_lag(partitions: pa.Table, end_offsets: pa.Table | None) -> pa.Tab
     )
     joined = keyed.join(ends, ["topic", "partition"], join_type="left outer").sort_by(row)
     end = joined.column("log_end_offset")
-    lag = pc.if_else(
-        pc.and_(pc.is_valid(end), pc.greater_equal(joined.column("start_offset"), 0)),
-        pc.max_element_wise(pc.subtract(end, joined.column("start_offset")), 0),
-        pa.scalar(None, pa.int64()),
+    known = pc.and_(pc.is_valid(end), pc.greater_equal(joined.column("start_offset"), 0))
+    behind = pc.subtract(end, joined.column("start_offset"))
+    lag = pc.if_else(known, pc.max_element_wise(behind, 0), pa.scalar(None, pa.int64()))
+    # GroupCoordinatorService.computeShareGroupLagAndBuildResponse (4.2+): end - start - count, as it
+    # is (no floor), where the start offset and the count are both known.
+    completed = partitions.column("delivery_complete_count").cast(pa.int64())
+    broker_lag = pc.if_else(
+        pc.and_(known, pc.is_valid(completed)), pc.subtract(behind, completed), pa.scalar(None, pa.int64())
     )
-    return partitions.set_column(partitions.schema.get_field_index("share_lag"), "share_lag", lag.cast(pa.int64()))
+    out = partitions.set_column(partitions.schema.get_field_index("share_lag"), "share_lag", lag.cast(pa.int64()))
+    return out.set_column(out.schema.get_field_index("broker_lag"), "broker_lag", broker_lag.cast(pa.int64()))
 
 
 def cleanup_cutoffs(partitions: pa.Table, log: str | None) -> pa.Table:

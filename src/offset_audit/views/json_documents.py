@@ -31,6 +31,12 @@ def dumps(document: dict) -> str:
     return json_text(json.dumps(document, indent=2, default=iso, ensure_ascii=False, sort_keys=False))
 
 
+def _sum_known(values) -> int | None:
+    """The sum of the values that are not None; None when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _counts(report: DecodeReport) -> dict:
     return {
         "records_read": report.records_read,
@@ -134,9 +140,16 @@ def share_document(result: Any, output: str) -> dict:
         "left_behind_groups": sorted(g["group_id"] for g in result.groups if g.get("left_behind")),
         "in_flight": {
             name: sum(p.get(name) or 0 for p in parts)
-            for name in ("available_records", "acknowledged_records", "archived_records", "records_at_delivery_limit")
+            for name in (
+                "available_records",
+                "acknowledged_records",
+                "archived_records",
+                "archiving_records",
+                "records_at_delivery_limit",
+            )
         },
         "share_lag": sum(p.get("share_lag") or 0 for p in parts) if any(p.get("share_lag") for p in parts) else None,
+        "broker_lag": _sum_known(p.get("broker_lag") for p in parts),
         "findings_by_severity": dict(sorted(severities.items())),
         "findings": [{k: iso(v) for k, v in f.items()} for f in result.findings if f["severity"] != "info"],
         "tables": _tables(report, output),

@@ -204,9 +204,18 @@ def share_summary(result, output: str) -> str:
             f"{_n(sum(p['archived_records'] or 0 for p in parts))}; at the delivery limit ({limit}) "
             f"{_n(sum(p['records_at_delivery_limit'] or 0 for p in parts))}"
         )
+        archiving = sum(p.get("archiving_records") or 0 for p in parts)
+        if archiving:  # Kafka 4.4+ with a dead-letter topic
+            lines.append(f"  on their way to a dead-letter topic (Archiving): {_n(archiving)} records")
         lagged = [p for p in parts if p.get("share_lag")]
         if lagged:
             lines.append(f"  share lag (log end - start offset): {_n(sum(p['share_lag'] for p in lagged))} records")
+        counted = [p for p in parts if p.get("broker_lag") is not None]
+        if counted:  # states written by Kafka 4.2+, which counts the records done past the start offset
+            lines.append(
+                f"  lag as Kafka 4.2+ reports it (less the records done past the start offset): "
+                f"{_n(sum(p['broker_lag'] for p in counted))} records, {_n(len(counted))} share-partitions"
+            )
     problems = result.table_rows.get("share_problems", 0)
     lines.append(f"  replay problems: {_n(problems)}" + (" (see share_problems)" if problems else ""))
     for p in result.problems[:5]:
