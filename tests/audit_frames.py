@@ -17,7 +17,7 @@ GROUPS_SCHEMA = (
 OFFSETS_SCHEMA = (
     "group_id string, topic string, partition int, committed_offset bigint, leader_epoch int, metadata string, "
     "commit_timestamp timestamp, commit_timestamp_ms bigint, expire_timestamp timestamp, expire_timestamp_ms bigint, "
-    "source_partition int, source_offset bigint, pending_transaction boolean"
+    "source_partition int, source_offset bigint, pending_transaction boolean, value_version smallint"
 )
 
 
@@ -39,10 +39,23 @@ def group(
 
 
 def offset(
-    group_id, topic="orders", partition=0, committed=100, commit=None, expire=None, source_offset=0, pending=False
+    group_id,
+    topic="orders",
+    partition=0,
+    committed=100,
+    commit=None,
+    expire=None,
+    source_offset=0,
+    pending=False,
+    value_version=None,
 ):
+    """An offset; its value version is 1 with an explicit expire timestamp, else 3, unless given."""
     commit = at(1) if commit is None else commit
-    return (group_id, topic, partition, committed, None, "", *_both(commit), *_both(expire), 0, source_offset, pending)
+    version = value_version if value_version is not None else (1 if expire is not None else 3)
+    return (
+        group_id, topic, partition, committed, None, "", *_both(commit), *_both(expire), 0, source_offset, pending,
+        version,
+    )  # fmt: skip
 
 
 def _both(moment):

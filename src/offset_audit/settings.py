@@ -38,6 +38,8 @@ class Settings:
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
     writer: str = "auto"
+    # The broker version whose expiry rules judge the dump (offset_audit.coordinator.versions).
+    kafka_version: str = "4.4"
 
 
 # offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).

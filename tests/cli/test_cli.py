@@ -32,6 +32,21 @@ def test_glob_matching_nothing_is_a_user_error(spark, tmp_path):
     assert result.exit_code == 2 and "matches no file" in result.output
 
 
+@pytest.mark.parametrize(
+    "how",
+    [["--kafka-version", "1.1"], ["--kafka-version", "4.5"], ["--conf", "CONF"]],
+)
+def test_a_kafka_version_without_rules_is_one_sentence_before_anything_is_written(tmp_path, how):
+    (tmp_path / "dump").mkdir()
+    conf = tmp_path / "version.toml"
+    conf.write_text('[kafka]\nversion = "0.11"\n')
+    how = [str(conf) if arg == "CONF" else arg for arg in how]
+    result = run("audit", "--input", str(tmp_path / "dump"), "--output", str(tmp_path / "out"), *how)
+    assert result.exit_code == 2 and "2.0 to 4.4" in result.output and result.output.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+    assert_no_crash(result)
+
+
 def test_no_input_at_all(tmp_path):
     result = run("decode", "--output", str(tmp_path))
     assert result.exit_code == 2 and "--input" in result.output

@@ -294,7 +294,11 @@ def observed(request, tmp_path_factory, spark) -> Observed:
     version = request.param
     folder = tmp_path_factory.mktemp(f"kafka-{version}")
     conf = folder / "audit.toml"
-    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    # Every audit judges by the rules of the broker it asks ([kafka] version, --kafka-version).
+    conf.write_text(
+        f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n"
+        f'[kafka]\nversion = "{version}"\n'
+    )
     with live(kafka_broker(folder / "broker", version)) as broker:
         story = write_history(broker)
         try:
@@ -438,29 +442,28 @@ def expires_pending_transactional_offsets(version: str) -> bool:
     """Kafka before 4.0 runs the Scala group coordinator, whose sweep (GroupMetadata.removeExpiredOffsets)
     skips only offsets with a commit being appended (pendingOffsetCommits), not those with an open
     transaction (pendingTransactionalOffsetCommits): it expires them by their time rule. The 4.0+
-    coordinator asks hasPendingTransactionalOffsets first. The audit judges the 4.x way (docs/rules.md)."""
+    coordinator asks hasPendingTransactionalOffsets first. The audit, told the version, judges each way."""
     return version_tuple(version) < (4, 0)
 
 
 def _never(observed: Observed) -> list[dict]:
-    """The offsets the audit says never expire, and that this version does not expire either."""
-    never = [v for v in observed.verdicts if v["expires_at_ms"] is None]
-    if expires_pending_transactional_offsets(observed.version):
-        never = [v for v in never if v["rule"] != "PENDING_TRANSACTION"]
-    return never
+    """The offsets the audit says never expire."""
+    return [v for v in observed.verdicts if v["expires_at_ms"] is None]
 
 
 def test_no_offset_the_audit_says_never_expires_is_tombstoned(observed):
     deleted = _deletions(observed, "OFFSET_DELETED")
-    kept = [v for v in observed.verdicts if v["expires_at_ms"] is None]
-    assert {v["rule"] for v in kept} >= {"SUBSCRIBED_TOPIC", "PENDING_TRANSACTION"}
-    tombstoned = [(v["group_id"], v["topic"], v["partition"]) for v in _never(observed)]
+    kept = _never(observed)
+    pending_rule = {v["rule"] for v in kept} & {"PENDING_TRANSACTION"}
+    assert {v["rule"] for v in kept} >= {"SUBSCRIBED_TOPIC"}
+    # judged by this version's rules: the pending commit holds its offset from 4.0 on only
+    assert pending_rule == (
+        set() if expires_pending_transactional_offsets(observed.version) else {"PENDING_TRANSACTION"}
+    )
+    tombstoned = [(v["group_id"], v["topic"], v["partition"]) for v in kept]
     assert [key for key in tombstoned if key in deleted] == []
     for group_id, topic, partition in tombstoned:
         assert (topic, partition) in observed.remaining[group_id], (group_id, topic, partition)
-    if expires_pending_transactional_offsets(observed.version):
-        pending = [(v["group_id"], v["topic"], v["partition"]) for v in kept if v["rule"] == "PENDING_TRANSACTION"]
-        assert pending and all(key in deleted for key in pending), pending
 
 
 def test_the_admin_api_lists_at_the_end_exactly_what_the_audit_said_stays(observed):
@@ -509,10 +512,9 @@ def test_history_calls_every_sweep_tombstone_expired_and_every_requested_one_del
     assert requested == dict.fromkeys(expected, "DELETED_BY_REQUEST")
     swept = {key: cause for key, cause in causes.items() if key not in observed.requested}
     if expires_pending_transactional_offsets(observed.version):
-        # Judged the 4.x way, the pre-4.0 sweep's tombstone of an offset with an open transaction
-        # cannot be the sweep's: history calls it a request.
-        pending = {key for key in swept if key[0] == "transactional-pending"}
-        assert pending and {swept.pop(key) for key in pending} == {"DELETED_BY_REQUEST"}
+        # Judged by the version's rules, the pre-4.0 sweep's tombstone of an offset with an open
+        # transaction is the sweep's own.
+        assert {key for key in swept if key[0] == "transactional-pending"}
     assert swept and {key: cause for key, cause in swept.items() if cause != "EXPIRED"} == {}
 
 

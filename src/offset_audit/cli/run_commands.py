@@ -24,6 +24,14 @@ from offset_audit.cli.options import (
 from offset_audit.escaping import terminal
 from offset_audit.storage import normalize
 
+KAFKA_VERSION_OPTION = click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y[.Z]",
+    help="the broker version whose expiry rules judge the dump, 2.0 to 4.4 (default 4.4; X.Y is the line's "
+    "newest release). Before 2.1 every offset expires from its commit; 2.1-2.3 keep the offsets of groups "
+    "with members; 2.1.0-2.1.1 and 2.4.0-3.1.0 verdicts name their known expiry bugs.",
+)
 KEEP_DECODED_HELP = (
     "decode (and quarantine) every record and keep the full commit history in DIR/decoded/offset_commits "
     "(by default only the last record of each key is decoded, the others count as superseded, and "
@@ -56,10 +64,11 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
 
 
 @click.command()
-@dump_options(settings_from=("as_of", "retention_minutes"))
+@dump_options(settings_from=("as_of", "retention_minutes", "kafka_version"))
 @click.option(
     "--output", required=True, metavar="DIR", help="folder for the verdict tables (decode tables go to DIR/decoded)."
 )
+@KAFKA_VERSION_OPTION
 @click.option("--as-of", default=None, help="latest (default: newest record in the dump), now, or an ISO timestamp.")
 @click.option(
     "--retention-minutes",
@@ -143,8 +152,9 @@ def audit(
 
 
 @click.command()
-@dump_options
+@dump_options(settings_from=("kafka_version",))
 @click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
+@KAFKA_VERSION_OPTION
 @click.option(
     "--retention-minutes",
     "retentions",
@@ -283,10 +293,11 @@ def share(
 
 
 @click.command()
-@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes",))
+@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes", "kafka_version"))
 @click.option(
     "--output", required=True, metavar="DIR", help="folder for offset_history (decode tables go to DIR/decoded)."
 )
+@KAFKA_VERSION_OPTION
 @click.option(
     "--retention-minutes",
     type=RETENTION_MINUTES,

@@ -44,6 +44,7 @@ from offset_audit.coordinator.events import (
     OFFSET_DELETED,
     UNKNOWN,
 )
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.timestamps import spark_timestamp
 
 SEP = "\u0000"
@@ -160,9 +161,11 @@ def _split(frame: DataFrame) -> DataFrame:
     )
 
 
-def state_before(log: DecodedLog, points: DataFrame, commits_on: list[str]) -> tuple[DataFrame, DataFrame]:
-    """The coordinator's offsets (judged: rule and clock) and groups just before each point, by
-    `point_id` and the real group id, through the audit's own replay."""
+def state_before(
+    log: DecodedLog, points: DataFrame, commits_on: list[str], version: BrokerVersion = NEWEST_VERSION
+) -> tuple[DataFrame, DataFrame]:
+    """The coordinator's offsets (judged by that broker version's rules: rule and clock) and groups
+    just before each point, by `point_id` and the real group id, through the audit's own replay."""
     commits = _prefix(log.commits, points, commits_on)
     metadata = _prefix(log.metadata, points, ["group_id"])
     members = _members_of(metadata, log.members)
@@ -172,7 +175,7 @@ def state_before(log: DecodedLog, points: DataFrame, commits_on: list[str]) -> t
     groups = replay.coordinator_groups(
         offsets, replay.live_group_metadata(metadata), members, replay.live_modern_records(modern), pending
     )
-    judged = verdicts.judged_offsets(offsets, groups)
+    judged = verdicts.judged_offsets(offsets, groups, version)
     return _split(judged), _split(groups)
 
 
@@ -199,12 +202,14 @@ def _last_change(changes: DataFrame, points: DataFrame) -> DataFrame:
     )
 
 
-def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms: int) -> DataFrame:
+def offset_deletions(
+    log: DecodedLog, retention_minutes: int, check_interval_ms: int, version: BrokerVersion = NEWEST_VERSION
+) -> DataFrame:
     """OFFSET_DELETED: every offset tombstone with the rule and clock that held just before it, and
     whether the sweep would have written it then."""
     key = ["group_id", "topic", "partition"]
     tombstones = _points(log.commits.where(F.col("is_tombstone")), key)
-    judged, _ = state_before(log, tombstones, key)
+    judged, _ = state_before(log, tombstones, key, version)
     retention = F.lit(retention_minutes)
     found = tombstones.alias("t").join(
         judged.alias("j"),
@@ -259,7 +264,9 @@ def offset_deletions(log: DecodedLog, retention_minutes: int, check_interval_ms:
     )
 
 
-def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_ms: int) -> DataFrame:
+def group_deletions(
+    log: DecodedLog, offset_deleted: DataFrame, check_interval_ms: int, version: BrokerVersion = NEWEST_VERSION
+) -> DataFrame:
     """GROUP_DELETED: every group tombstone (classic metadata, or a KIP-848/streams/share group record),
     with the group's state just before it and whether the sweep would have removed the group then."""
     classic = log.metadata.where(F.col("is_tombstone")).withColumn("_type", F.lit("classic"))
@@ -270,7 +277,7 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
         .unionByName(_points(modern, ["group_id", "_type"]))
         .dropDuplicates(["group_id", "point_id"])
     )
-    judged, groups = state_before(log, tombstones, ["group_id"])
+    judged, groups = state_before(log, tombstones, ["group_id"], version)
     live_offsets = judged.groupBy("point_id", "group_id").agg(F.count(F.lit(1)).alias("_live_offsets"))
     # The offset tombstones written with the group's (one sweep, or one DeleteGroups): the group's
     # offset tombstones since its last other record and within one sweep interval before it.
@@ -320,7 +327,7 @@ def group_deletions(log: DecodedLog, offset_deleted: DataFrame, check_interval_m
     group_state = F.when(emptied_simple, F.lit("Empty")).otherwise(F.col("group_state"))
     at = F.col("record_timestamp_ms")
     since = F.greatest(F.col("current_state_timestamp_ms"), F.col("_last_change_ms"))
-    removable = rules.group_can_be_removed(group_type, group_state, F.col("open_transaction"))
+    removable = rules.group_can_be_removed(group_type, group_state, F.col("open_transaction"), version)
     swept_with_offsets = F.coalesce(F.col("_batch"), F.lit(0)) > 0
     reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
     by_itself = F.coalesce(at <= F.try_add(since, reach), F.lit(False))
@@ -454,16 +461,21 @@ def group_states(log: DecodedLog) -> DataFrame:
 
 
 def offset_history(
-    log: DecodedLog, retention_minutes: int, check_interval_ms: int, topic: str | None = None
+    log: DecodedLog,
+    retention_minutes: int,
+    check_interval_ms: int,
+    topic: str | None = None,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """Every event of the log, one row each, with the TIMESTAMP columns shown from the milliseconds;
-    with `topic`, that topic's offset events and the group events."""
-    deleted = offset_deletions(log, retention_minutes, check_interval_ms)
+    with `topic`, that topic's offset events and the group events. Causes are judged by the rules of
+    that broker version."""
+    deleted = offset_deletions(log, retention_minutes, check_interval_ms, version)
     events = (
         commits(log)
         .unionByName(group_states(log))
         .unionByName(deleted)
-        .unionByName(group_deletions(log, deleted, check_interval_ms))
+        .unionByName(group_deletions(log, deleted, check_interval_ms, version))
     )
     if topic is not None:
         events = events.where(F.col("topic").isNull() | (F.col("topic") == topic))

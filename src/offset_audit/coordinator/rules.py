@@ -14,6 +14,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 
 EXPLICIT_EXPIRE_TIMESTAMP = "EXPLICIT_EXPIRE_TIMESTAMP"
 """A v1 value carries an explicit expireTimestamp (not -1): the group has an expiration condition, the
@@ -53,7 +54,25 @@ the partition's offset (hasPendingTransactionalOffsets), and a group with an ope
 removed. Only log segments and kafka-dump-log output show transactions; Kafka-source snapshots read
 read_committed never show a pending one."""
 
-TIME_RULES = (EXPLICIT_EXPIRE_TIMESTAMP, EMPTY_GROUP, SIMPLE_GROUP, UNSUBSCRIBED_TOPIC)
+COMMIT_EXPIRY = "COMMIT_EXPIRY"
+"""Brokers before 2.1 (KIP-211): every offset expires at its own expire timestamp, written with the
+commit as commit + retention (an explicit one as given), whatever its group does; the sweep's test was
+`expireTimestamp < now`, strictly (GroupMetadata.removeExpiredOffsets, 2.0.1)."""
+
+GROUP_HAS_MEMBERS = "GROUP_HAS_MEMBERS"
+"""Brokers 2.1 to 2.3: a classic group with a protocol type and members (Stable or rebalancing)
+expires nothing; KIP-496 brought the expiry of unsubscribed topics with 2.4."""
+
+TIME_RULES = (EXPLICIT_EXPIRE_TIMESTAMP, EMPTY_GROUP, SIMPLE_GROUP, UNSUBSCRIBED_TOPIC, COMMIT_EXPIRY)
+
+KAFKA_8069 = (
+    "KAFKA-8069: this broker version (2.1.0, 2.1.1) reads the value's expire timestamp -1 as a time, so "
+    "it expires the offset at the first sweep after the partition is loaded"
+)
+KAFKA_13636 = (
+    "KAFKA-13636: on this broker version, if a member rejoins the group, the offset goes during the "
+    "rebalance, since it was committed more than the retention ago"
+)
 
 # The sweep is a fixed-delay timer: each starts offsets.retention.check.interval.ms after the previous one
 # ended, so its tombstones can land later than expires_at + interval by the previous sweep's own run
@@ -71,6 +90,7 @@ def sweep_reach_ms(check_interval_ms: int) -> int:
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
 GROUP_SUBSCRIBED_TO_TOPIC = "GROUP_SUBSCRIBED_TO_TOPIC"
+UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION"  # before 2.4 the broker has no OffsetDelete API (KIP-496)
 
 
 def is_classic(group_type: Column) -> Column:
@@ -117,8 +137,11 @@ def expiry_rule(
     topic: Column,
     expire_timestamp_ms: Column,
     pending_transaction: Column,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> Column:
-    """Which rule decides an offset's expiry, in the broker's order."""
+    """Which rule decides an offset's expiry, in the broker's order, for that broker version."""
+    if version.expires_each_offset_from_its_commit:
+        return F.lit(COMMIT_EXPIRY)
 
     def explicit_or(rule: str) -> Column:
         # An explicit expireTimestamp replaces the base clock wherever a condition exists (reference 4.2).
@@ -129,6 +152,7 @@ def expiry_rule(
         # ClassicGroup.offsetExpirationCondition, reference 4.3
         F.when(is_simple(group_type, protocol_type), explicit_or(SIMPLE_GROUP))
         .when(is_empty_classic(group_type, protocol_type, group_state), explicit_or(EMPTY_GROUP))
+        .when(F.lit(not version.expires_unsubscribed_topics) & is_classic(group_type), F.lit(GROUP_HAS_MEMBERS))
         .when(is_classic(group_type) & ~uses_consumer_protocol(protocol_type), F.lit(NON_CONSUMER_PROTOCOL))
         .when(is_classic(group_type) & ~subscription_known(subscribed_topics), F.lit(UNKNOWN_SUBSCRIPTION))
         # Share groups keep no offsets; should one appear, the broker has no condition for it.
@@ -139,6 +163,8 @@ def expiry_rule(
     )
     # The sweep only asks about a pending transaction for an offset that would otherwise expire by
     # time: a group without a condition, or a subscribed topic, is skipped before (reference 4.3).
+    if not version.holds_offsets_for_pending_transactions:
+        return by_group
     return F.when(
         F.coalesce(pending_transaction, F.lit(False)) & by_group.isin(*TIME_RULES), F.lit(PENDING_TRANSACTION)
     ).otherwise(by_group)
@@ -155,7 +181,7 @@ def base_timestamp_ms(rule: Column, commit_timestamp_ms: Column, current_state_t
     has none."""
     return (
         F.when(rule == EMPTY_GROUP, F.coalesce(current_state_timestamp_ms, commit_timestamp_ms))
-        .when(rule.isin(SIMPLE_GROUP, UNSUBSCRIBED_TOPIC), commit_timestamp_ms)
+        .when(rule.isin(SIMPLE_GROUP, UNSUBSCRIBED_TOPIC, COMMIT_EXPIRY), commit_timestamp_ms)
         .otherwise(F.lit(None).cast("long"))
     )
 
@@ -166,9 +192,10 @@ def expires_at_ms(rule: Column, base_ms: Column, expire_timestamp_ms: Column, re
     Where base + retention passes Long.MAX_VALUE the broker's `now - base >= retention` can never hold
     (no clock reaches that far), so null (never) is exact, not a lost value.
     """
-    return F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, expire_timestamp_ms).otherwise(
-        F.try_add(base_ms, retention_ms(retention_minutes))
+    explicit = (rule == EXPLICIT_EXPIRE_TIMESTAMP) | (
+        (rule == COMMIT_EXPIRY) & has_explicit_expiry(expire_timestamp_ms)
     )
+    return F.when(explicit, expire_timestamp_ms).otherwise(F.try_add(base_ms, retention_ms(retention_minutes)))
 
 
 def java_long_difference(later_ms: Column, earlier_ms: Column) -> Column:
@@ -201,11 +228,23 @@ def is_expired(
     """
     explicit = as_of_ms >= expire_timestamp_ms
     by_age = java_long_difference(as_of_ms, base_ms) >= retention_ms(retention_minutes)
-    return F.coalesce(F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, explicit).otherwise(by_age), F.lit(False))
+    # Before 2.1 the expire timestamp, explicit or commit + retention, is passed strictly.
+    before_kip_211 = as_of_ms > expires_at_ms(rule, base_ms, expire_timestamp_ms, retention_minutes)
+    return F.coalesce(
+        F.when(rule == EXPLICIT_EXPIRE_TIMESTAMP, explicit)
+        .when(rule == COMMIT_EXPIRY, before_kip_211)
+        .otherwise(by_age),
+        F.lit(False),
+    )
 
 
 def delete_error(
-    group_type: Column, protocol_type: Column, group_state: Column, subscribed_topics: Column, topic: Column
+    group_type: Column,
+    protocol_type: Column,
+    group_state: Column,
+    subscribed_topics: Column,
+    topic: Column,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> Column:
     """What OffsetDelete (KIP-496, kafka-consumer-groups --delete-offsets) answers today; null = success.
 
@@ -213,6 +252,8 @@ def delete_error(
     a classic non-empty group of another protocol refuses as a whole (NON_EMPTY_GROUP); otherwise a
     subscribed topic (unknown subscriptions of a consumer group count as subscribed) is refused.
     """
+    if not version.expires_unsubscribed_topics:  # KIP-496 brought OffsetDelete with 2.4
+        return F.lit(UNSUPPORTED_VERSION)
     return (
         F.when(group_type.isNull() | (group_type == "share"), F.lit(GROUP_ID_NOT_FOUND))
         .when(
@@ -230,10 +271,36 @@ def delete_error(
     )
 
 
-def group_can_be_removed(group_type: Column, group_state: Column, open_transaction: Column) -> Column:
+def group_can_be_removed(
+    group_type: Column, group_state: Column, open_transaction: Column, version: BrokerVersion = NEWEST_VERSION
+) -> Column:
     """Group.isEmpty and shouldExpire, and no open transaction: Empty groups (simple ones included);
-    never share groups, which the sweep retains since 4.1 (reference 4.3, 4.4)."""
-    return (group_state == "Empty") & (group_type != "share") & ~F.coalesce(open_transaction, F.lit(False))
+    never share groups, which the sweep retains since 4.1 (reference 4.3, 4.4), though 4.0 removed them."""
+    shared = F.lit(version.removes_empty_share_groups) | (group_type != "share")
+    return (group_state == "Empty") & shared & ~F.coalesce(open_transaction, F.lit(False))
+
+
+def known_issue(
+    rule: Column,
+    protocol_type: Column,
+    value_version: Column,
+    expire_timestamp_ms: Column,
+    commit_timestamp_ms: Column,
+    as_of_ms: Column,
+    retention_minutes: Column,
+    version: BrokerVersion = NEWEST_VERSION,
+) -> Column:
+    """A known expiry bug of the broker version that decides this offset's fate otherwise; null = none."""
+    issue = F.lit(None).cast("string")
+    if version.kafka_8069:
+        written_minus_one = (value_version == 1) & ~has_explicit_expiry(expire_timestamp_ms)
+        issue = F.when(rule.isin(EMPTY_GROUP, SIMPLE_GROUP) & written_minus_one, F.lit(KAFKA_8069)).otherwise(issue)
+    if version.kafka_13636:
+        old = java_long_difference(as_of_ms, commit_timestamp_ms) >= retention_ms(retention_minutes)
+        issue = F.when(
+            (rule == EMPTY_GROUP) & uses_consumer_protocol(protocol_type) & old, F.lit(KAFKA_13636)
+        ).otherwise(issue)
+    return issue
 
 
 def is_console_consumer_group(group_id: Column) -> Column:

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from offset_audit.coordinator import rules
 from offset_audit.coordinator.replay import GROUP_COLUMNS
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.timestamps import millis_of, spark_timestamp
 
 
@@ -21,8 +22,9 @@ def _scenario(as_of: datetime, retention_minutes: int) -> list[Column]:
     return [F.lit(as_of).cast("timestamp").alias("as_of"), F.lit(retention_minutes).alias("retention_minutes")]
 
 
-def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
-    """Each live offset with its group and the rule that decides its expiry (retention-independent)."""
+def judged_offsets(offsets: DataFrame, groups: DataFrame, version: BrokerVersion = NEWEST_VERSION) -> DataFrame:
+    """Each live offset with its group and the rule that decides its expiry (retention-independent), by
+    the rules of that broker version."""
     # Groups are few next to offsets: broadcast them rather than shuffle every offset.
     joined = offsets.join(F.broadcast(groups), "group_id", "left")
     rule = rules.expiry_rule(
@@ -33,6 +35,7 @@ def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
         F.col("topic"),
         F.col("expire_timestamp_ms"),
         F.col("pending_transaction"),
+        version,
     )
     subscribed = F.when(
         rules.subscription_known(F.col("subscribed_topics")), F.array_contains("subscribed_topics", F.col("topic"))
@@ -47,6 +50,7 @@ def judged_offsets(offsets: DataFrame, groups: DataFrame) -> DataFrame:
             F.col("group_state"),
             F.col("subscribed_topics"),
             F.col("topic"),
+            version,
         ).alias("delete_error"),
     ).withColumn(
         "base_timestamp_ms",
@@ -60,6 +64,7 @@ def partition_verdicts(
     retention_minutes: int,
     check_interval_ms: int,
     end_offsets: DataFrame | None = None,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """One row per committed offset: rule, clocks, expiry, OffsetDelete answer and, with end offsets, lag.
 
@@ -71,6 +76,16 @@ def partition_verdicts(
     expiry = rules.expires_at_ms(F.col("rule"), F.col("base_timestamp_ms"), F.col("expire_timestamp_ms"), retention)
     expired = rules.is_expired(
         F.col("rule"), F.col("base_timestamp_ms"), F.col("expire_timestamp_ms"), as_of_ms, retention
+    )
+    issue = rules.known_issue(
+        F.col("rule"),
+        F.col("protocol_type"),
+        F.col("value_version"),
+        F.col("expire_timestamp_ms"),
+        F.col("commit_timestamp_ms"),
+        as_of_ms,
+        retention,
+        version,
     )
     frame = judged.withColumn("expires_at_ms", expiry).withColumn("expired", expired)
     if end_offsets is not None:
@@ -111,6 +126,7 @@ def partition_verdicts(
         spark_timestamp(F.col("expires_at_ms")).alias("expires_at"),
         "expires_at_ms",
         "expired",
+        issue.alias("known_issue"),
         F.try_subtract(F.col("expires_at_ms"), as_of_ms).alias("time_to_expiry_ms"),
         # The sweep runs every offsets.retention.check.interval.ms: the tombstone appears at the first
         # run at or after expires_at (reference 4.1).
@@ -130,7 +146,12 @@ def partition_verdicts(
 
 
 def group_verdicts(
-    partitions: DataFrame, groups: DataFrame, as_of: datetime, retention_minutes: int, check_interval_ms: int
+    partitions: DataFrame,
+    groups: DataFrame,
+    as_of: datetime,
+    retention_minutes: int,
+    check_interval_ms: int,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """One row per group: its state and when, if nothing changes, the sweep removes it."""
     per_group = partitions.groupBy("group_id").agg(
@@ -149,7 +170,9 @@ def group_verdicts(
     frame = groups.join(per_group, "group_id", "left")
     offsets = F.coalesce(F.col("offset_count"), F.lit(0))
     expired = F.coalesce(F.col("expired_offset_count"), F.lit(0))
-    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
+    removable = rules.group_can_be_removed(
+        F.col("group_type"), F.col("group_state"), F.col("open_transaction"), version
+    )
     # An Empty group without offsets goes at the next sweep; with offsets, after its last one expires.
     group_expires_at_ms = (
         F.when(~removable, F.lit(None).cast("long"))
@@ -227,7 +250,11 @@ def deletion_candidates(partitions: DataFrame) -> DataFrame:
 
 
 def whatif_groups(
-    judged: DataFrame, groups: DataFrame, retentions: list[int], as_of_points: list[datetime]
+    judged: DataFrame,
+    groups: DataFrame,
+    retentions: list[int],
+    as_of_points: list[datetime],
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """Per group and scenario (retention, as_of): its offsets, how many expired, and whether the sweep
     would have removed it. One pass over the offsets.
@@ -260,7 +287,9 @@ def whatif_groups(
     per_group = all_groups.join(per_group, ["group_id", "retention_minutes", "as_of"], "left")
     offsets = F.coalesce("offsets", F.lit(0)).cast("bigint")
     expired = F.coalesce("expired_offsets", F.lit(0)).cast("bigint")
-    removable = rules.group_can_be_removed(F.col("group_type"), F.col("group_state"), F.col("open_transaction"))
+    removable = rules.group_can_be_removed(
+        F.col("group_type"), F.col("group_state"), F.col("open_transaction"), version
+    )
     return per_group.select(
         "retention_minutes",
         "as_of",

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.coordinator import verdicts
+from offset_audit.coordinator.versions import newer_than, parse_version
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.runs import progress
@@ -99,15 +100,20 @@ def _judge(
         progress.begin(f"judging and writing {table}")
         return write_and_read_back(spark, frame, output, table, snapshot, report, storage)
 
-    judged = verdicts.judged_offsets(state.offsets, state.groups)
-    partitions = written(verdicts.partition_verdicts(judged, as_of, retention, interval, ends), "partition_verdicts")
+    version = parse_version(settings.kafka_version)
+    report.format_notes.update(newer_than(report.decoded_by_type, version))
+    judged = verdicts.judged_offsets(state.offsets, state.groups, version)
+    partitions = written(
+        verdicts.partition_verdicts(judged, as_of, retention, interval, ends, version), "partition_verdicts"
+    )
     groups = written(
-        verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval), "group_verdicts"
+        verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval, version), "group_verdicts"
     )
     candidates = written(verdicts.deletion_candidates(partitions.frame), "deletion_candidates")
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
+    report.kafka_version = version.label
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, report, output, storage)

@@ -15,6 +15,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from offset_audit.coordinator.versions import parse_version
 from offset_audit.errors import UserError
 from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, WRITERS, Settings
 
@@ -58,7 +59,7 @@ _ANY_NAME = (_scalar, "text, a number or true/false")
 # [storage] take any name: Spark's own settings, and delta-rs' object-store options.
 KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
     "input": {"format": _TEXT, "partition": _WHOLE, "topic": _TEXT},
-    "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS},
+    "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS, "version": _TEXT},
     "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
     "audit": {"retention_minutes": _MINUTES, "check_interval_ms": _WHOLE, "as_of": _TEXT},
     "output": {"writer": _TEXT},
@@ -147,6 +148,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "check_interval_ms": audit.get("check_interval_ms", default.check_interval_ms),
         "as_of": audit.get("as_of", default.as_of),
         "writer": section("output").get("writer", default.writer),
+        "kafka_version": str(section("kafka").get("version", default.kafka_version)),
     }
     for name, value in overrides.items():
         if value is None:
@@ -157,6 +159,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = value
     if values["input_format"] not in INPUT_FORMATS:
         raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
+    parse_version(values["kafka_version"])  # one sentence, before anything starts
     if values["writer"] not in WRITERS:
         raise UserError(f"writer takes {', '.join(WRITERS)}, not '{values['writer']}'")
     if values["isolation_level"] not in ISOLATION_LEVELS:

@@ -56,6 +56,7 @@ class DecodeReport:
     snapshot_id: str | None = None
     as_of: datetime | None = None
     retention_minutes: int | None = None
+    kafka_version: str | None = None
     format_notes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -104,6 +105,7 @@ class DecodeReport:
             "snapshot_id": self.snapshot_id,
             "as_of": self.as_of,
             "retention_minutes": self.retention_minutes,
+            "kafka_version": self.kafka_version,
             "records_read": self.records_read,
             "records_skipped": self.records_skipped,
             "skipped_by_reason": dict(self.skipped_by_reason),

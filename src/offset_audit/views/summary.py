@@ -93,7 +93,8 @@ def audit_summary(result, output: str) -> str:
     report = result.report
     lines = [
         f"Audited {terminal(report.input)} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
-        f"(retention {report.retention_minutes} min, snapshot {terminal(result.snapshot_id)})",
+        f"(Kafka {terminal(report.kafka_version)} rules, retention {report.retention_minutes} min, "
+        f"snapshot {terminal(result.snapshot_id)})",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, "
         f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}, "
         f"skipped {_n(report.records_skipped)} {_skip_detail(report)}",

@@ -1,0 +1,157 @@
+"""The same state judged by the rules of different broker versions (--kafka-version). Each expectation
+is written from that version's released coordinator (docs/rules.md, "By version"), as of 2026-01-10
+00:00 UTC with a 7-day retention."""
+
+from __future__ import annotations
+
+import pytest
+from audit_frames import AS_OF, WEEK, at, frames, group, offset
+
+from offset_audit.coordinator import rules, verdicts
+from offset_audit.coordinator.versions import parse_version
+from offset_audit.errors import UserError
+
+
+def judged(spark, groups, offsets, version: str, retention=WEEK):
+    broker = parse_version(version)
+    group_frame, offset_frame = frames(spark, groups, offsets)
+    offsets_judged = verdicts.judged_offsets(offset_frame, group_frame, broker)
+    partitions = verdicts.partition_verdicts(offsets_judged, AS_OF, retention, 600000, version=broker)
+    rows = {(r.group_id, r.topic, r.partition): r for r in partitions.collect()}
+    by_group = verdicts.group_verdicts(partitions, group_frame, AS_OF, retention, 600000, broker)
+    return rows, {r.group_id: r for r in by_group.collect()}
+
+
+STABLE = group("stable", topics=["orders"])
+EMPTY = group("empty", state="Empty", cst=at(8), members=0, topics=[])
+SIMPLE = group("simple", protocol_type=None, state="Empty", members=0, topics=None)
+STATE = [STABLE, EMPTY, SIMPLE]
+OFFSETS = [
+    offset("stable", topic="orders", commit=at(1)),
+    offset("stable", topic="payments", commit=at(2)),  # a topic the group left
+    offset("empty", commit=at(1)),  # Empty since 8 Jan: under KIP-211 it waits until 15 Jan
+    offset("simple", commit=at(5)),
+]
+
+
+def test_before_kip_211_every_offset_expires_from_its_commit_whatever_its_group_does(spark):
+    """2.0 (GroupMetadata.removeExpiredOffsets): expireTimestamp = commit + retention, `< now`."""
+    rows, _ = judged(spark, STATE, OFFSETS, "2.0")
+    assert {key: (r.rule, r.expired) for key, r in rows.items()} == {
+        ("stable", "orders", 0): (rules.COMMIT_EXPIRY, True),
+        ("stable", "payments", 0): (rules.COMMIT_EXPIRY, True),
+        ("empty", "orders", 0): (rules.COMMIT_EXPIRY, True),
+        ("simple", "orders", 0): (rules.COMMIT_EXPIRY, False),
+    }
+    assert rows[("stable", "orders", 0)].expires_at.timestamp() == at(8).timestamp()
+    # 2.1+ keeps the running group's subscribed topic and counts the Empty group from when it emptied
+    rows, _ = judged(spark, STATE, OFFSETS, "2.1")
+    assert rows[("stable", "orders", 0)].rule == rules.GROUP_HAS_MEMBERS
+    assert (rows[("empty", "orders", 0)].rule, rows[("empty", "orders", 0)].expired) == (rules.EMPTY_GROUP, False)
+
+
+@pytest.mark.parametrize(("ms_later", "expired"), [(0, False), (1, True)])
+def test_before_kip_211_the_expire_timestamp_must_be_passed(spark, ms_later, expired):
+    """2.0 tests `expireTimestamp < now`; 2.1 on, `now >= expireTimestamp`."""
+    commit = at(3, ms=-ms_later)  # expires 10 Jan 00:00 minus ms_later: as_of is ms_later past it
+    rows, _ = judged(spark, [SIMPLE], [offset("simple", commit=commit)], "2.0.1")
+    assert rows[("simple", "orders", 0)].expired is expired
+    rows, _ = judged(spark, [SIMPLE], [offset("simple", commit=commit)], "2.1.0")
+    assert rows[("simple", "orders", 0)].expired is True
+
+
+def test_a_v1_explicit_expire_timestamp_before_kip_211_is_the_offsets_own_clock(spark):
+    rows, _ = judged(spark, [STABLE], [offset("stable", commit=at(1), expire=at(20))], "2.0")
+    row = rows[("stable", "orders", 0)]
+    assert (row.rule, row.expired, row.expires_at.timestamp()) == (rules.COMMIT_EXPIRY, False, at(20).timestamp())
+
+
+def test_before_2_4_no_offset_can_be_deleted_there_is_no_offset_delete_api(spark):
+    rows, _ = judged(spark, STATE, OFFSETS, "2.3")
+    assert {r.delete_error for r in rows.values()} == {rules.UNSUPPORTED_VERSION}
+    assert not any(r.deletable_now for r in rows.values())
+    rows, _ = judged(spark, STATE, OFFSETS, "2.4")
+    assert rows[("stable", "payments", 0)].deletable_now
+
+
+def test_kip_496_arrived_in_2_4_a_stable_group_keeps_every_offset_before(spark):
+    for version, rule, expired in (("2.3", rules.GROUP_HAS_MEMBERS, False), ("2.4", rules.UNSUBSCRIBED_TOPIC, True)):
+        rows, _ = judged(spark, STATE, OFFSETS, version)
+        row = rows[("stable", "payments", 0)]
+        assert (row.rule, row.expired) == (rule, expired), version
+    rows, _ = judged(spark, STATE, OFFSETS, "2.3")  # a running group of another protocol alike
+    assert rows[("stable", "orders", 0)].expires_at is None
+
+
+@pytest.mark.parametrize(("version", "affected"), [("2.1.0", True), ("2.1", True), ("2.2", False), ("2.0", False)])
+def test_kafka_8069_names_the_offsets_a_2_1_broker_expires_at_its_first_sweep_after_a_load(spark, version, affected):
+    """A v1 value written with expire timestamp -1 (2.1 at an older inter.broker.protocol.version)."""
+    minus_one = offset("empty", commit=at(9), value_version=1)  # no explicit expiry: -1 on disk
+    rows, _ = judged(spark, [EMPTY], [minus_one], version)
+    issue = rows[("empty", "orders", 0)].known_issue
+    assert (issue is not None and issue.startswith("KAFKA-8069")) is affected
+    rows, _ = judged(spark, [EMPTY], [offset("empty", commit=at(9))], version)  # a v3 value: fine
+    assert rows[("empty", "orders", 0)].known_issue is None
+
+
+@pytest.mark.parametrize(
+    ("version", "affected"),
+    [("2.4", True), ("2.8.1", True), ("2.8.2", False), ("2.8", False), ("3.0.0", True), ("3.1.1", False),
+     ("3.2", False), ("2.3", False)],
+)  # fmt: skip
+def test_kafka_13636_names_the_offsets_a_rejoining_member_would_take_early(spark, version, affected):
+    """An Empty consumer group (since 8 Jan) whose offset was committed more than the retention ago."""
+    rows, _ = judged(spark, [EMPTY], [offset("empty", commit=at(1))], version)
+    row = rows[("empty", "orders", 0)]
+    assert not row.expired and (row.known_issue or "").startswith("KAFKA-13636") is affected
+    rows, _ = judged(spark, [EMPTY], [offset("empty", commit=at(9))], version)  # within the retention
+    assert rows[("empty", "orders", 0)].known_issue is None
+
+
+def test_pending_transactions_hold_offsets_only_on_the_java_coordinator(spark):
+    pending = [offset("empty", commit=at(1), pending=True)]
+    for version, rule in (("3.9", rules.EMPTY_GROUP), ("4.0", rules.PENDING_TRANSACTION)):
+        rows, _ = judged(spark, [group("empty", state="Empty", cst=at(1), members=0, topics=[])], pending, version)
+        assert rows[("empty", "orders", 0)].rule == rule, version
+
+
+def test_kafka_4_0_removed_empty_share_groups_4_1_keeps_them(spark):
+    share = [group("q", group_type="share", protocol_type=None, state="Empty", members=0, topics=[])]
+    _, groups = judged(spark, share, [], "4.0")
+    assert groups["q"].would_delete
+    _, groups = judged(spark, share, [], "4.1")
+    assert not groups["q"].would_delete
+
+
+def test_the_newest_rules_are_the_default(spark):
+    group_frame, offset_frame = frames(spark, STATE, OFFSETS)
+    default = verdicts.judged_offsets(offset_frame, group_frame).select("rule").collect()
+    newest = verdicts.judged_offsets(offset_frame, group_frame, parse_version("4.4")).select("rule").collect()
+    assert default == newest
+
+
+@pytest.mark.parametrize("text", ["1.1", "4.5", "5.0", "latest", "3", "3.9.x", ""])
+def test_a_version_outside_2_0_to_4_4_is_one_sentence(text):
+    with pytest.raises(UserError) as raised:
+        parse_version(text)
+    assert "\n" not in str(raised.value)
+
+
+def test_records_newer_than_the_version_make_one_note():
+    from offset_audit.coordinator.versions import newer_than
+    from offset_audit.runs.counts import TypeCount
+
+    dump = [
+        TypeCount(1, "OffsetCommit", 3, None, 900, 0),
+        TypeCount(2, "GroupMetadata", 3, None, 40, 0),
+        TypeCount(3, "ConsumerGroupMetadata", 0, "3.7+", 5, 0),
+        TypeCount(8, "ConsumerGroupCurrentMemberAssignment", 0, "3.8+", 7, 0),
+    ]
+    assert newer_than(dump, parse_version("3.7")) == {}
+    assert newer_than(dump, parse_version("2.3")) == {
+        "written only by Kafka 3.7 or later (KIP-848 consumer group records), but judged by Kafka 2.3's rules "
+        "(--kafka-version)": 12
+    }
+    ((note, records),) = newer_than(dump, parse_version("2.0")).items()
+    assert note.startswith("written only by Kafka 3.7 or later") and records == 900 + 40 + 12
+    assert newer_than([TypeCount(1, "OffsetCommit", 1, None, 10, 0)], parse_version("2.0")) == {}
