@@ -55,10 +55,8 @@ def _position() -> Column:
     )
 
 
-def _after_unreadable(live: DataFrame, unreadable: DataFrame | None, key: list[str]) -> DataFrame:
+def _after_unreadable(live: DataFrame, unreadable: DataFrame, key: list[str]) -> DataFrame:
     """`live` (one record per key) without the keys whose newest record is an unreadable one."""
-    if unreadable is None:
-        return live
     newest = unreadable.groupBy(*key).agg(F.max(_position()).alias("_unreadable"))
     joined = live.join(F.broadcast(newest), key, "left")
     return joined.where(F.col("_unreadable").isNull() | (_position() > F.col("_unreadable"))).drop("_unreadable")

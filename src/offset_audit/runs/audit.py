@@ -11,13 +11,12 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.coordinator import verdicts
-from offset_audit.coordinator.versions import newer_than, parse_version
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.runs import progress
 from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
 from offset_audit.runs.snapshots import Written, resolve_as_of, snapshot_id_for, write_and_read_back
-from offset_audit.runs.state import CoordinatorState, coordinator_state, decoded_tables
+from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings
 
@@ -100,8 +99,7 @@ def _judge(
         progress.begin(f"judging and writing {table}")
         return write_and_read_back(spark, frame, output, table, snapshot, report, storage)
 
-    version = parse_version(settings.kafka_version)
-    report.format_notes.update(newer_than(report.decoded_by_type, version))
+    version = broker_rules(settings, report)
     judged = verdicts.judged_offsets(state.offsets, state.groups, version)
     partitions = written(
         verdicts.partition_verdicts(judged, as_of, retention, interval, ends, version), "partition_verdicts"
@@ -113,7 +111,6 @@ def _judge(
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
-    report.kafka_version = version.label
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, report, output, storage)

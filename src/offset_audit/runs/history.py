@@ -13,14 +13,13 @@ from pyspark.sql import functions as F
 
 from offset_audit.coordinator import history
 from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
-from offset_audit.coordinator.versions import newer_than, parse_version
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
 from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
-from offset_audit.runs.state import DECODED, decoded_tables
+from offset_audit.runs.state import DECODED, broker_rules, decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join
 from offset_audit.timestamps import datetime_of
@@ -113,8 +112,7 @@ def run_history(
     newest = decoded.newest_record
     as_of = datetime.now(UTC) if newest is None else resolve_as_of("latest", newest)
     snapshot = snapshot_id_for(report, newest, as_of, snapshot_id)
-    version = parse_version(settings.kafka_version)
-    report.format_notes.update(newer_than(report.decoded_by_type, version))
+    version = broker_rules(settings, report)
     events = history.offset_history(log, settings.retention_minutes, settings.check_interval_ms, topic, version)
     shaped = events.withColumn("as_of", F.lit(as_of).cast("timestamp")).withColumn(
         "retention_minutes", F.lit(settings.retention_minutes)
@@ -124,7 +122,6 @@ def run_history(
     result = HistoryResult(report, snapshot, settings.retention_minutes, groups=list(groups or []))
     _summarise(spark, result, output, snapshot, storage, groups, settings.check_interval_ms)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
-    report.kafka_version = version.label
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, report, output, storage)

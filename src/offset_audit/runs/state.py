@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import replay
+from offset_audit.coordinator.versions import BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import TABLES, arrow_schema
 from offset_audit.inputs.parquet_files import read_parquet_files
@@ -41,6 +42,15 @@ SMALL_STATE_ROWS = 1_000_000
 SMALL_STATE_CONF = {"spark.sql.adaptive.enabled": "false"}
 # The decode tables the group rebuild reads besides the commits.
 GROUP_TABLES = ("group_metadata", "group_members", "modern_group_records")
+
+
+def broker_rules(settings: Settings, report: DecodeReport) -> BrokerVersion:
+    """The broker version whose rules judge this run, noted in its runs row; where the decoded records
+    were written only by a newer broker, the report's notes say so."""
+    version = parse_version(settings.kafka_version)
+    report.kafka_version = version.label
+    report.format_notes.update(newer_than(report.decoded_by_type, version))
+    return version
 
 
 def decoded_tables() -> list[str]:

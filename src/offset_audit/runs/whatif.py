@@ -10,12 +10,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import verdicts
-from offset_audit.coordinator.versions import newer_than, parse_version
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
 from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
-from offset_audit.runs.state import CoordinatorState, coordinator_state, decoded_tables
+from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.storage import Storage, for_settings
 
@@ -57,8 +56,7 @@ def _compare(
 ) -> tuple[DecodeReport, list[dict]]:
     points = [resolve_as_of(spec, state.newest_record) for spec in as_of_specs]
     snapshot = snapshot_id_for(report, state.newest_record, points[0], snapshot_id)
-    version = parse_version(settings.kafka_version)
-    report.format_notes.update(newer_than(report.decoded_by_type, version))
+    version = broker_rules(settings, report)
     judged = verdicts.judged_offsets(state.offsets, state.groups, version)
     progress.begin(f"judging {len(retentions) * len(points)} what-if scenarios")
     groups = verdicts.whatif_groups(judged, state.groups, retentions, points, version)
@@ -81,7 +79,6 @@ def _compare(
     finally:
         groups.unpersist()
     report.snapshot_id, report.as_of = snapshot, points[0]
-    report.kafka_version = version.label
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, report, output, for_settings(settings))

@@ -276,11 +276,9 @@ class ShareStateReader:
             "source_offset": np.array([_known(r["source_offset"]) for r in rows], np.int64),
             "kind": np.array([KIND_CODES[r["kind"]] for r in rows], np.int64),
         }
-        for name in RECORD_FIELDS[4:-1]:
-            records[name] = np.array([r.get(name) or 0 for r in rows], np.int64)
-        records["delivery_complete_count"] = np.array(
-            [r.get("delivery_complete_count", NO_DELIVERY_COMPLETE_COUNT) for r in rows], np.int64
-        )
+        for name in RECORD_FIELDS[4:]:
+            absent = NO_DELIVERY_COMPLETE_COUNT if name == "delivery_complete_count" else 0
+            records[name] = np.array([absent if r.get(name) is None else r[name] for r in rows], np.int64)
         batches = [b for r in rows for b in r.get("state_batches") or ()]
         self._pieces.records.append(records)
         self._pieces.batch_counts.append(np.array([len(r.get("state_batches") or ()) for r in rows], np.int64))
