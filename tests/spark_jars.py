@@ -58,7 +58,7 @@ def run_with_spark_jars(nodeid: str, delta: bool = True, timeout: float = 1200) 
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     output = result.stdout + result.stderr
-    assert result.returncode == 0 and _outcome(output) == "1 passed", output[-6000:]
+    assert result.returncode == 0 and _outcome(result.stdout) == "1 passed", output[-6000:]
     return output
 
 
@@ -72,13 +72,15 @@ def run_marked_with_spark_jars(module: str, expected: int, timeout: float = 2400
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     output = result.stdout + result.stderr
-    assert result.returncode == 0 and _outcome(output) == f"{expected} passed", output[-8000:]
+    assert result.returncode == 0 and _outcome(result.stdout) == f"{expected} passed", output[-8000:]
     return output
 
 
-def _outcome(output: str) -> str:
+def _outcome(stdout: str) -> str:
     """pytest's last line without its deselected count and time ("3 passed"), so a skip, a failure or
-    a missing test shows."""
-    lines = [line for line in output.splitlines() if re.search(r"\d+ (passed|failed|skipped|error)", line)]
+    a missing test shows. Only pytest's own summary line counts: a client library's log line on stderr
+    ("...:46745 failed: Connection refused") is not an outcome."""
+    summary = r"^=*\s*\d+ (passed|failed|skipped|errors?|deselected)\b.* in [\d.]+s"
+    lines = [line for line in stdout.splitlines() if re.search(summary, line)]
     last = lines[-1].strip("= ") if lines else ""
     return re.sub(r"(, \d+ deselected)? in [\d.]+s.*$", "", last)
