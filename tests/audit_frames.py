@@ -12,7 +12,7 @@ WEEK = 10080  # minutes, the broker default
 GROUPS_SCHEMA = (
     "group_id string, group_type string, protocol_type string, group_state string, generation int, "
     "current_state_timestamp timestamp, current_state_timestamp_ms bigint, member_count int, "
-    "subscribed_topics array<string>, open_transaction boolean"
+    "subscribed_topics array<string>, open_transaction boolean, topology_description_stored boolean"
 )
 OFFSETS_SCHEMA = (
     "group_id string, topic string, partition int, committed_offset bigint, leader_epoch int, metadata string, "
@@ -34,8 +34,12 @@ def group(
     members=1,
     topics=None,
     open_transaction=False,
+    description_stored=False,
 ):
-    return (group_id, group_type, protocol_type, state, 3, *_both(cst), members, topics, open_transaction)
+    return (
+        group_id, group_type, protocol_type, state, 3, *_both(cst), members, topics, open_transaction,
+        description_stored,
+    )  # fmt: skip
 
 
 def offset(

@@ -1,5 +1,7 @@
 """KIP-848, share and streams groups' states as the coordinator derives them from their live records
-(replay.modern_groups): the bytes of MemberState differ between families."""
+(replay.modern_groups): the bytes of MemberState differ between families, and a streams group's
+readiness and subscriptions follow the broker version (StreamsGroup.maybeUpdateGroupState and
+isSubscribedToTopic: 4.1.2 against 4.2.1)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pyspark.sql import types as T
 
 from offset_audit import constants as K
 from offset_audit.coordinator.replay import modern_groups
+from offset_audit.coordinator.versions import parse_version
 
 SCHEMA = T.StructType(
     [
@@ -19,6 +22,8 @@ SCHEMA = T.StructType(
         T.StructField("source_topics", T.ArrayType(T.StringType())),
         T.StructField("member_epoch", T.IntegerType()),
         T.StructField("member_state", T.IntegerType()),
+        T.StructField("validated_topology_epoch", T.IntegerType()),
+        T.StructField("stored_description_topology_epoch", T.IntegerType()),
     ]
 )
 
@@ -30,15 +35,28 @@ FAMILIES = {
 }  # fmt: skip
 
 
-def _state(spark, family: str, member_state: int, member_epoch: int = 3) -> str:
+def _records(family: str, member_state: int, member_epoch: int = 3, validated: int = 0, topology: int | None = 0):
+    """A group of one member; a streams group's metadata says which topology epoch was validated, and
+    its topology record (none when `topology` is None) reads topic t."""
     group, member, target, current = FAMILIES[family]
+    streams = family == "streams"
     rows = [
-        (group, "g", 3, None, None, None, None, None),
-        (member, "g", None, ["t"], None, None, None, None),
-        (target, "g", 3, None, None, None, None, None),
-        (current, "g", None, None, None, None, member_epoch, member_state),
+        (group, "g", 3, None, None, None, None, None, validated if streams else None, -1 if streams else None),
+        (member, "g", None, ["t"], None, None, None, None, None, None),
+        (target, "g", 3, None, None, None, None, None, None, None),
+        (current, "g", None, None, None, None, member_epoch, member_state, None, None),
     ]
-    return modern_groups(spark.createDataFrame(rows, SCHEMA)).collect()[0]["group_state"]
+    if streams and topology is not None:
+        rows.append((K.STREAMS_GROUP_TOPOLOGY, "g", topology, None, None, ["t"], None, None, None, None))
+    return rows
+
+
+def _group(spark, rows, version: str = "4.4"):
+    return modern_groups(spark.createDataFrame(rows, SCHEMA), parse_version(version)).collect()[0]
+
+
+def _state(spark, family: str, member_state: int, member_epoch: int = 3) -> str:
+    return _group(spark, _records(family, member_state, member_epoch))["group_state"]
 
 
 @pytest.mark.parametrize(
@@ -64,3 +82,40 @@ def test_a_member_is_reconciled_when_its_familys_stable_byte_and_the_assignment_
 
 def test_a_stable_member_behind_the_target_assignment_epoch_is_reconciling(spark):
     assert _state(spark, "streams", 1, member_epoch=2) == "Reconciling"
+
+
+@pytest.mark.parametrize(
+    ("validated", "topology", "version", "state", "topics"),
+    [
+        # 4.2+: NotReady unless the topology's epoch is the validated one; a topology record still subscribes.
+        (0, 0, "4.2", "Stable", ["t"]),
+        (1, 2, "4.2", "NotReady", ["t"]),
+        (-1, 0, "4.4", "NotReady", ["t"]),  # never validated, or written by 4.1
+        (0, None, "4.3", "NotReady", []),  # no topology record: nothing subscribed
+        # 4.1: the configured topology is soft state; not ready means subscribed to nothing.
+        (1, 2, "4.1", "NotReady", []),
+        (0, None, "4.1", "NotReady", []),
+        # A 4.1 log records no readiness (-1): the members' heartbeats configure it, as far as the log tells.
+        (-1, 0, "4.1", "Stable", ["t"]),
+    ],
+)
+def test_a_streams_groups_readiness_and_subscriptions_follow_the_broker_version(
+    spark, validated, topology, version, state, topics
+):
+    group = _group(spark, _records("streams", 1, validated=validated, topology=topology), version)
+    assert (group["group_state"], group["subscribed_topics"]) == (state, topics)
+
+
+def test_an_empty_streams_group_is_empty_and_subscribed_to_nothing_whatever_its_topology(spark):
+    rows = [r for r in _records("streams", 1, validated=1, topology=2) if r[0] == K.STREAMS_GROUP_METADATA]
+    rows.append((K.STREAMS_GROUP_TOPOLOGY, "g", 2, None, None, ["t"], None, None, None, None))
+    for version in ("4.1", "4.4"):
+        group = _group(spark, rows, version)
+        assert (group["group_state"], group["subscribed_topics"]) == ("Empty", [])
+
+
+@pytest.mark.parametrize(("stored", "held"), [(-1, False), (3, True)])
+def test_a_stored_topology_description_is_carried_to_the_rules(spark, stored, held):
+    rows = _records("streams", 1)
+    rows[0] = (*rows[0][:-1], stored)
+    assert _group(spark, rows)["topology_description_stored"] is held

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 from audit_frames import AS_OF, WEEK, at, frames, group, offset
+from pyspark.sql import functions as F
 
-from offset_audit.coordinator import rules, verdicts
+from offset_audit import constants as K
+from offset_audit.coordinator import replay, rules, verdicts
 from offset_audit.coordinator.versions import parse_version
 from offset_audit.errors import UserError
 
@@ -121,6 +123,74 @@ def test_kafka_4_0_removed_empty_share_groups_4_1_keeps_them(spark):
     assert groups["q"].would_delete
     _, groups = judged(spark, share, [], "4.1")
     assert not groups["q"].would_delete
+
+
+def _streams_records(members: int, validated: int, topology: int, stored: int = -1):
+    """A streams group's live records (the test_modern_states layout): metadata with its validated and
+    stored-description epochs, a topology over `orders`, and `members` Stable members."""
+    from test_modern_states import SCHEMA
+
+    rows = [
+        (K.STREAMS_GROUP_METADATA, "s", 3, None, None, None, None, None, validated, stored),
+        (K.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, "s", 3, None, None, None, None, None, None, None),
+        (K.STREAMS_GROUP_TOPOLOGY, "s", topology, None, None, ["orders"], None, None, None, None),
+    ]
+    for _ in range(members):
+        rows.append((K.STREAMS_GROUP_MEMBER_METADATA, "s", None, None, None, None, None, None, None, None))
+        rows.append((K.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, "s", None, None, None, None, 3, 1, None, None))
+    return rows, SCHEMA
+
+
+def judged_streams(spark, records, offsets, version: str):
+    """Streams records replayed and judged by one broker version's rules, end to end."""
+    rows, schema = records
+    broker = parse_version(version)
+    groups = replay.modern_groups(spark.createDataFrame(rows, schema), broker).withColumn(
+        "open_transaction", F.lit(False)
+    )
+    _, offset_frame = frames(spark, [], offsets)
+    partitions = verdicts.partition_verdicts(
+        verdicts.judged_offsets(offset_frame, groups, broker), AS_OF, WEEK, 600000, version=broker
+    )
+    by_group = verdicts.group_verdicts(partitions, groups, AS_OF, WEEK, 600000, broker)
+    return {(r.topic, r.partition): r for r in partitions.collect()}, by_group.collect()[0]
+
+
+def test_kafka_4_1_expires_a_not_ready_streams_groups_offsets_4_2_keeps_them(spark):
+    """StreamsGroup.isSubscribedToTopic: 4.1.2 asks the configured topology (not ready: nothing), 4.2.1
+    the persisted one. The topology is at epoch 2, the broker validated epoch 1."""
+    records = _streams_records(members=1, validated=1, topology=2)
+    offsets = [offset("s", topic="orders", commit=at(1))]
+    rows, group_row = judged_streams(spark, records, offsets, "4.1")
+    row = rows[("orders", 0)]
+    assert (group_row.group_state, row.rule, row.expired) == ("NotReady", rules.UNSUBSCRIBED_TOPIC, True)
+    assert row.known_issue == rules.KAFKA_19779_EXPIRES
+    for version in ("4.2", "4.2.1", "4.4"):
+        rows, group_row = judged_streams(spark, records, offsets, version)
+        row = rows[("orders", 0)]
+        assert (group_row.group_state, row.rule, row.expired, row.known_issue) == (
+            "NotReady", rules.SUBSCRIBED_TOPIC, False, None
+        ), version  # fmt: skip
+
+
+def test_a_4_1_log_records_no_readiness_so_4_1_keeps_the_offsets_and_names_the_risk(spark):
+    records = _streams_records(members=1, validated=-1, topology=0)
+    offsets = [offset("s", topic="orders", commit=at(1))]
+    rows, group_row = judged_streams(spark, records, offsets, "4.1")
+    row = rows[("orders", 0)]
+    assert (group_row.group_state, row.rule, row.expired) == ("Stable", rules.SUBSCRIBED_TOPIC, False)
+    assert row.known_issue == rules.KAFKA_19779_KEPT
+
+
+def test_kafka_4_4_keeps_an_empty_streams_group_whose_topology_description_is_stored(spark):
+    """GroupCoordinatorShard.cleanupGroupMetadata: 4.3.1 deletes an Empty streams group once its offsets
+    expired; 4.4.0 expires the offsets but keeps the group while StoredDescriptionTopologyEpoch != -1."""
+    offsets = [offset("s", topic="orders", commit=at(1))]
+    for stored, version, deleted in ((3, "4.3", True), (3, "4.4", False), (-1, "4.4", True)):
+        rows, group_row = judged_streams(spark, _streams_records(0, 1, 1, stored), offsets, version)
+        assert rows[("orders", 0)].expired, (stored, version)
+        assert group_row.would_delete is deleted, (stored, version)
+        assert (group_row.group_expires_at is not None) is deleted, (stored, version)
 
 
 def test_the_newest_rules_are_the_default(spark):

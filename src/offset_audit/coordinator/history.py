@@ -173,7 +173,7 @@ def state_before(
     pending = replay.pending_commits(commits)
     offsets = replay.live_offsets(commits, pending)
     groups = replay.coordinator_groups(
-        offsets, replay.live_group_metadata(metadata), members, replay.live_modern_records(modern), pending
+        offsets, replay.live_group_metadata(metadata), members, replay.live_modern_records(modern), pending, version
     )
     judged = verdicts.judged_offsets(offsets, groups, version)
     return _split(judged), _split(groups)
@@ -327,7 +327,9 @@ def group_deletions(
     group_state = F.when(emptied_simple, F.lit("Empty")).otherwise(F.col("group_state"))
     at = F.col("record_timestamp_ms")
     since = F.greatest(F.col("current_state_timestamp_ms"), F.col("_last_change_ms"))
-    removable = rules.group_can_be_removed(group_type, group_state, F.col("open_transaction"), version)
+    removable = rules.group_can_be_removed(
+        group_type, group_state, F.col("open_transaction"), version, F.col("topology_description_stored")
+    )
     swept_with_offsets = F.coalesce(F.col("_batch"), F.lit(0)) > 0
     reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
     by_itself = F.coalesce(at <= F.try_add(since, reach), F.lit(False))

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 
 
 def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:
@@ -181,6 +182,7 @@ def _modern_state(members: Column, group_epoch: Column, assignment_epoch: Column
 
 
 MODERN_STABLE = 0  # MemberState.STABLE of consumer and share group members
+STREAMS_NOT_READY = "NotReady"  # StreamsGroupState.NOT_READY
 STREAMS_STABLE = 1  # MemberState.STABLE of streams group members
 
 
@@ -211,7 +213,7 @@ def _types(position: int) -> list[int]:
     return [family[position] for family in _FAMILIES.values()]
 
 
-def modern_groups(live_modern: DataFrame) -> DataFrame:
+def modern_groups(live_modern: DataFrame, version: BrokerVersion = NEWEST_VERSION) -> DataFrame:
     """KIP-848 consumer, streams and share groups, one row each, from their live records, in one
     aggregation per group.
 
@@ -220,6 +222,14 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
     (ModernGroup.subscribedTopicNames); streams groups, the topology's source and repartition-source
     topics, none while Empty (StreamsGroup.isSubscribedToTopic); share groups, the members' subscribed
     topic names.
+
+    A streams group with members is NotReady while it has no topology record, or while the topology's
+    epoch is not the one the broker last validated (ValidatedTopologyEpoch, 4.2+). From 4.2 that state
+    changes nothing about its subscriptions. Kafka 4.1 asked its soft-state configured topology instead,
+    and answered "subscribed to nothing" while it was not ready (KAFKA-19779). A 4.1 log records no
+    readiness (-1), so by 4.1's rules only a validated epoch that differs from the topology's says so;
+    `rules.known_issue` names the risk where the log cannot tell. `topology_description_stored` (4.4:
+    a topology description plugin stored one) holds the group back from deletion (`rules.group_can_be_removed`).
     """
     record_type = F.col("record_type")
     empty = F.array().cast("array<string>")
@@ -243,6 +253,13 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
             F.flatten(
                 F.collect_list(F.when(record_type == K.STREAMS_GROUP_TOPOLOGY, F.coalesce("source_topics", empty)))
             ).alias("_source_topics"),
+            F.max(F.when(record_type == K.STREAMS_GROUP_TOPOLOGY, F.col("epoch"))).alias("_topology_epoch"),
+            F.max(F.when(record_type == K.STREAMS_GROUP_METADATA, F.col("validated_topology_epoch"))).alias(
+                "_validated_epoch"
+            ),
+            F.max(F.when(record_type == K.STREAMS_GROUP_METADATA, F.col("stored_description_topology_epoch"))).alias(
+                "_stored_description_epoch"
+            ),
             F.collect_list(
                 F.when(
                     record_type.isin(*_types(3)),
@@ -263,21 +280,35 @@ def modern_groups(live_modern: DataFrame) -> DataFrame:
         )
     )
     members = F.coalesce(F.col("member_count"), F.lit(0))
+    validated = F.coalesce(F.col("_validated_epoch"), F.lit(-1))
+    topology_epoch = F.col("_topology_epoch")
+    if version.streams_subscription_needs_ready_topology:
+        not_validated = (validated != -1) & (topology_epoch != validated)
+    else:
+        not_validated = topology_epoch != validated
+    not_ready = (F.col("group_type") == "streams") & (members > 0) & (topology_epoch.isNull() | not_validated)
+    streams_topics = F.when(members == 0, empty)
+    if version.streams_subscription_needs_ready_topology:
+        streams_topics = streams_topics.when(not_ready, empty)
     topics = (
         F.when(F.col("group_type") == "consumer", F.concat("_member_topics", "_regex_topics"))
-        .when(F.col("group_type") == "streams", F.when(members == 0, empty).otherwise(F.col("_source_topics")))
+        .when(F.col("group_type") == "streams", streams_topics.otherwise(F.col("_source_topics")))
         .otherwise(F.col("_member_topics"))
+    )
+    state = F.when(not_ready, F.lit(STREAMS_NOT_READY)).otherwise(
+        _modern_state(members, F.col("group_epoch"), F.col("assignment_epoch"), unreconciled)
     )
     return per_group.select(
         "group_id",
         "group_type",
         F.lit(None).cast("string").alias("protocol_type"),
-        _modern_state(members, F.col("group_epoch"), F.col("assignment_epoch"), unreconciled).alias("group_state"),
+        state.alias("group_state"),
         F.col("group_epoch").alias("generation"),
         F.lit(None).cast("timestamp").alias("current_state_timestamp"),
         F.lit(None).cast("long").alias("current_state_timestamp_ms"),
         members.cast("int").alias("member_count"),
         F.array_sort(F.array_distinct(topics)).alias("subscribed_topics"),
+        F.coalesce(F.col("_stored_description_epoch") != -1, F.lit(False)).alias("topology_description_stored"),
     )
 
 
@@ -293,6 +324,8 @@ GROUP_COLUMNS = [
     "member_count",
     "subscribed_topics",
 ]
+# What the coordinator holds of a group besides: judged by the rules, not shown in the group tables.
+_HELD_COLUMNS = [*GROUP_COLUMNS, "topology_description_stored"]
 
 
 def coordinator_groups(
@@ -301,9 +334,11 @@ def coordinator_groups(
     group_members: DataFrame,
     live_modern: DataFrame,
     pending: DataFrame | None = None,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """Every group the coordinator would hold after loading the log, one row each, with
-    `open_transaction` when one of its transactional commits awaits its marker.
+    `open_transaction` when one of its transactional commits awaits its marker, and
+    `topology_description_stored` (`modern_groups`).
 
     A modern group record wins over classic metadata for the same id (after an online upgrade the classic
     record is tombstoned anyway). A group that only has offsets (committed or pending), or whose
@@ -324,19 +359,20 @@ def coordinator_groups(
         F.lit(0).alias("member_count"),
         F.lit(None).cast("array<string>").alias("subscribed_topics"),
     ]
+    held_back = F.lit(False).alias("topology_description_stored")
     kinds = [
-        (modern_groups(live_modern), 0, False),
-        (classic_groups(live_metadata, group_members), 1, False),
-        (offsets.select("group_id").distinct().select("group_id", *simple_row), 2, False),
+        (modern_groups(live_modern, version), 0, False),
+        (classic_groups(live_metadata, group_members).select("*", held_back), 1, False),
+        (offsets.select("group_id").distinct().select("group_id", *simple_row, held_back), 2, False),
     ]
     if pending is not None:
-        kinds.append((pending.select("group_id").distinct().select("group_id", *simple_row), 2, True))
+        kinds.append((pending.select("group_id").distinct().select("group_id", *simple_row, held_back), 2, True))
     stacked = reduce(
         DataFrame.unionByName,
         [
             frame.select(
                 "group_id",
-                F.struct(F.lit(precedence).alias("precedence"), *GROUP_COLUMNS[1:]).alias("_group"),
+                F.struct(F.lit(precedence).alias("precedence"), *_HELD_COLUMNS[1:]).alias("_group"),
                 F.lit(is_pending).alias("_pending"),
             )
             for frame, precedence, is_pending in kinds
@@ -345,4 +381,4 @@ def coordinator_groups(
     first = stacked.groupBy("group_id").agg(
         F.min("_group").alias("_group"), F.max("_pending").alias("open_transaction")
     )
-    return first.select("group_id", *[F.col(f"_group.{c}").alias(c) for c in GROUP_COLUMNS[1:]], "open_transaction")
+    return first.select("group_id", *[F.col(f"_group.{c}").alias(c) for c in _HELD_COLUMNS[1:]], "open_transaction")

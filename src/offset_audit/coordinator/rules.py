@@ -73,6 +73,15 @@ KAFKA_13636 = (
     "KAFKA-13636: on this broker version, if a member rejoins the group, the offset goes during the "
     "rebalance, since it was committed more than the retention ago"
 )
+KAFKA_19779_KEPT = (
+    "KAFKA-19779: this broker version keeps a streams group's offsets only while its topology is ready (its "
+    "source and internal topics exist as configured), which the log does not record; while it is not, the "
+    "offsets expire from their commits"
+)
+KAFKA_19779_EXPIRES = (
+    "KAFKA-19779: this broker version counts a streams group whose topology is not ready as subscribed to "
+    "no topic, so its offsets expire from their commits; from 4.2 they are kept"
+)
 
 # The sweep is a fixed-delay timer: each starts offsets.retention.check.interval.ms after the previous one
 # ended, so its tombstones can land later than expires_at + interval by the previous sweep's own run
@@ -272,16 +281,27 @@ def delete_error(
 
 
 def group_can_be_removed(
-    group_type: Column, group_state: Column, open_transaction: Column, version: BrokerVersion = NEWEST_VERSION
+    group_type: Column,
+    group_state: Column,
+    open_transaction: Column,
+    version: BrokerVersion = NEWEST_VERSION,
+    description_stored: Column | None = None,
 ) -> Column:
     """Group.isEmpty and shouldExpire, and no open transaction: Empty groups (simple ones included);
-    never share groups, which the sweep retains since 4.1 (reference 4.3, 4.4), though 4.0 removed them."""
+    never share groups, which the sweep retains since 4.1 (reference 4.3, 4.4), though 4.0 removed them.
+    From 4.4, not a streams group whose topology description a plugin stored (`description_stored`):
+    that it is stored shows the plugin was configured, and the broker waits for its cleanup."""
     shared = F.lit(version.removes_empty_share_groups) | (group_type != "share")
-    return (group_state == "Empty") & shared & ~F.coalesce(open_transaction, F.lit(False))
+    removable = (group_state == "Empty") & shared & ~F.coalesce(open_transaction, F.lit(False))
+    if version.streams_deletion_waits_for_stored_description and description_stored is not None:
+        removable = removable & ~((group_type == "streams") & F.coalesce(description_stored, F.lit(False)))
+    return removable
 
 
 def known_issue(
     rule: Column,
+    group_type: Column,
+    group_state: Column,
     protocol_type: Column,
     value_version: Column,
     expire_timestamp_ms: Column,
@@ -300,6 +320,13 @@ def known_issue(
         issue = F.when(
             (rule == EMPTY_GROUP) & uses_consumer_protocol(protocol_type) & old, F.lit(KAFKA_13636)
         ).otherwise(issue)
+    if version.streams_subscription_needs_ready_topology:
+        streams = group_type == "streams"
+        issue = (
+            F.when(streams & (rule == SUBSCRIBED_TOPIC), F.lit(KAFKA_19779_KEPT))
+            .when(streams & (rule == UNSUBSCRIBED_TOPIC) & (group_state == "NotReady"), F.lit(KAFKA_19779_EXPIRES))
+            .otherwise(issue)
+        )
     return issue
 
 

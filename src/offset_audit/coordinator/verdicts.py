@@ -79,6 +79,8 @@ def partition_verdicts(
     )
     issue = rules.known_issue(
         F.col("rule"),
+        F.col("group_type"),
+        F.col("group_state"),
         F.col("protocol_type"),
         F.col("value_version"),
         F.col("expire_timestamp_ms"),
@@ -171,7 +173,11 @@ def group_verdicts(
     offsets = F.coalesce(F.col("offset_count"), F.lit(0))
     expired = F.coalesce(F.col("expired_offset_count"), F.lit(0))
     removable = rules.group_can_be_removed(
-        F.col("group_type"), F.col("group_state"), F.col("open_transaction"), version
+        F.col("group_type"),
+        F.col("group_state"),
+        F.col("open_transaction"),
+        version,
+        F.col("topology_description_stored"),
     )
     # An Empty group without offsets goes at the next sweep; with offsets, after its last one expires.
     group_expires_at_ms = (
@@ -283,12 +289,18 @@ def whatif_groups(
         F.count(F.lit(1)).alias("offsets"),
         F.sum(F.col("expired").cast("int")).alias("expired_offsets"),
     )
-    all_groups = groups.select("group_id", "group_type", "group_state", "open_transaction").crossJoin(F.broadcast(grid))
+    all_groups = groups.select(
+        "group_id", "group_type", "group_state", "open_transaction", "topology_description_stored"
+    ).crossJoin(F.broadcast(grid))
     per_group = all_groups.join(per_group, ["group_id", "retention_minutes", "as_of"], "left")
     offsets = F.coalesce("offsets", F.lit(0)).cast("bigint")
     expired = F.coalesce("expired_offsets", F.lit(0)).cast("bigint")
     removable = rules.group_can_be_removed(
-        F.col("group_type"), F.col("group_state"), F.col("open_transaction"), version
+        F.col("group_type"),
+        F.col("group_state"),
+        F.col("open_transaction"),
+        version,
+        F.col("topology_description_stored"),
     )
     return per_group.select(
         "retention_minutes",

@@ -17,7 +17,11 @@ expiry bugs. Each difference is one property here, and `rules` asks the property
   more than the retention ago goes during the rebalance;
 - the Scala coordinator (before 4.0) never held an offset back for a pending transactional commit;
   the Java one (the default from 4.0) does;
-- 4.0 removes an Empty share group at the sweep; from 4.1 share groups are kept (KAFKA-19016).
+- 4.0 removes an Empty share group at the sweep; from 4.1 share groups are kept (KAFKA-19016);
+- 4.1 counts a streams group with members as subscribed to nothing while its soft-state configured
+  topology is missing or not ready; from 4.2 the persisted topology decides (KAFKA-19779);
+- 4.4 keeps an Empty streams group whose topology description a plugin stored until the plugin's
+  cleanup clears it (StreamsGroup.shouldExpire, KAFKA-20696).
 """
 
 from __future__ import annotations
@@ -75,6 +79,23 @@ class BrokerVersion:
         """The Java coordinator (the default from 4.0) skips a partition with a pending transactional
         commit; the Scala one did not."""
         return self.number >= (4, 0, 0)
+
+    @property
+    def streams_subscription_needs_ready_topology(self) -> bool:
+        """4.1's StreamsGroup.isSubscribedToTopic asked the configured topology, soft state that is not
+        ready while internal topics are missing; 4.2 asks the persisted topology (KAFKA-19779)."""
+        return self.number < (4, 2, 0)
+
+    @property
+    def streams_deletion_waits_for_stored_description(self) -> bool:
+        """4.4: StreamsGroup.shouldExpire is false while a topology description plugin is configured and
+        StoredDescriptionTopologyEpoch is not -1."""
+        return self.number >= (4, 4, 0)
+
+    @property
+    def share_assignor_balances(self) -> bool:
+        """4.2 replaced 4.1's hashing SimpleAssignor with balanced, sticky builders (KAFKA-19362, KAFKA-19363)."""
+        return self.number >= (4, 2, 0)
 
     @property
     def removes_empty_share_groups(self) -> bool:

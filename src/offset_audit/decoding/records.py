@@ -215,6 +215,10 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
     elif "AssignedPartitions" in f:
         row["assigned_partitions"] = _assignment(f["AssignedPartitions"])
         row["pending_revocation_partitions"] = _assignment(f.get("PartitionsPendingRevocation"))
+    if record_type == K.STREAMS_GROUP_METADATA:
+        # Tags written by 4.2+ (validated) and 4.4+ (stored description); absent means their default -1.
+        row["validated_topology_epoch"] = f.get("ValidatedTopologyEpoch", -1)
+        row["stored_description_topology_epoch"] = f.get("StoredDescriptionTopologyEpoch", -1)
     if record_type == K.STREAMS_GROUP_TOPOLOGY:
         # StreamsTopology.sourceTopicMap: source plus repartition-source topics (reference 4.3).
         subs = f["Subtopologies"]

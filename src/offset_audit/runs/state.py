@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import replay
-from offset_audit.coordinator.versions import BrokerVersion, newer_than, parse_version
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import TABLES, arrow_schema
 from offset_audit.inputs.parquet_files import read_parquet_files
@@ -79,6 +79,7 @@ def load_state(
     single_partition: bool = False,
     storage: Storage = LOCAL,
     quarantined: bool = True,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log.
 
@@ -112,6 +113,7 @@ def load_state(
         members,
         replay.live_modern_records(modern, unreadable),
         pending,
+        version,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     if newest is None:
         newest = (
@@ -161,7 +163,16 @@ def coordinator_state(
         with scoped_conf(spark, SMALL_STATE_CONF if small else {}):
             quarantined = report.table_rows.get(f"{DECODED}/quarantine", 0) > 0
             state = load_state(
-                spark, decoded_dir, commits, decoded.newest_record, transactions, latest, small, storage, quarantined
+                spark,
+                decoded_dir,
+                commits,
+                decoded.newest_record,
+                transactions,
+                latest,
+                small,
+                storage,
+                quarantined,
+                parse_version(settings.kafka_version),
             )
             try:
                 yield state
