@@ -47,6 +47,16 @@ def test_a_kafka_version_without_rules_is_one_sentence_before_anything_is_writte
     assert_no_crash(result)
 
 
+@pytest.mark.parametrize(("given", "says"), [("3.9", "share groups came with Kafka 4.0"), ("4.5", "2.0 to 4.4")])
+def test_share_refuses_a_kafka_version_without_share_groups_in_one_sentence(tmp_path, given, says):
+    (tmp_path / "state").mkdir()
+    result = run("share", "--input", str(tmp_path / "state"), "--output", str(tmp_path / "out"),
+                 "--kafka-version", given)  # fmt: skip
+    assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, result.output
+    assert not (tmp_path / "out").exists()
+    assert_no_crash(result)
+
+
 def test_no_input_at_all(tmp_path):
     result = run("decode", "--output", str(tmp_path))
     assert result.exit_code == 2 and "--input" in result.output

@@ -9,6 +9,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit import constants as K
+from offset_audit.coordinator.versions import parse_version
 from offset_audit.decoding.records import modern_row
 from offset_audit.layouts.codec import DecodedValue
 from offset_audit.layouts.tables import table_schema
@@ -170,6 +171,8 @@ def orders_group(stored: dict[str, list[int]], era: str = "4.1+") -> ShareLog:
     return log
 
 
+KAFKA_4_1 = parse_version("4.1")
+
 # ---- replay ---------------------------------------------------------------------------------------------
 
 
@@ -310,9 +313,10 @@ def test_stored_assignment_matching_the_assignor_has_no_findings():
 
 
 def test_a_partition_no_member_holds_is_reported():
+    """Kafka 4.1's hashing assignor."""
     log = orders_group({"m-1": [0, 1], "m-2": [2]})
 
-    findings = assignment_findings(replay_share_groups(log.rows))
+    findings = assignment_findings(replay_share_groups(log.rows), KAFKA_4_1)
 
     assert (UNASSIGNED_PARTITION, "warning", None, "orders", 3) in kinds(findings)
     unassigned = next(f for f in findings if f["kind"] == UNASSIGNED_PARTITION)
@@ -326,7 +330,7 @@ def test_a_partition_no_member_holds_is_reported():
 def test_a_member_without_partitions_is_reported():
     log = orders_group({"m-1": [0, 1, 2, 3], "m-2": []})
 
-    findings = assignment_findings(replay_share_groups(log.rows))
+    findings = assignment_findings(replay_share_groups(log.rows), KAFKA_4_1)
 
     assert (MEMBER_WITHOUT_PARTITIONS, "warning", "m-2", None, None) in kinds(findings)
     assert UNASSIGNED_PARTITION not in {f["kind"] for f in findings}
@@ -345,7 +349,7 @@ def test_a_state_the_assignor_cannot_assign_is_a_finding_not_the_end_of_the_run(
     log.target("g", "m-1", {ORDERS: [0, 1, 2]}).target("g", "m-2", {ORDERS: [3, 4]}).assignment_epoch("g", 3)
     log.current("g", "m-1", 3, {ORDERS: [10, 11]}).current("g", "m-2", 3, {ORDERS: [12, 13]})
 
-    findings = assignment_findings(replay_share_groups(log.rows))
+    findings = assignment_findings(replay_share_groups(log.rows), KAFKA_4_1)
 
     assert [(f["kind"], f["severity"]) for f in findings] == [(ASSIGNMENT_NOT_COMPUTED, "warning")]
     assert "Inconsistent number of member IDs" in findings[0]["message"]
@@ -360,12 +364,54 @@ def test_when_the_assignor_cannot_assign_the_stored_assignment_is_still_read():
 
     found = {
         (f["kind"], f["severity"], f["member_id"], f["partition"])
-        for f in assignment_findings(replay_share_groups(log.rows))
+        for f in assignment_findings(replay_share_groups(log.rows), KAFKA_4_1)
     }
 
     assert (ASSIGNMENT_NOT_COMPUTED, "warning", None, None) in found
     assert {(UNASSIGNED_PARTITION, "warning", None, p) for p in (2, 3, 4)} <= found
     assert (MEMBER_WITHOUT_PARTITIONS, "info", "m-2", None) in found
+
+
+def test_kafka_4_2_balances_from_the_stored_target_and_says_what_it_will_move():
+    """4.2+ (the default): the stored target is fed back, as the broker does at its next computation; m-2,
+    short of its share of 2, takes orders:3. m-1 keeps its two partitions."""
+    findings = assignment_findings(replay_share_groups(orders_group({"m-1": [0, 1], "m-2": [2]}).rows))
+
+    assert (UNASSIGNED_PARTITION, "warning", None, "orders", 3) in kinds(findings)
+    differs = [f for f in findings if f["kind"] == ASSIGNMENT_DIFFERS]
+    assert [(f["member_id"], f["severity"]) for f in differs] == [("m-2", "info")]
+    assert "missing orders:3" in differs[0]["message"] and "will move" in differs[0]["message"]
+
+
+def test_kafka_4_2_finds_a_settled_balanced_group_as_stored():
+    findings = assignment_findings(replay_share_groups(orders_group({"m-1": [0, 2], "m-2": [1, 3]}).rows))
+
+    assert findings == []
+
+
+def test_kafka_4_2_takes_partitions_from_a_member_over_its_share():
+    findings = assignment_findings(replay_share_groups(orders_group({"m-1": [0, 1, 2, 3], "m-2": []}).rows))
+
+    assert (MEMBER_WITHOUT_PARTITIONS, "warning", "m-2", None, None) in kinds(findings)
+    differs = {f["member_id"]: f["message"] for f in findings if f["kind"] == ASSIGNMENT_DIFFERS}
+    assert set(differs) == {"m-1", "m-2"}
+    assert differs["m-1"].count("orders:") == 2 and "not expected" in differs["m-1"]
+
+
+def test_kafka_4_2_assignor_failure_is_a_finding():
+    """Three members share one initialised partition (2 of 3 members per partition); m-1 and m-2 still
+    hold partitions that are not initialised, which fill their share of one: the broker's last round
+    starts over no member (NoSuchElementException, as the released 4.3.1 assignor throws)."""
+    log = ShareLog().group("g", 3).state_metadata("g", {ORDERS: ("orders", [0])})
+    for member_id in ("m-1", "m-2", "m-3"):
+        log.member("g", member_id, ["orders"])
+    log.target("g", "m-1", {ORDERS: [5]}).target("g", "m-2", {ORDERS: [6]}).assignment_epoch("g", 3)
+
+    findings = assignment_findings(replay_share_groups(log.rows))
+
+    failed = [f for f in findings if f["kind"] == ASSIGNMENT_NOT_COMPUTED]
+    assert len(failed) == 1 and "NoSuchElementException" in failed[0]["message"]
+    assert (UNASSIGNED_PARTITION, "warning", None, "orders", 0) in kinds(findings)
 
 
 def test_empty_groups_have_no_assignment_findings():

@@ -218,8 +218,15 @@ def whatif(
 
 
 @click.command()
-@dump_options(default_topic="__share_group_state")
+@dump_options(default_topic="__share_group_state", settings_from=("kafka_version",))
 @click.option("--output", required=True, metavar="DIR", help="folder for the share tables.")
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y[.Z]",
+    help="the broker version whose share-group assignor the stored assignments are checked against, 4.0 to "
+    "4.4 (default 4.4): 4.1 hashes members onto partitions, 4.2+ balance them.",
+)
 @click.option(
     "--groups-input",
     "groups_inputs",
@@ -260,12 +267,13 @@ def share(
     from offset_audit.constants import OFFSETS_TOPIC
     from offset_audit.runs import preflight, progress
     from offset_audit.runs.session import start_spark
-    from offset_audit.runs.share import check_share_input_format, run_share, written_tables
+    from offset_audit.runs.share import check_share_input_format, run_share, share_broker_version, written_tables
     from offset_audit.views.json_documents import share_document
     from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
     from offset_audit.views.summary import share_summary
 
     output, groups = normalize(output), paths(groups_inputs)
+    share_broker_version(dump.settings.kafka_version)
     settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
     check_share_input_format(settings.input_format)
     if groups:

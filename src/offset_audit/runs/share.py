@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.coordinator.replay import UNREADABLE_COLUMNS
+from offset_audit.coordinator.versions import BrokerVersion, parse_version
 from offset_audit.decoding.decoder import SKIP_REASONS, arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
@@ -171,6 +172,14 @@ def effective_delivery_limit(effective) -> int:
     return int(effective["group.share.delivery.count.limit"])
 
 
+def share_broker_version(text: str) -> BrokerVersion:
+    """The broker version whose share-group rules apply (the assignor); share groups came with 4.0."""
+    version = parse_version(text)
+    if version.number < (4, 0, 0):
+        raise UserError(f"share groups came with Kafka 4.0: kafka version {version.label} has none to audit")
+    return version
+
+
 def run_share(
     spark: SparkSession,
     inputs: list[str],
@@ -189,6 +198,8 @@ def run_share(
     settings = resolved(settings, inputs, share=True)
     storage = for_settings(settings)
     report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
+    version = share_broker_version(settings.kafka_version)
+    report.kafka_version = version.label
     limits_config = limits.load_broker_config(broker_config) if broker_config else {}
     setting_findings = limits.check_settings(limits_config)
     try:
@@ -233,7 +244,7 @@ def run_share(
     group_table = share_groups.share_group_rows(groups, has_state, bootstrap)
     observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
     findings = share_groups.broker_setting_findings(setting_findings)
-    findings += share_groups.assignment_findings(groups)
+    findings += share_groups.assignment_findings(groups, version)
     findings += share_groups.limit_findings(groups, observations, effective)
     # The key columns of __consumer_offsets records whose value was unreadable: share state keys are
     # not among them, so they stay null.

@@ -10,7 +10,9 @@ group coordinator holds, their assignment and the broker's limits (`offset-audit
     job        the record-by-record route, and the KIP-932 draft's control records
     chain      the KIP-932 draft's checkpoint and delta chains
     groups     share groups from __consumer_offsets (types 9-15), and what to act on
-    assignor   the target assignment the coordinator computes (SimpleAssignor), and how a stored one compares
+    assignor   the target assignment 4.1's SimpleAssignor computes, and how a stored one compares
+    balanced_assignor  the 4.2+ SimpleAssignor's balanced builders
+    java_order the JVM's HashMap and HashSet iteration, which the 4.2+ builders depend on
     limits     the group.share.* broker settings, checked, and the groups measured against them
     tables     the share tables shaped in Arrow
 

@@ -146,7 +146,7 @@ def assign(
     spec = _GroupSpec(
         member_ids, members, partitions, _current_holders(current or {}, member_ids), member_hash, assignable, order
     )
-    by_member = _assign_homogeneous(spec) if _is_homogeneous(members) else _assign_heterogeneous(spec)
+    by_member = _assign_homogeneous(spec) if is_homogeneous(members) else _assign_heterogeneous(spec)
     return {member_id: by_member.get(member_id, set()) for member_id in member_ids}
 
 
@@ -166,7 +166,7 @@ class _GroupSpec:
         return subscribed_partitions(topics, self.partitions, self.assignable, self.order)
 
 
-def _is_homogeneous(members: Mapping[str, set[str]]) -> bool:
+def is_homogeneous(members: Mapping[str, set[str]]) -> bool:
     """ModernGroup.subscriptionType: homogeneous when every subscribed name is subscribed by every member.
 
     Decided on names, before they are resolved to topics, as the broker does.

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from offset_audit import constants as K
+from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.escaping import NotAShellArgument
 from offset_audit.share.assignor import (
     MemberDifference,
@@ -31,8 +32,10 @@ from offset_audit.share.assignor import (
     TopicPartition,
     assign,
     compare,
+    is_homogeneous,
     subscribed_partitions,
 )
+from offset_audit.share.balanced_assignor import assign_balanced, subscribed_topic_ids
 from offset_audit.share.limits import (
     DELIVERY_COUNT_LIMIT,
     MAX_GROUPS,
@@ -488,25 +491,58 @@ def partition_source(group: ShareGroup) -> PartitionSource | None:
     return None
 
 
-def expected_assignment(group: ShareGroup, source: PartitionSource) -> dict[str, set[TopicPartition]]:
+AssignorEra = Literal["4.0", "4.1", "4.2"]
+
+
+def assignor_era(source: PartitionSource, version: BrokerVersion = NEWEST_VERSION) -> AssignorEra:
+    """Which SimpleAssignor computed the group's target: 4.0's (every member all its subscribed partitions)
+    where the dump shows a 4.0 writer, else the version's: 4.1's hashing, or 4.2's balanced builders."""
+    if source.kafka_4_0:
+        return "4.0"
+    return "4.2" if version.share_assignor_balances else "4.1"
+
+
+def expected_assignment(
+    group: ShareGroup, source: PartitionSource, version: BrokerVersion = NEWEST_VERSION
+) -> dict[str, set[TopicPartition]]:
     """The target assignment the group's broker computes, by topic name, every member present.
 
+    Kafka 4.0's SimpleAssignor gave every member all partitions of its subscribed topics, so that is
+    computed here directly: the later algorithms would flag every 4.0 member.
     Kafka 4.1: `assignor.assign`, with the members' current (type 14) partitions standing in for the previous
     target assignment the broker feeds its assignor, which the log no longer holds once type 13 is rewritten.
-    Kafka 4.0's SimpleAssignor gave every member all partitions of its subscribed topics, so that is
-    computed here directly: the 4.1 algorithm would flag every 4.0 member.
+    Kafka 4.2+: `balanced_assignor.assign_balanced` on topic ids, fed the stored target assignment (type 13)
+    as the previous one, as the broker feeds it at its next computation. A settled group's stored
+    assignment is then its own answer; where it is not, the broker will move those partitions.
     """
     subscriptions = {member.member_id: set(member.subscribed_topic_names) for member in group.members}
-    if source.kafka_4_0:
+    era = assignor_era(source, version)
+    if era == "4.0":
         return {
             member_id: set(subscribed_partitions(topics, source.partitions))
             for member_id, topics in subscriptions.items()
         }
-    current = {member.member_id: group.named(member.current_partitions) for member in group.members}
-    return assign(subscriptions, source.partitions, current, assignable=source.assignable)
+    if era == "4.1":
+        current = {member.member_id: group.named(member.current_partitions) for member in group.members}
+        return assign(subscriptions, source.partitions, current, assignable=source.assignable)
+    ids = {name: topic_id for topic_id, name in group.topic_names.items()}
+    initialized = [topic for topic in group.initialized_topics if topic.partitions]
+    previous = {
+        member_id: [(topic, sorted(p for t, p in held if t == topic)) for topic in sorted({t for t, _ in held})]
+        for member_id, held in group.target_assignment.items()
+        if member_id in subscriptions
+    }
+    balanced = assign_balanced(
+        {member_id: subscribed_topic_ids(topics, ids) for member_id, topics in subscriptions.items()},
+        {topic.topic_id: max(topic.partitions) + 1 for topic in initialized},
+        previous,
+        assignable={topic.topic_id: topic.partitions for topic in initialized},
+        homogeneous=is_homogeneous(subscriptions),
+    )
+    return {member_id: group.named(held) for member_id, held in balanced.items()}
 
 
-def assignment_findings(groups: Sequence[ShareGroup]) -> list[dict[str, Any]]:
+def assignment_findings(groups: Sequence[ShareGroup], version: BrokerVersion = NEWEST_VERSION) -> list[dict[str, Any]]:
     """`share_findings` rows for each group's stored target assignment (type 13).
 
     Partitions nobody holds and members holding nothing are read off the stored assignment and are real
@@ -516,11 +552,11 @@ def assignment_findings(groups: Sequence[ShareGroup]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for group in groups:
         if group.members:
-            rows += _group_assignment_findings(group)
+            rows += _group_assignment_findings(group, version)
     return rows
 
 
-def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
+def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> list[dict[str, Any]]:
     stored = {member_id: group.named(held) for member_id, held in group.target_assignment.items()}
     epoch = "none" if group.assignment_epoch is None else str(group.assignment_epoch)
     source = partition_source(group)
@@ -550,7 +586,7 @@ def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
         return rows
 
     try:
-        expected: dict[str, set[TopicPartition]] | None = expected_assignment(group, source)
+        expected: dict[str, set[TopicPartition]] | None = expected_assignment(group, source, version)
     except ShareAssignorError as err:
         expected = None
         failure = err
@@ -580,11 +616,9 @@ def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
                 group.group_id,
                 ASSIGNMENT_NOT_COMPUTED,
                 "warning",
-                f"Kafka 4.1's SimpleAssignor stops on share group '{group.group_id}' with PartitionAssignorException "
-                f"'{failure}' (members holding more partitions than their share leave the round-robin no member); "
-                "the recomputation starts from the members' current partitions where the broker starts from its "
-                "previous target assignment, so the broker may compute one; the stored target assignment (epoch "
-                f"{epoch}) was checked for unassigned partitions only; partitions from {source.description}",
+                _not_computed(group, source, version, failure)
+                + f"; the stored target assignment (epoch {epoch}) was checked for unassigned partitions only; "
+                f"partitions from {source.description}",
             )
         )
         rows += [
@@ -618,16 +652,36 @@ def _group_assignment_findings(group: ShareGroup) -> list[dict[str, Any]]:
                 member_id=member_id,
             )
         )
-    rows += _difference_rows(group, source, report.differences, member_ids)
+    rows += _difference_rows(group, source, report.differences, member_ids, assignor_era(source, version))
     return rows
 
 
+def _not_computed(group: ShareGroup, source: PartitionSource, version: BrokerVersion, failure: Exception) -> str:
+    if assignor_era(source, version) == "4.1":
+        return (
+            f"Kafka 4.1's SimpleAssignor stops on share group '{group.group_id}' with PartitionAssignorException "
+            f"'{failure}' (members holding more partitions than their share leave the round-robin no member); "
+            "the recomputation starts from the members' current partitions where the broker starts from its "
+            "previous target assignment, so the broker may compute one"
+        )
+    return (
+        f"Kafka {version.label}'s SimpleAssignor fails on share group '{group.group_id}' with '{failure}': members "
+        "hold partitions past the initialised ones that count towards their share, so no target assignment is "
+        "computed for the group until its members or partitions change"
+    )
+
+
 def _difference_rows(
-    group: ShareGroup, source: PartitionSource, differences: Iterable[MemberDifference], member_ids: set[str]
+    group: ShareGroup,
+    source: PartitionSource,
+    differences: Iterable[MemberDifference],
+    member_ids: set[str],
+    era: AssignorEra,
 ) -> list[dict[str, Any]]:
     """4.1 differences are info: the recomputation visits members and topics sorted, while the broker walks
     a HashMap whose order is unknown here, and it started from the previous target assignment, which type 14
-    only approximates. Kafka 4.0's rule depends on neither, so there a difference is a warning."""
+    only approximates. Kafka 4.0's rule depends on neither, so there a difference is a warning. 4.2+
+    differences are what the broker will move at its next computation: info, as nothing is wrong yet."""
     rows = []
     for difference in differences:
         parts = []
@@ -640,9 +694,15 @@ def _difference_rows(
             f"stored target of {who} '{difference.member_id}' differs from the recomputed assignment: "
             f"{'; '.join(parts)}; partitions from {source.description}"
         )
-        if source.kafka_4_0:
+        if era == "4.0":
             severity: Severity = "warning"
             message += "; Kafka 4.0's assignor gives each member every subscribed partition, whatever the order"
+        elif era == "4.2":
+            severity = "info"
+            message += (
+                "; Kafka 4.2+'s assignor, given this target back, balances it so: it will move these partitions "
+                "at its next computation (when the group's members or subscriptions change)"
+            )
         else:
             severity = "info"
             message += (
