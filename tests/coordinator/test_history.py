@@ -328,3 +328,89 @@ def test_one_topic_keeps_its_groups_whole_for_the_causes(spark, dump, tmp_path):
     assert {r["group_id"] for r in rows} == {"left", "k"}
     assert {r["topic"] for r in rows} == {"payments", None}
     assert deletion(rows, "left")["cause"] == history.EXPIRED
+
+
+# ---- topics deleted under the groups ------------------------------------------------------------------
+
+OLD_ID = "11111111-1111-1111-1111-111111111111"
+NEW_ID = "22222222-2222-2222-2222-222222222222"
+OTHER_ID = "33333333-3333-3333-3333-333333333333"
+
+
+def commit_with_id(group, topic, offset, when, topic_id):
+    """A v4 commit carrying the topic id (Kafka 4.1+ with a client that sends ids, every commit from 4.3)."""
+    key = encode_key(LAYOUTS[K.OFFSET_COMMIT], {"group": group, "topic": topic, "partition": 0})
+    fields = {"offset": offset, "leaderEpoch": 1, "metadata": "", "commitTimestamp": when, "topicId": topic_id}
+    return key, encode_value(LAYOUTS[K.OFFSET_COMMIT], 4, fields), when
+
+
+DELETIONS = [
+    # Two Stable groups read "gone"; the topic is deleted on day 4: both offsets in one write.
+    group_record("td-a", 0, members=[["gone"]]),
+    group_record("td-b", 0, members=[["gone"]]),
+    commit("td-a", "gone", 0, 5, at(1)),
+    commit("td-b", "gone", 0, 6, at(1)),
+    # "again" is deleted on day 4 and created again: its id changes across td-c's tombstone.
+    group_record("td-c", 0, members=[["again"]]),
+    commit_with_id("td-c", "again", 7, at(1), OLD_ID),
+    # td-d's offset is stored with a third id, which another group still commits after day 4.
+    group_record("td-d", 0, members=[["again"]]),
+    commit_with_id("td-d", "again", 8, at(2), OTHER_ID),
+    # One group's tombstone alone, a topic whose id never changes: a request (--delete-offsets).
+    group_record("td-e", 0, members=[["kept"]]),
+    commit("td-e", "kept", 0, 9, at(1)),
+]
+DELETED_AT = at(4)
+AFTER = [
+    deleted("td-c", "again", 0, DELETED_AT),
+    deleted("td-d", "again", 0, DELETED_AT + 1),
+    commit_with_id("td-f", "again", 1, at(5), NEW_ID),
+    commit_with_id("td-g", "again", 2, at(6), OTHER_ID),
+    deleted("td-e", "kept", 0, at(6)),
+]
+
+
+@pytest.fixture(scope="module")
+def deletions_dump(tmp_path_factory):
+    root = tmp_path_factory.mktemp("topic-deletions")
+    folder = root / "__consumer_offsets-0"
+    folder.mkdir()
+    batches = [batch(i, [record]) for i, record in enumerate(DELETIONS)]
+    n = len(DELETIONS)
+    # The coordinator's one write for the deleted topic: both groups' tombstones in one batch.
+    batches.append(batch(n, [deleted("td-a", "gone", 0, DELETED_AT), deleted("td-b", "gone", 0, DELETED_AT)]))
+    batches += [batch(n + 2 + i, [record]) for i, record in enumerate(AFTER)]
+    (folder / "00000000000000000000.log").write_bytes(b"".join(batches))
+    return str(root)
+
+
+@pytest.mark.parametrize(("version", "third_id"), [("4.2", history.TOPIC_DELETED), ("4.4", history.DELETED_BY_REQUEST)])
+def test_offsets_deleted_with_their_topic_say_so(spark, deletions_dump, tmp_path, version, third_id):
+    """OffsetMetadataManager.onPartitionsDeleted (4.2.1) tombstones every offset of the deleted topic's
+    name; onTopicsDeleted (4.3.1) only those stored with its id or none: td-d's, stored with another
+    id, is not the deletion's by 4.3+ rules."""
+    settings = dataclasses.replace(load_settings(), kafka_version=version)
+    run_history(spark, [deletions_dump], str(tmp_path), settings)
+    rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
+    causes = {r["group_id"]: r["cause"] for r in rows if r["event"] == history.OFFSET_DELETED}
+    assert causes == {
+        "td-a": history.TOPIC_DELETED,  # several groups' tombstones of one topic in one write
+        "td-b": history.TOPIC_DELETED,
+        "td-c": history.TOPIC_DELETED,  # the topic's id changed across it
+        "td-d": third_id,
+        "td-e": history.DELETED_BY_REQUEST,
+    }
+    assert all(r["rule"] == "SUBSCRIBED_TOPIC" for r in rows if r["event"] == history.OFFSET_DELETED)
+
+
+def test_the_timeline_says_an_offset_went_with_its_topic():
+    from datetime import UTC, datetime
+
+    from offset_audit.views.summary import timeline_line
+
+    line = timeline_line(
+        {"event": history.OFFSET_DELETED, "cause": history.TOPIC_DELETED,
+         "event_time": datetime(2026, 1, 5, tzinfo=UTC), "topic": "gone\x1b[2J", "partition": 0,
+         "rule": "SUBSCRIBED_TOPIC"}
+    )  # fmt: skip
+    assert "deleted with its topic" in line and "\x1b" not in line

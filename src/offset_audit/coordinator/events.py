@@ -12,4 +12,5 @@ GROUP_DELETED = "GROUP_DELETED"
 # cause of a deletion (history.py's docstring says how each is decided)
 EXPIRED = "EXPIRED"
 DELETED_BY_REQUEST = "DELETED_BY_REQUEST"
+TOPIC_DELETED = "TOPIC_DELETED"
 UNKNOWN = "UNKNOWN"

@@ -21,6 +21,13 @@ Causes (reference 4.1-4.4):
   removable (Empty, not a share group, no open transaction), no offsets left, and every offset
   tombstone of its batch (same time) itself EXPIRED;
   a group with none in its batch was removed within one interval of its last change.
+- TOPIC_DELETED: not EXPIRED, and the dump shows the topic was deleted then: the coordinator
+  tombstones every group's offsets of a deleted topic at once, so tombstones of the topic from two or
+  more groups written at once (one time, one partition, side by side) with no group tombstone beside
+  them; or the topic's id changes across the tombstone (an id last committed no later than it,
+  another first committed no earlier). From 4.3 the deletion only takes offsets stored with the
+  deleted id or none, so by 4.3+ rules an offset stored with another id is not taken by it
+  (`BrokerVersion.topic_deletion_matches_topic_ids`).
 - DELETED_BY_REQUEST: anything else (OffsetDelete, DeleteGroups, an admin tool).
 - UNKNOWN: the commit an offset tombstone deletes is not in the dump (compacted away or never there).
 """
@@ -42,6 +49,7 @@ from offset_audit.coordinator.events import (
     GROUP_EMPTY,
     GROUP_STABLE,
     OFFSET_DELETED,
+    TOPIC_DELETED,
     UNKNOWN,
 )
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
@@ -235,9 +243,16 @@ def offset_deletions(
     reach = F.lit(rules.sweep_reach_ms(check_interval_ms)).cast("long")
     window_end = F.try_add(F.greatest(expires, F.coalesce(F.col("_last_change_ms"), expires)), reach)
     expired = rules.is_expired(rule, base, explicit, at, retention)
+    found = found.join(_topic_deletions(log, tombstones), F.col("t.point_id") == F.col("_deletion_point"), "left")
+    stored_id = F.col("j.topic_id")
+    by_id = F.size(F.coalesce(F.col("_deleted_ids"), F.array())) > 0
+    if version.topic_deletion_matches_topic_ids:
+        by_id = by_id & (stored_id.isNull() | F.array_contains(F.col("_deleted_ids"), stored_id))
+    topic_deleted = F.coalesce(F.col("_deletion_batch"), F.lit(False)) | by_id
     cause = (
         F.when(F.col("j.group_id").isNull(), F.lit(UNKNOWN))
         .when(expired & (at <= window_end), F.lit(EXPIRED))
+        .when(topic_deleted, F.lit(TOPIC_DELETED))
         .otherwise(F.lit(DELETED_BY_REQUEST))
     )
     return found.select(
@@ -261,6 +276,67 @@ def offset_deletions(
         base.alias("base_timestamp_ms"),
         expires.alias("expires_at_ms"),
         window_end.alias("sweep_window_end_ms"),
+    )
+
+
+def _topic_deletions(log: DecodedLog, tombstones: DataFrame) -> DataFrame:
+    """Per offset tombstone (`_deletion_point`), what the dump shows of a deletion of its topic then.
+
+    `_deletion_batch`: the topic's tombstones of two or more groups written at once (at that time in that
+    partition, side by side in the log) with no group tombstone beside them. `_deleted_ids`: the topic
+    ids last committed no later than the tombstone while another id of the name is first committed no
+    earlier (the topic deleted and created again).
+    """
+    at = ["source_partition", "record_timestamp_ms"]
+    groups_gone = (
+        log.metadata.where(F.col("is_tombstone"))
+        .select(*at)
+        .unionByName(
+            log.modern.where(F.col("is_tombstone") & F.col("record_type").isin(*GROUP_RECORD_TYPES)).select(*at)
+        )
+        .distinct()
+        .withColumn("_group_gone", F.lit(True))
+    )
+    # One write: the offset tombstones of that time in that partition lie side by side in the log.
+    one_write = (
+        tombstones.groupBy(*at)
+        .agg(F.count(F.lit(1)).alias("_n"), F.min("source_offset").alias("_lo"), F.max("source_offset").alias("_hi"))
+        .where(F.col("_hi") - F.col("_lo") + 1 == F.col("_n"))
+        .select(*at)
+    )
+    batches = (
+        tombstones.groupBy("topic", *at)
+        .agg(F.count_distinct("group_id").alias("_groups"))
+        .join(one_write, at)
+        .join(groups_gone, at, "left")
+        .where((F.col("_groups") >= 2) & F.col("_group_gone").isNull())
+        .select("topic", *at, F.lit(True).alias("_deletion_batch"))
+    )
+    incarnations = (
+        log.commits.where(~F.col("is_tombstone") & F.col("topic_id").isNotNull())
+        .groupBy("topic", "topic_id")
+        .agg(F.min("record_timestamp_ms").alias("_first_ms"), F.max("record_timestamp_ms").alias("_last_ms"))
+    )
+    old, new = incarnations.alias("old"), incarnations.alias("new")
+    points = tombstones.select("point_id", "topic", *at).alias("t")
+    recreated = (
+        points.join(
+            old, (F.col("old.topic") == F.col("t.topic")) & (F.col("old._last_ms") <= F.col("t.record_timestamp_ms"))
+        )
+        .join(
+            new,
+            (F.col("new.topic") == F.col("t.topic"))
+            & (F.col("new._first_ms") >= F.col("t.record_timestamp_ms"))
+            & (F.col("new.topic_id") != F.col("old.topic_id")),
+        )
+        .groupBy(F.col("t.point_id").alias("point_id"))
+        .agg(F.array_distinct(F.collect_list("old.topic_id")).alias("_deleted_ids"))
+    )
+    return (
+        tombstones.select("point_id", "topic", *at)
+        .join(batches, ["topic", *at], "left")
+        .join(recreated, "point_id", "left")
+        .select(F.col("point_id").alias("_deletion_point"), "_deletion_batch", "_deleted_ids")
     )
 
 

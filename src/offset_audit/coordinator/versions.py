@@ -20,6 +20,8 @@ expiry bugs. Each difference is one property here, and `rules` asks the property
 - 4.0 removes an Empty share group at the sweep; from 4.1 share groups are kept (KAFKA-19016);
 - 4.1 counts a streams group with members as subscribed to nothing while its soft-state configured
   topology is missing or not ready; from 4.2 the persisted topology decides (KAFKA-19779);
+- 4.3 deletes a deleted topic's offsets only where their stored topicId is that topic's (or zero);
+  before, every offset of the topic's name;
 - 4.4 keeps an Empty streams group whose topology description a plugin stored until the plugin's
   cleanup clears it (StreamsGroup.shouldExpire, KAFKA-20696).
 """
@@ -91,6 +93,12 @@ class BrokerVersion:
         """4.4: StreamsGroup.shouldExpire is false while a topology description plugin is configured and
         StoredDescriptionTopologyEpoch is not -1."""
         return self.number >= (4, 4, 0)
+
+    @property
+    def topic_deletion_matches_topic_ids(self) -> bool:
+        """4.3's OffsetMetadataManager.onTopicsDeleted tombstones an offset only where its stored topicId is
+        the deleted topic's or zero; up to 4.2 onPartitionsDeleted went by topic name and partition."""
+        return self.number >= (4, 3, 0)
 
     @property
     def share_assignor_balances(self) -> bool:

@@ -276,6 +276,8 @@ def timeline_line(event: dict) -> str:
             )
         if cause == events.UNKNOWN:
             return f"  {when} {where} deleted: cause unknown (the commit it deleted is not in the dump)"
+        if cause == events.TOPIC_DELETED:
+            return f"  {when} {where} deleted with its topic: the topic was deleted then ({event['rule']} before)"
         expires = event["expires_at"]
         if expires is None:
             left = f"{event['rule']}: it never expires by time"
@@ -312,7 +314,7 @@ def history_summary(result, output: str) -> str:
     counts = result.events_by_kind
     deleted = {
         cause: counts.get((events.OFFSET_DELETED, cause), 0)
-        for cause in (events.EXPIRED, events.DELETED_BY_REQUEST, events.UNKNOWN)
+        for cause in (events.EXPIRED, events.DELETED_BY_REQUEST, events.TOPIC_DELETED, events.UNKNOWN)
     }
     groups_deleted = {
         cause: counts.get((events.GROUP_DELETED, cause), 0) for cause in (events.EXPIRED, events.DELETED_BY_REQUEST)
@@ -326,6 +328,7 @@ def history_summary(result, output: str) -> str:
         f"{_n(counts.get((events.GROUP_STABLE, None), 0) + counts.get((events.GROUP_EMPTY, None), 0))}",
         f"  offsets deleted: expired {_n(deleted[events.EXPIRED])}, "
         f"by request {_n(deleted[events.DELETED_BY_REQUEST])}"
+        + (f", with their topic {_n(deleted[events.TOPIC_DELETED])}" if deleted[events.TOPIC_DELETED] else "")
         + (f", unknown {_n(deleted[events.UNKNOWN])}" if deleted[events.UNKNOWN] else ""),
         f"  groups deleted: expired {_n(groups_deleted[events.EXPIRED])}, by request "
         f"{_n(groups_deleted[events.DELETED_BY_REQUEST])}",
