@@ -225,3 +225,51 @@ def test_records_newer_than_the_version_make_one_note():
     ((note, records),) = newer_than(dump, parse_version("2.0")).items()
     assert note.startswith("written only by Kafka 3.7 or later") and records == 900 + 40 + 12
     assert newer_than([TypeCount(1, "OffsetCommit", 1, None, 10, 0)], parse_version("2.0")) == {}
+
+
+@pytest.fixture(scope="module")
+def early_commits(tmp_path_factory):
+    """A compacted partition as the cleaner leaves it: each group's commit, then its group records."""
+    from dump_records import commit, modern
+    from segment_files import batch
+
+    records = [
+        commit("app", "words", 0, 5, 1),
+        modern(K.STREAMS_GROUP_METADATA, {"GroupId": "app"}, {"Epoch": 3, "MetadataHash": 1}, 2),
+        commit("kip848", "orders", 0, 6, 1),
+        modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "kip848"}, {"Epoch": 2}, 2),
+        modern(K.STREAMS_GROUP_METADATA, {"GroupId": "fine"}, {"Epoch": 1, "MetadataHash": 1}, 1),
+        commit("fine", "words", 0, 7, 2),
+    ]
+    root = tmp_path_factory.mktemp("early-commits")
+    (root / "__consumer_offsets-0").mkdir()
+    log = b"".join(batch(i, [record]) for i, record in enumerate(records))
+    (root / "__consumer_offsets-0" / "00000000000000000000.log").write_bytes(log)
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("version", "jira", "group"),
+    [("4.2.0", "KAFKA-20254", "'app'"), ("4.1", "KAFKA-20254", "'app'"), ("4.2.1", None, None),
+     ("3.9", "KAFKA-17306", "'kip848'"), ("4.0", None, None)],
+)  # fmt: skip
+def test_a_commit_before_its_groups_records_fails_the_load_of_the_versions_that_had_the_bug(
+    spark, early_commits, tmp_path, version, jira, group
+):
+    """GroupMetadataManager.getOrMaybeCreatePersistedStreamsGroup (4.2.0 against 4.2.1) and
+    getOrMaybeCreatePersistedConsumerGroup (3.9.1 against 4.0.0): a simple classic group a commit
+    created is replaced only from the fix on."""
+    import dataclasses
+
+    from offset_audit.runs.audit import run_audit
+    from offset_audit.runs.config import load_settings
+
+    settings = dataclasses.replace(load_settings(), kafka_version=version)
+    notes = run_audit(spark, [early_commits], str(tmp_path), settings).report.format_notes
+    found = {note: n for note, n in notes.items() if note.startswith("KAFKA-")}
+    if jira is None:
+        assert found == {}
+    else:
+        ((note, commits),) = found.items()
+        assert note.startswith(jira) and note.endswith(f"{group} (partition 0)") and commits == 1
+        assert "'fine'" not in note

@@ -382,3 +382,28 @@ def coordinator_groups(
         F.min("_group").alias("_group"), F.max("_pending").alias("open_transaction")
     )
     return first.select("group_id", *[F.col(f"_group.{c}").alias(c) for c in _HELD_COLUMNS[1:]], "open_transaction")
+
+
+def commits_before_group_records(offsets: DataFrame, live_modern: DataFrame, group_type: str) -> DataFrame:
+    """Groups of `group_type` with a live offset commit before their first live record of that type, in
+    their __consumer_offsets partition: (group_id, source_partition, commits), the commits that come
+    first.
+
+    The coordinator replays such a commit into a simple classic group; brokers before KAFKA-17306
+    (consumer) and KAFKA-20254 (streams) then fail the partition's load on the group's records
+    (`BrokerVersion.load_fails_on_early_commits_of`). The live records are the log as compaction leaves
+    it, so this is what a compacted partition holds; older records still before the cleaner's point can
+    put a group record first for now.
+    """
+    key = ["group_id", "source_partition"]
+    first = (
+        live_modern.where(F.col("group_type") == group_type)
+        .groupBy(*key)
+        .agg(F.min("source_offset").alias("_first_record"))
+    )
+    return (
+        offsets.join(F.broadcast(first), key)
+        .where(F.col("source_offset") < F.col("_first_record"))
+        .groupBy(*key)
+        .agg(F.count(F.lit(1)).alias("commits"))
+    )

@@ -73,6 +73,31 @@ KAFKA_13636 = (
     "KAFKA-13636: on this broker version, if a member rejoins the group, the offset goes during the "
     "rebalance, since it was committed more than the retention ago"
 )
+EARLY_COMMIT_LOAD_FAILURES = {
+    "consumer": (
+        "KAFKA-17306: the new group coordinator of Kafka 3.7 to 3.9 fails to load the __consumer_offsets "
+        "partition of a group whose offset commit comes before its consumer group records, as compaction "
+        "leaves them (fixed in 4.0): {groups}"
+    ),
+    "streams": (
+        "KAFKA-20254: Kafka 4.1.0 to 4.2.0 fail to load the __consumer_offsets partition of a group whose "
+        "offset commit comes before its streams group records, as compaction leaves them (fixed in 4.2.1): "
+        "{groups}"
+    ),
+}
+
+
+def early_commit_note(group_type: str, groups: list[tuple[str, int]], commits: int) -> dict[str, int]:
+    """The summary's one note for the groups `commits_before_group_records` found: their names (the first
+    three, then how many more) and partitions, counted in the commits that come first."""
+    if not groups:
+        return {}
+    shown = ", ".join(f"'{group}' (partition {partition})" for group, partition in groups[:3])
+    if len(groups) > 3:
+        shown += f" and {len(groups) - 3} more"
+    return {EARLY_COMMIT_LOAD_FAILURES[group_type].format(groups=shown): commits}
+
+
 KAFKA_19779_KEPT = (
     "KAFKA-19779: this broker version keeps a streams group's offsets only while its topology is ready (its "
     "source and internal topics exist as configured), which the log does not record; while it is not, the "

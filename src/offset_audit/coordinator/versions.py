@@ -17,6 +17,9 @@ expiry bugs. Each difference is one property here, and `rules` asks the property
   more than the retention ago goes during the rebalance;
 - the Scala coordinator (before 4.0) never held an offset back for a pending transactional commit;
   the Java one (the default from 4.0) does;
+- the new coordinator of 3.7 to 3.9 (KIP-848 consumer groups) and 4.1.0 to 4.2.0 (streams groups) fail
+  to load a partition where a group's offset commit comes before its group records (KAFKA-17306,
+  KAFKA-20254), as compaction leaves them;
 - 4.0 removes an Empty share group at the sweep; from 4.1 share groups are kept (KAFKA-19016);
 - 4.1 counts a streams group with members as subscribed to nothing while its soft-state configured
   topology is missing or not ready; from 4.2 the persisted topology decides (KAFKA-19779);
@@ -93,6 +96,19 @@ class BrokerVersion:
         """4.4: StreamsGroup.shouldExpire is false while a topology description plugin is configured and
         StoredDescriptionTopologyEpoch is not -1."""
         return self.number >= (4, 4, 0)
+
+    @property
+    def load_fails_on_early_commits_of(self) -> str | None:
+        """The group type whose records this version cannot replay after an offset commit of the same
+        group: the commit made the group a simple classic one, and the type's records then fail the
+        partition's load ("Group X is not a ... group"). KAFKA-17306 (the new coordinator of 3.7 to 3.9,
+        KIP-848 consumer groups, fixed in 4.0.0); KAFKA-20254 (streams groups, 4.1.0 to 4.2.0, fixed in
+        4.2.1)."""
+        if (3, 7, 0) <= self.number < (4, 0, 0):
+            return "consumer"
+        if (4, 1, 0) <= self.number < (4, 2, 1):
+            return "streams"
+        return None
 
     @property
     def topic_deletion_matches_topic_ids(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
@@ -14,7 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offset_audit.coordinator import replay
+from offset_audit.coordinator import replay, rules
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import TABLES, arrow_schema
@@ -63,6 +63,8 @@ class CoordinatorState:
     offsets: DataFrame
     groups: DataFrame
     newest_record: datetime | None
+    load_notes: dict[str, int] = field(default_factory=dict)
+    """What stops the judged broker version loading this log (`rules.early_commit_note`)."""
 
     def release(self) -> None:
         self.offsets.unpersist()
@@ -107,14 +109,17 @@ def load_state(
     if not commits_latest:
         offsets = offsets.persist(StorageLevel.MEMORY_AND_DISK)
     live_metadata = replay.live_group_metadata(metadata, unreadable)
-    groups = replay.coordinator_groups(
-        offsets,
-        live_metadata,
-        members,
-        replay.live_modern_records(modern, unreadable),
-        pending,
-        version,
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    live_modern = replay.live_modern_records(modern, unreadable)
+    groups = replay.coordinator_groups(offsets, live_metadata, members, live_modern, pending, version).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    load_notes: dict[str, int] = {}
+    family = version.load_fails_on_early_commits_of
+    if family is not None:
+        early = replay.commits_before_group_records(offsets, live_modern, family).orderBy("group_id").collect()
+        load_notes = rules.early_commit_note(
+            family, [(r["group_id"], r["source_partition"]) for r in early], sum(r["commits"] for r in early)
+        )
     if newest is None:
         newest = (
             commits.select("record_timestamp")
@@ -123,7 +128,7 @@ def load_state(
             .agg(F.max("record_timestamp"))
             .collect()[0][0]
         )
-    return CoordinatorState(offsets, groups, newest)
+    return CoordinatorState(offsets, groups, newest, load_notes)
 
 
 @contextmanager
@@ -174,6 +179,7 @@ def coordinator_state(
                 quarantined,
                 parse_version(settings.kafka_version),
             )
+            report.format_notes.update(state.load_notes)
             try:
                 yield state
             finally:
