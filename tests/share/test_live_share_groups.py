@@ -7,13 +7,16 @@ formatted); 4.0's were a preview with other record layouts, switched on by unsta
 run on the versions of KAFKA_VERSIONS from 4.1 on.
 
 Four groups read one topic of two partitions: one accepts 15 records, one releases 5, one rejects 3, and
-one keeps a member consuming everything while the logs are copied. Checked:
+one keeps a member consuming everything while the logs are copied. A fifth group's three members join one
+by one on a topic of five partitions, so its broker computes a target assignment at each join. Checked:
 - start offsets (and, where the tool prints it, the lag) per share-partition, as
   `kafka-share-groups.sh --describe --offsets` lists them;
 - each group's state and member count, as `--describe --state` lists them;
 - deliveries, as the consumers printed them (print.delivery): a released record is Available with the
   delivery count the consumer saw, a rejected one Archived, an accepted one Acknowledged, or before the
-  start offset where the share-partition leader moved past it.
+  start offset where the share-partition leader moved past it;
+- every target assignment the broker wrote for the fifth group, as the version's SimpleAssignor computes
+  it from the previous one (share/balanced_assignor.py, from 4.2).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from click.testing import CliRunner
 from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple, wait_until
 from live_services import _start, _stop, live, table_rows
 
+from offset_audit import constants as K
 from offset_audit.cli.main import main
 
 JOBS = "jobs"
@@ -34,6 +38,8 @@ SHARE_VERSIONS = [v for v in kafka_versions() if version_tuple(v) >= (4, 1)]
 # What each group's console share consumer does: how many records it takes, and its flag.
 CONSUMERS = {"share-accept": (15, None), "share-release": (5, "--release"), "share-reject": (3, "--reject")}
 LIVE = "share-live"
+# Three members join one after another; each join is a new group epoch and target assignment.
+BALANCED, TASKS, TASK_PARTITIONS, BALANCED_MEMBERS = "share-balanced", "tasks", 5, 3
 
 pytestmark = pytest.mark.slow
 
@@ -47,11 +53,12 @@ class Observed:
     tool_offsets: dict[tuple[str, str, int], tuple[int | None, int | None]]  # (start offset, lag or None)
     tool_states: dict[str, tuple[str, int]]  # state, members
     delivered: dict[str, list[tuple[int, int, int]]]  # group -> (partition, offset, delivery count) printed
+    balanced_records: list[dict]  # BALANCED's records of __consumer_offsets, decoded, in log order
 
 
-def _share_consumer_args(broker: Broker, group: str) -> list[str]:
+def _share_consumer_args(broker: Broker, group: str, topic: str = JOBS) -> list[str]:
     return [
-        "--bootstrap-server", broker.bootstrap, "--topic", JOBS, "--group", group,
+        "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
         "--property", "print.partition=true", "--property", "print.offset=true",
         "--property", "print.delivery=true", "--property", "print.value=false",
     ]  # fmt: skip
@@ -118,6 +125,31 @@ def _tool_states(broker: Broker) -> dict[str, tuple[str, int]]:
     return {row[0]: (row[-2], int(row[-1])) for row in _table(listed.stdout, "GROUP ")}
 
 
+def _assigned(broker: Broker, group: str, members: int) -> bool:
+    """The group has `members` members and its assignment stands: every one of TASKS' partitions is held
+    (once initialised) and two listings a second apart agree. `--describe --members` prints each member's
+    partitions last, as `topic:0,2;other:1`."""
+
+    def listing() -> list[list[str]]:
+        listed = broker.tool("share-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group",
+                             group, "--members")  # fmt: skip
+        return sorted(_table(listed.stdout, "GROUP "))
+
+    def held(row: list[str]) -> set[tuple[str, int]]:
+        if len(row) < 6:  # GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS, and no ASSIGNMENT
+            return set()
+        topics = (part.partition(":") for part in row[5].split(";"))
+        return {(topic, int(p)) for topic, _, ps in topics for p in ps.split(",") if p}
+
+    first = listing()
+    if len(first) != members or {tp for row in first for tp in held(row)} != {
+        (TASKS, p) for p in range(TASK_PARTITIONS)
+    }:
+        return False
+    time.sleep(1)
+    return listing() == first
+
+
 def _cli(*args: str) -> None:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output + repr(result.exception)
@@ -132,7 +164,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
     folder = tmp_path_factory.mktemp(f"kafka-share-{version}")
     with live(kafka_broker(folder / "broker", version)) as broker:
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
-        for future in admin.create_topics([NewTopic(JOBS, 2, 1)]).values():
+        for future in admin.create_topics([NewTopic(JOBS, 2, 1), NewTopic(TASKS, TASK_PARTITIONS, 1)]).values():
             future.result(60)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
         for partition in range(2):
@@ -154,7 +186,22 @@ def observed(request, tmp_path_factory, spark) -> Observed:
                          log4j=broker.folder / "tools-log4j2.properties"),
             live_log,
         )  # fmt: skip
+        joined = []
         try:
+            for n in range(BALANCED_MEMBERS):
+                joined.append(
+                    _start(
+                        java_command(
+                            version,
+                            "share-consumer",
+                            *_share_consumer_args(broker, BALANCED, topic=TASKS),
+                            log4j=broker.folder / "tools-log4j2.properties",
+                        ),
+                        folder / f"{BALANCED}-{n}.out",
+                    )
+                )
+                wait_until(f"{BALANCED} to have {n + 1} members with their partitions",
+                           lambda n=n: _assigned(broker, BALANCED, n + 1), seconds=120, pause=1)  # fmt: skip
             everything = 2 * RECORDS
             taken = lambda: len(_printed(live_log.read_text())) >= everything  # noqa: E731
             wait_until(f"{LIVE} to take all {everything} records", taken, seconds=90, pause=0.5)
@@ -180,6 +227,8 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             assert _tool_offsets(broker) == tool_offsets and _tool_states(broker) == tool_states
         finally:
             _stop(member)
+            for process in joined:
+                _stop(process)
     (folder / "ends.txt").write_text(ends.stdout)
     out = folder / "share"
     _cli("share", "--input", str(state_log), "--groups-input", str(groups_log), "--output", str(out),
@@ -192,14 +241,24 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         tool_offsets,
         tool_states,
         delivered,
+        sorted(
+            (
+                r
+                for r in table_rows(str(out / "decoded" / "modern_group_records")).to_pylist()
+                if r["group_id"] == BALANCED
+            ),
+            key=lambda r: (r["source_partition"], r["source_offset"]),
+        ),
     )
 
 
 def test_start_offsets_and_lag_are_what_kafka_share_groups_lists(observed):
     audited = {(p["group_id"], p["topic"], p["partition"]): p for p in observed.partitions}
-    assert all(key[1] == JOBS for key in audited), audited.keys()  # topic names from the groups' records
+    # topic names from the groups' records
+    assert all(key[1] == (TASKS if key[0] == BALANCED else JOBS) for key in audited), audited.keys()
+    audited = {key: p for key, p in audited.items() if key[0] != BALANCED}
     # The tool prints "-" where the state is initialised but nothing was fetched yet (stored as -1).
-    listed = {key: start for key, (start, _) in observed.tool_offsets.items()}
+    listed = {key: start for key, (start, _) in observed.tool_offsets.items() if key[0] != BALANCED}
     assert {key: None if p["start_offset"] == -1 else p["start_offset"] for key, p in audited.items()} == listed
     assert {key[0] for key, start in listed.items() if start is not None} == {*CONSUMERS, LIVE}
     for p in audited.values():  # the lag is the end offset kafka-get-offsets printed minus the start offset
@@ -207,7 +266,7 @@ def test_start_offsets_and_lag_are_what_kafka_share_groups_lists(observed):
     # From Kafka 4.2 the tool prints a lag that also leaves out the records already done beyond the
     # start offset, by the broker's own count (KIP-1226's DeliveryCompleteCount): broker_lag, from the
     # count replayed out of the state records. It is that of the batches too, for these groups.
-    lags = {key: lag for key, (_, lag) in observed.tool_offsets.items()}
+    lags = {key: lag for key, (_, lag) in observed.tool_offsets.items() if key[0] != BALANCED}
     broker_lags = {key: p["broker_lag"] for key, p in audited.items()}
     if version_tuple(observed.version) >= (4, 2):
         assert any(lag is not None for lag in lags.values()) and broker_lags == lags
@@ -222,6 +281,7 @@ def test_every_group_has_the_state_and_members_kafka_share_groups_lists(observed
     audited = {g: (row["group_state"], row["member_count"]) for g, row in observed.groups.items()}
     assert audited == observed.tool_states
     assert observed.tool_states[LIVE] == ("Stable", 1)
+    assert observed.tool_states[BALANCED] == ("Stable", BALANCED_MEMBERS)
 
 
 def _state_of(observed: Observed, group: str, partition: int, offset: int) -> tuple[str, int] | None:
@@ -247,3 +307,60 @@ def test_rejected_records_are_archived_and_accepted_ones_acknowledged_or_done(ob
     for group, state in (("share-reject", "Archived"), ("share-accept", "Acknowledged")):
         found = {_state_of(observed, group, p, o) for p, o, _ in observed.delivered[group]}
         assert found <= {None, (state, 1)}, (group, found)
+
+
+def _target_assignments(records: list[dict]):
+    """The group's target assignments in log order, each with the one before it: at every
+    ShareGroupTargetAssignmentMetadata (12) record, the live members (10) with their subscriptions,
+    the live targets (13), the initialised partitions (15) and the topic names they give."""
+    members: dict[str, list[str]] = {}
+    targets: dict[str, list[tuple[str, list[int]]]] = {}
+    initialized: dict[str, list[int]] = {}
+    names: dict[str, str] = {}
+    previous: dict[str, list[tuple[str, list[int]]]] = {}
+    for r in records:
+        kind, member, gone = r["record_type"], r["member_id"], r["is_tombstone"]
+        if kind == K.SHARE_GROUP_MEMBER_METADATA:
+            members.pop(member, None) if gone else members.__setitem__(member, list(r["subscribed_topic_names"]))
+        elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            held = [(t["topic_id"], list(t["partitions"])) for t in r["assigned_partitions"] or []]
+            targets.pop(member, None) if gone else targets.__setitem__(member, held)
+        elif kind == K.SHARE_GROUP_STATE_PARTITION_METADATA:
+            topics = [] if gone else r["topics"]
+            initialized = {t["topic_id"]: list(t["partitions"]) for t in topics}
+            names.update({t["topic_id"]: t["topic_name"] for t in topics})
+        elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA and not gone:
+            yield r["epoch"], dict(members), dict(initialized), dict(names), previous, dict(targets)
+            previous = dict(targets)
+
+
+def test_each_target_assignment_is_what_the_versions_assignor_computes(observed):
+    """Kafka 4.2+: SimpleAssignor's balanced builders, fed the previous target, the members in the order
+    of the broker's HashMap and the initialised partitions, give each target the broker wrote. 4.1's
+    hashing assignor walks HashMaps in orders the audit does not reproduce: there every target gives each
+    member a partition and leaves none without a member once the topic is initialised."""
+    from offset_audit.share.assignor import is_homogeneous
+    from offset_audit.share.balanced_assignor import assign_balanced, subscribed_topic_ids
+
+    balanced = version_tuple(observed.version) >= (4, 2)
+    epochs = list(_target_assignments(observed.balanced_records))
+    assigned = 0
+    for epoch, members, initialized, names, previous, stored in epochs:
+        written = {m: {(t, p) for t, ps in stored.get(m, []) for p in ps} for m in members}
+        assigned += any(written.values())
+        if not balanced:
+            everything = {(t, p) for t, ps in initialized.items() for p in ps}
+            if everything:
+                assert set().union(*written.values()) == everything and all(written.values()), epoch
+            continue
+        ids = {name: topic_id for topic_id, name in names.items()}
+        expected = assign_balanced(
+            {m: subscribed_topic_ids(topics, ids) for m, topics in members.items()},
+            {t: max(ps) + 1 for t, ps in initialized.items() if ps},
+            {m: previous[m] for m in members if m in previous},
+            assignable=initialized,
+            homogeneous=is_homogeneous({m: set(topics) for m, topics in members.items()}),
+        )
+        assert expected == written, (epoch, members, previous)
+    # the joins were assigned one after another: one member, two, three
+    assert assigned >= BALANCED_MEMBERS and len(epochs[-1][1]) == BALANCED_MEMBERS
