@@ -8,7 +8,7 @@ SIZES ?= 1000000,5000000
 CODECS ?= none,zstd
 DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
-KAFKA_VERSIONS ?= 4.1.2 4.3.1 3.9.2
+KAFKA_VERSIONS ?= 4.1.2 4.4.0 3.9.2
 KAFKA_DIR := .kafka
 # The JVM parts the Spark-native routes need (delta-spark, Spark's Kafka source, hadoop-aws), in .jars/spark.
 SPARK_JARS := .jars/spark
