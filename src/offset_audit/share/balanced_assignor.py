@@ -184,8 +184,6 @@ class _Homogeneous:
                         held += 1
                         self.by_partition.setdefault((topic, p), lambda: JavaHashSet(int_hash)).add(index)
                         self.by_member.setdefault(index, lambda: JavaHashSet(topic_partition_hash)).add((topic, p))
-                    if held >= self.desired[index]:
-                        self.state.copy(index)
                 else:
                     self.state.copy(index).pop(topic, None)
             if held < self.desired[index]:
@@ -195,29 +193,10 @@ class _Homogeneous:
 
     def _revoke_overfilled(self) -> None:
         for index in self.overfilled:
-            held = self.by_member.get(index)
-            for target in held:
-                if len(held) <= self.desired[index]:
-                    break
-                self.state.copy(index)[target[0]].discard(target[1])
-                self.by_partition.get(target).remove(index)
-                held.remove(target)
+            _give_up_extra(index, self.by_member.get(index), self.desired[index], self.by_partition, self.state, _same)
 
     def _revoke_overshared(self) -> None:
-        for target, holders in self.by_partition.items():
-            count = len(holders)
-            if count <= self.sharing:
-                continue
-            for index in holders:
-                parts = self.state.copy(index).get(target[0])
-                if parts is not None and target[1] in parts:
-                    parts.discard(target[1])
-                    count -= 1
-                    holders.remove(index)
-                    self.by_member.get(index).remove(target)
-                    self.unfilled.add(index)
-                if count <= self.sharing:
-                    break
+        _revoke_overshared(self.by_partition, self.sharing, self.by_member, self.state, _same, self.unfilled)
 
     def _give(self, index: int, target: TopicIdPartition) -> bool:
         self.state.copy(index).setdefault(target[0], set()).add(target[1])
@@ -249,25 +228,8 @@ class _TopicBuilder:
                 self.by_partition.setdefault(p, lambda: JavaHashSet(int_hash)).add(index)
                 self.by_member.setdefault(index, lambda: JavaHashSet(int_hash)).add(p)
         for index, held in self.by_member.items():
-            for p in held:
-                if len(held) <= self.desired[index]:
-                    break
-                self.by_partition.get(p).remove(index)
-                held.remove(p)
-                self.state.copy(index)[self.topic].discard(p)
-        for p, holders in self.by_partition.items():
-            count = len(holders)
-            if count <= self.sharing:
-                continue
-            for index in holders:
-                parts = self.state.copy(index).get(self.topic)
-                if parts is not None and p in parts:
-                    parts.discard(p)
-                    count -= 1
-                    holders.remove(index)
-                    self.by_member.get(index).remove(p)
-                if count <= self.sharing:
-                    break
+            _give_up_extra(index, held, self.desired[index], self.by_partition, self.state, self._of_topic)
+        _revoke_overshared(self.by_partition, self.sharing, self.by_member, self.state, self._of_topic)
         capacity = expected_size_capacity(len(self.subscribers))
         for p in self.targets:
             self.by_partition.setdefault(p, lambda: JavaHashSet(int_hash, capacity))
@@ -278,11 +240,51 @@ class _TopicBuilder:
                 unfilled.add(index)
         _deal(self.by_partition, unfilled, self.sharing, self._give)
 
+    def _of_topic(self, p: int) -> TopicIdPartition:
+        return (self.topic, p)
+
     def _give(self, index: int, p: int) -> bool:
         self.state.copy(index).setdefault(self.topic, set()).add(p)
         held = self.by_member.setdefault(index, lambda: JavaHashSet(int_hash))
         held.add(p)
         return len(held) >= self.desired[index]
+
+
+def _same(target: TopicIdPartition) -> TopicIdPartition:
+    return target
+
+
+def _give_up_extra(index: int, held: JavaHashSet, desired: int, by_partition: JavaHashMap, state, where) -> None:
+    """revokeOverfilledMembers, for one member: it gives up its partitions in the walk of its set until it
+    holds its share. The builders key partitions differently; `where(key)` is the (topic, partition)."""
+    for key in held:
+        if len(held) <= desired:
+            break
+        topic, partition = where(key)
+        state.copy(index)[topic].discard(partition)
+        by_partition.get(key).remove(index)
+        held.remove(key)
+
+
+def _revoke_overshared(by_partition: JavaHashMap, sharing: int, by_member: JavaHashMap, state, where, unfilled=None):
+    """revokeOversharedPartitions: a partition held by more than `sharing` members is given up by the
+    holders first in its walk until `sharing` remain; the homogeneous builder marks them `unfilled`."""
+    for key, holders in by_partition.items():
+        count = len(holders)
+        if count <= sharing:
+            continue
+        topic, partition = where(key)
+        for index in holders:
+            parts = state.copy(index).get(topic)
+            if parts is not None and partition in parts:
+                parts.discard(partition)
+                count -= 1
+                holders.remove(index)
+                by_member.get(index).remove(key)
+                if unfilled is not None:
+                    unfilled.add(index)
+            if count <= sharing:
+                break
 
 
 def _deal(by_partition: JavaHashMap, unfilled: JavaHashSet, sharing: int, give) -> None:
