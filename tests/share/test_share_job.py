@@ -267,6 +267,18 @@ def test_the_folded_and_the_record_by_record_replay_write_the_same_tables(spark,
     assert tables[True]["share_problems"] and tables[True]["quarantine"]
     for name in SHARE_TABLES:
         assert tables[True][name] == tables[False][name], name
+    (moved,) = [p for p in tables[True]["share_partitions"] if p["start_offset_moves_back"]]
+    assert moved["start_offset_moves_back"] == 1  # a 4.0 snapshot comes after it: reported all the same
+    assert any("back from 1000000000 to 100" in p["reason"] for p in tables[True]["share_problems"])
+    (finding,) = [f for f in tables[True]["share_findings"] if f["kind"] == "START_OFFSET_MOVED_BACK"]
+    assert (finding["group_id"], finding["partition"]) == (moved["group_id"], moved["partition"])
+    # Judged as 4.4 (the default), such an update says the dump's broker is older; as 4.3 it is expected.
+    (note,) = [n for n in result.report.format_notes if "start offset back" in n]
+    assert result.report.format_notes[note] == 1 and "only brokers before 4.4" in note
+    settings = dataclasses.replace(load_settings(), kafka_version="4.3")
+    older = run_share(spark, [dump], str(tmp_path / "out-4.3"), settings)
+    assert not [n for n in older.report.format_notes if "start offset back" in n]
+    assert any(f["kind"] == "START_OFFSET_MOVED_BACK" for f in older.findings)
 
 
 def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(spark, tmp_path):

@@ -96,6 +96,34 @@ def test_update_without_state_builds_from_the_update_alone_with_state_epoch_zero
     assert state.batches == batches((105, 109, ARCHIVED, 2), (100, 104, AVAILABLE, 1))
 
 
+def test_an_update_moving_the_start_offset_back_is_applied_and_reported():
+    """Kafka before 4.4 persists an out-of-order state write as it comes (apache/kafka#23074): the replay
+    takes the lower start offset as the broker's does, and says so with where the record is."""
+    result = replay_checked(
+        [
+            snapshot(100, (100, 109, ACKNOWLEDGED, 1), offset=1),
+            update(120, offset=2),
+            update(-1, offset=3),  # leaves the start offset: not a move
+            update(110, (110, 112, AVAILABLE, 1), offset=4),  # back from 120
+            update(115, offset=5),  # forward again
+            update(-5, offset=6),  # prunes nothing, like 0: back from 115
+        ]
+    )
+    assert result.start_offset_moves_back == 2
+    assert [(p.partition, p.offset) for p in result.problems] == [(7, 4), (7, 6)]
+    assert "back from 120 to 110" in result.problems[0].reason and "records 110-119" in result.problems[0].reason
+    assert "back from 115 to -5" in result.problems[1].reason and "records 0-114" in result.problems[1].reason
+    assert result.state.start_offset == -5
+
+
+def test_no_move_back_without_a_state_before_or_from_a_snapshot():
+    assert replay_checked([update(50, offset=1), update(60, offset=2)]).start_offset_moves_back == 0
+    after_tombstone = [update(50, offset=1), tombstone(offset=2), update(10, offset=3)]
+    assert replay_checked(after_tombstone).start_offset_moves_back == 0
+    assert replay_checked([update(50, offset=1), snapshot(10, offset=2)]).start_offset_moves_back == 0  # a reset
+    assert replay_checked([snapshot(-1, offset=1), update(0, offset=2)]).start_offset_moves_back == 0
+
+
 def test_tombstone_deletes_the_state():
     assert replay([snapshot(100, (100, 109, AVAILABLE, 1), offset=1), tombstone(offset=2)]) is None
 

@@ -122,6 +122,13 @@ class BrokerVersion:
         return self.number >= (4, 2, 0)
 
     @property
+    def keeps_share_start_offsets_moving_forward(self) -> bool:
+        """4.4's share coordinator writes the higher of a state write's start offset and the stored one
+        (apache/kafka#23074); before, an out-of-order write moved it back (the records between are
+        delivered again). Only what is written changed: every version replays records alike."""
+        return self.number >= (4, 4, 0)
+
+    @property
     def removes_empty_share_groups(self) -> bool:
         """4.0's sweep removed an Empty share group; 4.1 keeps them (KAFKA-19016)."""
         return (4, 0, 0) <= self.number < (4, 1, 0)

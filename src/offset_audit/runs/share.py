@@ -193,7 +193,7 @@ def run_share(
 ) -> ShareResult:
     """Replay every share-partition's state, audit the share groups, write the share tables."""
     from offset_audit.share import groups as share_groups
-    from offset_audit.share import limits
+    from offset_audit.share import limits, state_findings
 
     settings = resolved(settings, inputs, share=True)
     storage = for_settings(settings)
@@ -246,6 +246,8 @@ def run_share(
     findings = share_groups.broker_setting_findings(setting_findings)
     findings += share_groups.assignment_findings(groups, version)
     findings += share_groups.limit_findings(groups, observations, effective)
+    findings += state_findings.moved_back_findings(partition_rows)
+    report.format_notes.update(state_findings.writer_notes(partition_rows, version))
     # The key columns of __consumer_offsets records whose value was unreadable: share state keys are
     # not among them, so they stay null.
     tables["quarantine"] = share_tables.shaped(quarantine, "quarantine", absent=tuple(UNREADABLE_COLUMNS[1:]))

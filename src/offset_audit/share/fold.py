@@ -18,7 +18,9 @@ only for the figures kept besides the state: records, problems, the last snapsho
 
 Where the premise fails (a start offset moving backwards, one share-partition's records interleaved
 between tasks), the summary says so and the caller replays that share-partition's records exactly with
-`state.replay_checked`. Problems are found per record exactly as `replay_checked` words them.
+`state.replay_checked`. A move back anywhere (also before a later snapshot, where the state would still
+fold) goes there too: `replay_checked` reports each one, and they are rare (brokers before 4.4, on
+out-of-order state writes). Other problems are found per record exactly as `replay_checked` words them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from itertools import pairwise
 import numpy as np
 
 from offset_audit.share import cover
-from offset_audit.share.columns import SNAPSHOT, UNKNOWN, UPDATE, ShareColumns
+from offset_audit.share.columns import SNAPSHOT, TOMBSTONE, UNKNOWN, UPDATE, ShareColumns
 from offset_audit.share.state import (
     DELIVERY_STATE_NAMES,
     NO_TIMESTAMP,
@@ -59,7 +61,6 @@ class FoldedUpdates:
     snapshot_epoch: int  # the first update's: the state's epoch if there was no state
     leader_epoch: int  # the last one set, else -1
     start_offset: int  # the last one set, else -1
-    first_start: int | None  # the first one set: it must not be below the state's start offset
     batches: tuple[StateBatch, ...]  # their cover, pruned at start_offset
     delivery_complete_count: int  # the last update's, -1 included: each replaces the state's
 
@@ -70,7 +71,10 @@ class Summary:
 
     With `reset` (the task saw a snapshot or tombstone), `state` is the state after its records,
     whatever came before; otherwise `updates` (None if no record was valid) apply to the state before.
-    `exact` says the fold's premise failed: replay this share-partition record by record.
+    `exact` says an update of the task moved the start offset back: replay this share-partition record
+    by record, which reports each such update (even one a later snapshot makes harmless to the state).
+    `head_start` is the first start offset the task's updates set before any snapshot or tombstone: it
+    must not be below the start offset of the state the earlier tasks leave.
     """
 
     share_partition: tuple[str, str, int]
@@ -81,6 +85,7 @@ class Summary:
     problems: tuple[ReplayProblem, ...]
     exact: bool
     reset: bool
+    head_start: int | None
     state: ShareState | None
     updates: FoldedUpdates | None
 
@@ -179,6 +184,28 @@ def _problems(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int, str
     return tuple(problems)
 
 
+def _start_offsets_only_move_forward(records, valid: np.ndarray) -> tuple[bool, int | None]:
+    """Whether no update among these (valid, log-ordered) records sets a start offset pruning less than
+    the one before it, and the first start offset set before any snapshot or tombstone.
+
+    Between two resets the start offset is the last one set: the snapshot's, then each update's that is
+    not -1 (after a tombstone the first update builds the state; its -1 prunes like 0, so it is never
+    above what follows). A move back is a drop between neighbours of one such stretch."""
+    kind = records["kind"][valid]
+    starts = records["start_offset"][valid]
+    is_reset = kind != UPDATE
+    sets = is_reset | (starts != NOT_UPDATED)
+    stretch = np.cumsum(is_reset)[sets]
+    pruned = np.maximum(starts[sets], 0)  # a negative start prunes nothing, like 0
+    is_update = ~is_reset[sets]
+    head = np.flatnonzero(is_update & (stretch == 0))
+    head_start = int(starts[sets][head[0]]) if len(head) else None
+    same_stretch = stretch[1:] == stretch[:-1]
+    after_state = (kind[sets] != TOMBSTONE)[:-1]  # a tombstone holds no start offset to move back from
+    dropped = (pruned[1:] < pruned[:-1]) & same_stretch & is_update[1:] & after_state
+    return not bool(np.any(dropped)), head_start
+
+
 def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int, str], unknown: np.ndarray) -> Summary:
     records = columns.records
     kind = records["kind"][rows]
@@ -192,8 +219,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
 
     starts = records["start_offset"][run]
     set_starts = starts[starts != NOT_UPDATED]
-    pruned_from = np.maximum(set_starts, 0)  # a negative start prunes nothing, like 0
-    monotone = bool(np.all(np.diff(pruned_from) >= 0))
+    monotone, head_start = _start_offsets_only_move_forward(records, valid)
     leaders = records["leader_epoch"][run]
     set_leaders = leaders[leaders != NOT_UPDATED]
     start = int(set_starts[-1]) if len(set_starts) else NOT_UPDATED
@@ -204,8 +230,6 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
     updates: FoldedUpdates | None = None
     if base is not None and records["kind"][base] == SNAPSHOT:
         snapshot_start = int(records["start_offset"][base])
-        if len(set_starts):
-            monotone &= max(snapshot_start, 0) <= int(pruned_from[0])
         start = start if len(set_starts) else snapshot_start
         state = ShareState(
             snapshot_epoch=int(records["snapshot_epoch"][base]),
@@ -235,7 +259,6 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
                 snapshot_epoch=int(records["snapshot_epoch"][run[0]]),
                 leader_epoch=leader,
                 start_offset=start,
-                first_start=int(set_starts[0]) if len(set_starts) else None,
                 batches=folded,
                 delivery_complete_count=int(completed[run[-1]]),
             )
@@ -249,6 +272,7 @@ def _summarise_one(columns: ShareColumns, rows: np.ndarray, bad_reason: dict[int
         problems=_problems(columns, rows, bad_reason, unknown),
         exact=not monotone,
         reset=reset,
+        head_start=head_start,
         state=state,
         updates=updates,
     )
@@ -275,14 +299,14 @@ def combine(summaries: list[Summary]) -> Replayed | None:
         return None
     state: ShareState | None = None
     for summary in ordered:
+        if state is not None and summary.head_start is not None and _moves_back(state, summary.head_start):
+            return None  # the start offset moves backwards across tasks
         if summary.reset:
             state = summary.state
             continue
         updates = summary.updates
         if updates is None:
             continue
-        if state is not None and updates.first_start is not None and _moves_back(state, updates.first_start):
-            return None  # the start offset moves backwards across tasks
         state = _apply(state, updates)
     snapshots = [s.last_snapshot for s in ordered if s.last_snapshot is not None]
     return Replayed(

@@ -562,7 +562,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
     source = partition_source(group)
     if source is None:
         rows = [
-            _row(
+            finding_row(
                 group.group_id,
                 ASSIGNMENT_NOT_CHECKED,
                 "info",
@@ -572,7 +572,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
             )
         ]
         rows += [
-            _row(
+            finding_row(
                 group.group_id,
                 MEMBER_WITHOUT_PARTITIONS,
                 "info",
@@ -598,7 +598,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
     # Without a recomputed assignment, what is read off the stored one alone still holds.
     report = compare(stored if expected is None else expected, stored, subscribed)
     rows = [
-        _row(
+        finding_row(
             group.group_id,
             UNASSIGNED_PARTITION,
             "warning",
@@ -612,7 +612,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
     member_ids = {member.member_id for member in group.members}
     if expected is None:
         rows.append(
-            _row(
+            finding_row(
                 group.group_id,
                 ASSIGNMENT_NOT_COMPUTED,
                 "warning",
@@ -622,7 +622,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
             )
         )
         rows += [
-            _row(
+            finding_row(
                 group.group_id,
                 MEMBER_WITHOUT_PARTITIONS,
                 "info",
@@ -644,7 +644,7 @@ def _group_assignment_findings(group: ShareGroup, version: BrokerVersion) -> lis
             severity = "info"
             why = f"its subscription has no assignable partition ({source.description})"
         rows.append(
-            _row(
+            finding_row(
                 group.group_id,
                 MEMBER_WITHOUT_PARTITIONS,
                 severity,
@@ -709,7 +709,7 @@ def _difference_rows(
                 "; a hint only: the broker's HashMap iteration order is unknown (members and topics were taken "
                 "sorted) and its previous target assignment is approximated by the current one"
             )
-        rows.append(_row(group.group_id, ASSIGNMENT_DIFFERS, severity, message, member_id=difference.member_id))
+        rows.append(finding_row(group.group_id, ASSIGNMENT_DIFFERS, severity, message, member_id=difference.member_id))
     return rows
 
 
@@ -762,10 +762,10 @@ def _limit_kind(finding: Finding) -> str:
 
 def _finding_row(finding: Finding, kind: str) -> dict[str, Any]:
     topic, partition = finding.partition if finding.partition is not None else (None, None)
-    return _row(finding.group_id, kind, finding.severity, finding.message, topic=topic, partition=partition)
+    return finding_row(finding.group_id, kind, finding.severity, finding.message, topic=topic, partition=partition)
 
 
-def _row(
+def finding_row(
     group_id: str | None,
     kind: str,
     severity: Severity,

@@ -213,6 +213,7 @@ def share_partition_rows(
             "checkpoint_log_partition": None if last_snapshot is None else last_snapshot[1],
             "records_replayed": records_replayed,
             "problems": len(result.problems),
+            "start_offset_moves_back": result.start_offset_moves_back,
         }
     )
     return out + _batch_rows(key, current.effective_batches)

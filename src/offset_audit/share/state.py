@@ -9,6 +9,10 @@ The audit must see the state the broker would load, not a plausible reading of t
 - ShareUpdate without state: the state is the update alone (its batches as written), state epoch 0,
   timestamps 0 (`ShareGroupOffset.fromRecord(ShareUpdateValue)`).
 - Tombstone (null ShareSnapshot value): the state is gone.
+- An update may set a start offset below the state's: replayed as it comes (the broker's replay takes
+  it too), and reported: a leader that loads this state delivers the records between again. Brokers
+  before 4.4 write such an update when two state writes arrive out of order; 4.4 writes the higher
+  start offset (apache/kafka#23074). The replay is the same in 4.0 to 4.4; only what is written changed.
 - Merge: batches ending before the start offset are dropped and one straddling it is cut (not when the
   start offset is -1, as in Kafka); then each offset takes the batch with the higher delivery count, on
   equal counts the higher state number. Kafka 4.1 sometimes leaves adjacent equal batches apart; this
@@ -179,6 +183,8 @@ class ShareReplay:
 
     state: ShareState | None
     problems: tuple[ReplayProblem, ...]
+    start_offset_moves_back: int = 0
+    """ShareUpdates that set a start offset pruning less than the state's (also among `problems`)."""
 
 
 def replay(records: Iterable[object]) -> ShareState | None:
@@ -196,14 +202,39 @@ def replay_checked(records: Iterable[object]) -> ShareReplay:
     """
     state: ShareState | None = None
     problems: list[ReplayProblem] = []
+    moves_back = 0
     for raw in in_log_order([as_fields(r) for r in records]):
         checked = _check_record(raw)
         if isinstance(checked, ReplayProblem):
             problems.append(checked)
             continue
         problems.extend(_unknown_state_problems(checked))
+        if state is not None and moves_start_back(state.start_offset, checked):
+            moves_back += 1
+            problems.append(_moved_back_problem(checked, state.start_offset))
         state = _apply(state, checked)
-    return ShareReplay(state, tuple(problems))
+    return ShareReplay(state, tuple(problems), moves_back)
+
+
+def moves_start_back(current_start: int, record: ShareRecord) -> bool:
+    """Whether this record is a ShareUpdate whose start offset prunes less than `current_start` (a
+    negative start offset prunes nothing, like 0; -1 leaves the start offset as it is)."""
+    return (
+        record.kind == UPDATE
+        and record.start_offset != NOT_UPDATED
+        and max(record.start_offset, 0) < max(current_start, 0)
+    )
+
+
+def _moved_back_problem(record: ShareRecord, current_start: int) -> ReplayProblem:
+    return ReplayProblem(
+        record.partition,
+        record.offset,
+        f"update moves the start offset back from {current_start} to {record.start_offset}; applied as the "
+        f"broker applies it: a leader loading it delivers records {max(record.start_offset, 0)}-{current_start - 1} "
+        "not in its batches again (brokers before 4.4 persist an out-of-order state write as it comes; 4.4 keeps the "
+        "higher start offset)",
+    )
 
 
 def _apply(state: ShareState | None, record: ShareRecord) -> ShareState | None:

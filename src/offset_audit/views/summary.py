@@ -192,10 +192,11 @@ def share_summary(result, output: str) -> str:
     parts = result.partitions
     groups = {p["group_id"] for p in parts}
     lines = [
-        f"Share state of {terminal(report.input)} ({report.input_format}): {_n(len(parts))} share-partitions "
-        f"of {_n(len(groups))} share groups",
+        f"Share state of {terminal(report.input)} ({report.input_format}, Kafka {terminal(report.kafka_version)} "
+        f"rules): {_n(len(parts))} share-partitions of {_n(len(groups))} share groups",
         f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}, "
         f"quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
+        *format_notes(report),
     ]
     if parts:
         limit = parts[0]["delivery_count_limit"]
