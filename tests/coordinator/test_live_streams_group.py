@@ -12,6 +12,12 @@ KAFKA_VERSIONS from 4.2 on. Retention is 1 minute and the sweep runs every secon
   commit's retention, the offsets are all still there.
 - Once the application closes (its member leaves, the group is Empty), the broker's sweep deletes the
   offsets and then the group; `history` on its log calls every one of those tombstones EXPIRED.
+- NotReady (rule 1 of the 4.2 change, KAFKA-19779): a second application reads two topics, and one of
+  them is deleted while it runs. The group goes NotReady with its member still in it, and its log shows
+  it (ValidatedTopologyEpoch -1 against topology epoch 0). Past every remaining commit's retention the
+  broker still lists the offsets of the other topic and of the repartition topic, and the audit by the
+  broker's rules keeps them (SUBSCRIBED_TOPIC); by 4.1's rules the same log gives UNSUBSCRIBED_TOPIC,
+  expired, with the KAFKA-19779 known issue.
 """
 
 from __future__ import annotations
@@ -50,6 +56,21 @@ STREAMS_VERSIONS = [v for v in kafka_versions() if version_tuple(v) >= (4, 2)]
 SOURCE = Path(__file__).parent / "streams" / "CountWords.java"
 SLACK_MS = 5_000  # as in test_live_broker: the sweep's own lateness on a busy machine
 
+NOT_READY_APPLICATION = "word-count-not-ready"
+MORE_LINES = "more-lines"  # its second input (co-partitioned with the first), deleted while it runs
+NOT_READY_REPARTITION = f"{NOT_READY_APPLICATION}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+# A Kafka Streams client fails two heartbeat intervals after its group reports a missing source topic
+# (StreamThread.handleMissingSourceTopicsWithTimeout, 4.3+), and then leaves the group. Heartbeats every
+# 50 s keep its member in the NotReady group for 100 s, past the retention of the commits made just
+# before; the session timeout is above the interval, as the broker requires.
+SLOW_HEARTBEATS = {
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.max.heartbeat.interval.ms": "60000",
+    "group.streams.heartbeat.interval.ms": "50000",
+    "group.streams.max.session.timeout.ms": "180000",
+    "group.streams.session.timeout.ms": "150000",
+}
+
 
 @dataclass(frozen=True)
 class Observed:
@@ -74,11 +95,11 @@ def _compiled(version: str, folder: Path) -> Path:
     return folder
 
 
-def _committed(broker: Broker) -> dict[tuple[str, int], int]:
+def _committed(broker: Broker, group: str = APPLICATION) -> dict[tuple[str, int], int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     admin = broker.admin()
-    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(APPLICATION)])[APPLICATION].result(60)
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
     return {(tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0}
 
 
@@ -92,13 +113,60 @@ def _log_end(broker: Broker, topic: str, partition: int) -> int:
         consumer.close()
 
 
-def _described(broker: Broker) -> tuple[str, int]:
+def _described(broker: Broker, group: str = APPLICATION) -> tuple[str, int]:
     """kafka-streams-groups.sh --describe --state: GROUP, COORDINATOR (ID) (two words), STATE, #MEMBERS."""
     printed = broker.tool("streams-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group",
-                          APPLICATION, "--state")  # fmt: skip
+                          group, "--state")  # fmt: skip
     assert printed.returncode == 0, printed.stdout + printed.stderr[-2000:]
-    row = next(line.split() for line in printed.stdout.splitlines() if line.startswith(APPLICATION))
+    row = next(line.split() for line in printed.stdout.splitlines() if line.startswith(group + " "))
     return row[-2], int(row[-1])
+
+
+def _application(broker: Broker, version: str, classes: Path, folder: Path, application: str, inputs: list[str]):
+    """CountWords started as `application` on `inputs`, printing into folder/application.out; running
+    (it printed RUNNING) when this returns."""
+    printed = folder / "application.out"
+    with open(printed, "wb") as out:
+        process = subprocess.Popen(
+            [java(), "-Xmx256m", "-cp", f"{libs(version)}/*:{classes}",
+             f"-Dlog4j2.configurationFile={broker.folder / 'tools-log4j2.properties'}", "CountWords",
+             broker.bootstrap, application, ",".join(inputs), COUNTS, str(folder / "state")],
+            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until("the application to run", lambda: "\n" in printed.read_text(), seconds=180, pause=1)
+        assert printed.read_text().split()[0] == "RUNNING", printed.read_text()[-2000:]
+    except BaseException:
+        _stop(process)
+        raise
+    return process
+
+
+def _produce(broker: Broker, topic: str, partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition in range(partitions):
+        for i in range(PER_PARTITION):
+            producer.produce(topic, b"the quick brown fox %d" % (i % 3), partition=partition)
+    producer.flush(30)
+
+
+def _settled(broker: Broker, group: str, inputs: dict[str, int], repartition: str):
+    """A check: every record of `inputs` (topic -> partitions) consumed, every record of the repartition
+    topic too (its committed offsets at its log end: once, a copy was taken while the second subtopology
+    had not yet committed one of its partitions), and nothing committed since the last look."""
+    listings = [_committed(broker, group)]
+
+    def settled() -> bool:
+        listings.append(_committed(broker, group))
+        read = {k: v for k, v in listings[-1].items() if k[0] in inputs}
+        ends = {(repartition, p): _log_end(broker, repartition, p) for p in range(2)}
+        repartitioned = {k: v for k, v in listings[-1].items() if k[0] == repartition}
+        everything = {(topic, p): PER_PARTITION for topic, n in inputs.items() for p in range(n)}
+        return listings[-1] == listings[-2] and read == everything and repartitioned == ends
+
+    return settled
 
 
 def _cli(*args: str) -> None:
@@ -108,7 +176,6 @@ def _cli(*args: str) -> None:
 
 @pytest.fixture(scope="module", params=STREAMS_VERSIONS)
 def observed(request, tmp_path_factory, spark) -> Observed:
-    from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
     version = request.param
@@ -120,38 +187,11 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
         for future in admin.create_topics([NewTopic(LINES, 2, 1), NewTopic(COUNTS, 2, 1)]).values():
             future.result(60)
-        producer = Producer({"bootstrap.servers": broker.bootstrap})
-        for partition in range(2):
-            for i in range(PER_PARTITION):
-                producer.produce(LINES, b"the quick brown fox %d" % (i % 3), partition=partition)
-        producer.flush(30)
+        _produce(broker, LINES, 2)
         printed = folder / "application.out"
-        with open(printed, "wb") as out:
-            application = subprocess.Popen(
-                [java(), "-Xmx256m", "-cp", f"{libs(version)}/*:{classes}",
-                 f"-Dlog4j2.configurationFile={broker.folder / 'tools-log4j2.properties'}", "CountWords",
-                 broker.bootstrap, APPLICATION, LINES, COUNTS, str(folder / "state")],
-                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+        application = _application(broker, version, classes, folder, APPLICATION, [LINES])
         try:
-            wait_until("the application to run", lambda: "\n" in printed.read_text(), seconds=120, pause=1)
-            assert printed.read_text().split()[0] == "RUNNING", printed.read_text()[-2000:]
-            listings = [_committed(broker)]
-
-            def settled() -> bool:
-                """Every line consumed, every record of the repartition topic too (its committed offsets
-                at its log end: once, a copy was taken while the second subtopology had not yet committed
-                one of its partitions), and nothing committed since the last look."""
-                listings.append(_committed(broker))
-                lines = {k: v for k, v in listings[-1].items() if k[0] == LINES}
-                ends = {(REPARTITION, p): _log_end(broker, REPARTITION, p) for p in range(2)}
-                repartitioned = {k: v for k, v in listings[-1].items() if k[0] == REPARTITION}
-                return (
-                    listings[-1] == listings[-2]
-                    and lines == {(LINES, p): PER_PARTITION for p in range(2)}
-                    and repartitioned == ends
-                )
-
+            settled = _settled(broker, APPLICATION, {LINES: 2}, REPARTITION)
             wait_until("the application to commit every line", settled, seconds=120, pause=1)
             log = broker.copy_offsets_log(folder / "log-running")
             committed, described = _committed(broker), _described(broker)
@@ -211,3 +251,100 @@ def test_once_the_application_left_history_calls_every_tombstone_of_the_sweep_ex
     deleted = {(e["topic"], e["partition"]): e["cause"] for e in observed.events if e["event"] == "OFFSET_DELETED"}
     assert deleted == dict.fromkeys(observed.committed, "EXPIRED")
     assert [e["cause"] for e in observed.events if e["event"] == "GROUP_DELETED"] == ["EXPIRED"]
+
+
+@dataclass(frozen=True)
+class NotReady:
+    version: str
+    committed: dict[tuple[str, int], int]  # what the Admin API listed before the topic was deleted
+    still_listed: dict[tuple[str, int], int]  # what it listed past the retention of every commit left
+    described: tuple[str, int]  # state and members then, as kafka-streams-groups.sh says
+    observed_at_ms: int
+    by_version: tuple[list[dict], dict]  # partition and group verdicts by the broker's own rules
+    by_4_1: tuple[list[dict], dict]  # the same log by Kafka 4.1's rules
+
+
+def _verdicts(folder: Path, conf: Path, log: Path, kafka_version: str) -> tuple[list[dict], dict]:
+    _cli("audit", "--input", str(log), "--output", str(folder), "--conf", str(conf), "--as-of", "now",
+         "--kafka-version", kafka_version, "--quiet")  # fmt: skip
+    verdicts = [
+        v for v in table_rows(str(folder / "partition_verdicts")).to_pylist() if v["group_id"] == NOT_READY_APPLICATION
+    ]
+    (group,) = [
+        g for g in table_rows(str(folder / "group_verdicts")).to_pylist() if g["group_id"] == NOT_READY_APPLICATION
+    ]
+    return verdicts, group
+
+
+@pytest.fixture(scope="module", params=STREAMS_VERSIONS)
+def not_ready(request, tmp_path_factory, spark) -> NotReady:
+    from confluent_kafka.admin import NewTopic
+
+    version = request.param
+    folder = tmp_path_factory.mktemp(f"kafka-streams-not-ready-{version}")
+    conf = folder / "audit.toml"
+    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    with live(kafka_broker(folder / "broker", version, SLOW_HEARTBEATS)) as broker:
+        classes = _compiled(version, folder / "classes")
+        admin = broker.admin()  # held while its futures run: a destroyed client fails them
+        topics = [NewTopic(LINES, 2, 1), NewTopic(MORE_LINES, 2, 1), NewTopic(COUNTS, 2, 1)]
+        for future in admin.create_topics(topics).values():
+            future.result(60)
+        _produce(broker, LINES, 2)
+        _produce(broker, MORE_LINES, 2)
+        application = _application(broker, version, classes, folder, NOT_READY_APPLICATION, [LINES, MORE_LINES])
+        try:
+            settled = _settled(broker, NOT_READY_APPLICATION, {LINES: 2, MORE_LINES: 2}, NOT_READY_REPARTITION)
+            wait_until("the application to commit every line", settled, seconds=180, pause=1)
+            committed = _committed(broker, NOT_READY_APPLICATION)
+            for future in admin.delete_topics([MORE_LINES]).values():
+                future.result(60)
+            wait_until(
+                "the group to go NotReady",
+                lambda: _described(broker, NOT_READY_APPLICATION)[0] == "NotReady",
+                seconds=120,
+                pause=2,
+            )
+            # Past the retention of every commit left (and a sweep), with the member still in the group.
+            log = broker.copy_offsets_log(folder / "log-committed")
+            newest = max(v["commit_timestamp_ms"] for v in _verdicts(folder / "audit-committed", conf, log, version)[0])
+            time.sleep(
+                max(0.0, (newest + RETENTION_MINUTES * 60_000 + CHECK_INTERVAL_MS + SLACK_MS) / 1000 - time.time())
+            )
+            still_listed = _committed(broker, NOT_READY_APPLICATION)
+            described = _described(broker, NOT_READY_APPLICATION)
+            observed_at_ms = int(time.time() * 1000)
+            log = broker.copy_offsets_log(folder / "log-not-ready")
+        finally:
+            _stop(application)
+    by_version = _verdicts(folder / "audit", conf, log, version)
+    by_4_1 = _verdicts(folder / "audit-4.1", conf, log, "4.1")
+    return NotReady(version, committed, still_listed, described, observed_at_ms, by_version, by_4_1)
+
+
+def test_a_group_missing_a_source_topic_goes_not_ready_with_its_member(not_ready):
+    assert not_ready.described == ("NotReady", 1)
+    _, group = not_ready.by_version
+    assert (group["group_type"], group["group_state"], group["member_count"]) == ("streams", "NotReady", 1)
+    assert group["group_expires_at_ms"] is None
+
+
+def test_a_not_ready_groups_offsets_are_kept_by_the_broker_and_by_its_rules(not_ready):
+    left = {k: v for k, v in not_ready.committed.items() if k[0] != MORE_LINES}
+    assert {topic for topic, _ in left} == {LINES, NOT_READY_REPARTITION}
+    assert not_ready.still_listed == left  # the deleted topic's went with it; nothing else expired
+    verdicts, _ = not_ready.by_version
+    assert {(v["topic"], v["partition"]): v["committed_offset"] for v in verdicts} == left
+    assert {(v["rule"], v["expires_at_ms"], v["known_issue"]) for v in verdicts} == {("SUBSCRIBED_TOPIC", None, None)}
+
+
+def test_by_4_1_rules_the_same_log_expires_them_with_the_known_issue(not_ready):
+    from offset_audit.coordinator.rules import KAFKA_19779_EXPIRES
+
+    verdicts, group = not_ready.by_4_1
+    assert group["group_state"] == "NotReady"
+    assert {(v["topic"], v["partition"]) for v in verdicts} == set(not_ready.still_listed)
+    for v in verdicts:
+        assert (v["rule"], v["known_issue"], v["expired"]) == ("UNSUBSCRIBED_TOPIC", KAFKA_19779_EXPIRES, True)
+        assert v["expires_at_ms"] == v["commit_timestamp_ms"] + RETENTION_MINUTES * 60_000
+        assert v["expires_at_ms"] < not_ready.observed_at_ms

@@ -35,7 +35,9 @@ FAMILIES = {
 }  # fmt: skip
 
 
-def _records(family: str, member_state: int, member_epoch: int = 3, validated: int = 0, topology: int | None = 0):
+def _records(
+    family: str, member_state: int, member_epoch: int = 3, validated: int | None = 0, topology: int | None = 0
+):
     """A group of one member; a streams group's metadata says which topology epoch was validated, and
     its topology record (none when `topology` is None) reads topic t."""
     group, member, target, current = FAMILIES[family]
@@ -90,13 +92,16 @@ def test_a_stable_member_behind_the_target_assignment_epoch_is_reconciling(spark
         # 4.2+: NotReady unless the topology's epoch is the validated one; a topology record still subscribes.
         (0, 0, "4.2", "Stable", ["t"]),
         (1, 2, "4.2", "NotReady", ["t"]),
-        (-1, 0, "4.4", "NotReady", ["t"]),  # never validated, or written by 4.1
+        (-1, 0, "4.4", "NotReady", ["t"]),  # not validated (a 4.2+ writer)
+        (None, 0, "4.4", "NotReady", ["t"]),  # written by 4.1: loaded as -1 until a heartbeat validates it
         (0, None, "4.3", "NotReady", []),  # no topology record: nothing subscribed
         # 4.1: the configured topology is soft state; not ready means subscribed to nothing.
         (1, 2, "4.1", "NotReady", []),
         (0, None, "4.1", "NotReady", []),
-        # A 4.1 log records no readiness (-1): the members' heartbeats configure it, as far as the log tells.
-        (-1, 0, "4.1", "Stable", ["t"]),
+        # A 4.2+ writer recorded that the topology is not ready (a live 4.4 broker, a source topic deleted).
+        (-1, 0, "4.1", "NotReady", []),
+        # A 4.1 log records no readiness (null): the members' heartbeats configure it, as far as the log tells.
+        (None, 0, "4.1", "Stable", ["t"]),
     ],
 )
 def test_a_streams_groups_readiness_and_subscriptions_follow_the_broker_version(

@@ -125,7 +125,7 @@ def test_kafka_4_0_removed_empty_share_groups_4_1_keeps_them(spark):
     assert not groups["q"].would_delete
 
 
-def _streams_records(members: int, validated: int, topology: int, stored: int = -1):
+def _streams_records(members: int, validated: int | None, topology: int, stored: int = -1):
     """A streams group's live records (the test_modern_states layout): metadata with its validated and
     stored-description epochs, a topology over `orders`, and `members` Stable members."""
     from test_modern_states import SCHEMA
@@ -174,7 +174,7 @@ def test_kafka_4_1_expires_a_not_ready_streams_groups_offsets_4_2_keeps_them(spa
 
 
 def test_a_4_1_log_records_no_readiness_so_4_1_keeps_the_offsets_and_names_the_risk(spark):
-    records = _streams_records(members=1, validated=-1, topology=0)
+    records = _streams_records(members=1, validated=None, topology=0)  # no tags: decoded as null
     offsets = [offset("s", topic="orders", commit=at(1))]
     rows, group_row = judged_streams(spark, records, offsets, "4.1")
     row = rows[("orders", 0)]

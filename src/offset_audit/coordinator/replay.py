@@ -280,12 +280,14 @@ def modern_groups(live_modern: DataFrame, version: BrokerVersion = NEWEST_VERSIO
         )
     )
     members = F.coalesce(F.col("member_count"), F.lit(0))
-    validated = F.coalesce(F.col("_validated_epoch"), F.lit(-1))
+    # Null where a 4.1 broker wrote the group's metadata: it recorded no readiness. A 4.2+ broker loads it
+    # as -1 (never validated) until the next heartbeat validates the topology.
+    recorded = F.col("_validated_epoch")
     topology_epoch = F.col("_topology_epoch")
     if version.streams_subscription_needs_ready_topology:
-        not_validated = (validated != -1) & (topology_epoch != validated)
+        not_validated = recorded.isNotNull() & (topology_epoch != recorded)
     else:
-        not_validated = topology_epoch != validated
+        not_validated = topology_epoch != F.coalesce(recorded, F.lit(-1))
     not_ready = (F.col("group_type") == "streams") & (members > 0) & (topology_epoch.isNull() | not_validated)
     streams_topics = F.when(members == 0, empty)
     if version.streams_subscription_needs_ready_topology:

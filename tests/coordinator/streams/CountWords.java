@@ -4,7 +4,7 @@
  * repartition topic, so that the group's topology has two subtopologies and commits offsets on an
  * internal topic as well as on its input, as real applications do.
  *
- * Usage: CountWords BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR
+ * Usage: CountWords BOOTSTRAP APPLICATION_ID INPUT[,INPUT...] OUTPUT STATE_DIR
  * It prints RUNNING once the application runs (or ERROR if it fails first), and closes (leaving the
  * group) when its stdin closes.
  */
@@ -36,7 +36,7 @@ public final class CountWords {
         config.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
+        builder.stream(Arrays.asList(args[2].split(",")), Consumed.with(Serdes.String(), Serdes.String()))
             .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split("\\W+")))
             .groupBy((key, word) -> word)
             .count()
