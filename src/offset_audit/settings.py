@@ -40,6 +40,15 @@ class Settings:
     writer: str = "auto"
     # The broker version whose expiry rules judge the dump (offset_audit.coordinator.versions).
     kafka_version: str = "4.4"
+    # `metrics`: which series it writes (offset_audit.views.metric_scope) and where it pushes them.
+    metrics_granularity: str = "group"
+    metrics_watch_expiring_within_minutes: int = 24 * 60
+    metrics_max_samples: int = 50_000
+    metrics_groups: tuple[str, ...] = ()
+    metrics_exclude_groups: tuple[str, ...] = ()
+    metrics_topics: tuple[str, ...] = ()
+    metrics_push_gateway: str = ""
+    metrics_push_job: str = "kafka_offset_audit"
 
 
 # offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).

@@ -37,6 +37,9 @@ MISTAKES = [
     ('[kafka]\nisolation_level = "read_uncommited"\n', "isolation_level takes read_committed or read_uncommitted"),
     ('[output]\nwriter = "spark"\n', "writer takes auto, delta-rs, delta-spark, not 'spark'"),
     ('[output]\nwritter = "delta-rs"\n', "unknown setting writter in [output] (did you mean writer?)"),
+    ('[metrics]\ngroups = "orders-.*"\n', 'groups in [metrics] takes a list of text, like ["orders-.*"]'),
+    ("[metrics]\nmax_samples = 1e5\n", "max_samples in [metrics] takes a whole number, not 100000.0"),
+    ("[metrics]\ngranularty = 1\n", "unknown setting granularty in [metrics] (did you mean granularity?)"),
 ]
 
 
@@ -81,3 +84,16 @@ def test_a_file_that_is_no_toml_file_is_one_sentence(tmp_path):
     ]:
         with pytest.raises(UserError, match=re.escape(f"config file {path} {said}")):
             load_settings(str(path))
+
+
+def test_the_metrics_section_reaches_the_settings(tmp_path):
+    conf = tmp_path / "mine.toml"
+    conf.write_text(
+        '[metrics]\ngranularity = "topic"\nwatch_expiring_within = "3d"\nmax_samples = 20000\n'
+        'exclude_groups = ["console-consumer-.*"]\npush_gateway = "http://pg:9091"\n'
+    )
+    settings = load_settings(str(conf))
+    assert (settings.metrics_granularity, settings.metrics_watch_expiring_within_minutes) == ("topic", 4320)
+    assert (settings.metrics_max_samples, settings.metrics_exclude_groups) == (20000, ("console-consumer-.*",))
+    assert (settings.metrics_push_gateway, settings.metrics_push_job) == ("http://pg:9091", "kafka_offset_audit")
+    assert load_settings().metrics_watch_expiring_within_minutes == 1440

@@ -17,13 +17,16 @@ from repo_paths import DOCS
 
 from offset_audit.cli.main import main
 from offset_audit.views.audit_folder import read_snapshot, snapshots
-from offset_audit.views.prometheus import GROUP_COLUMNS, PARTITION_COLUMNS, exposition, snapshot_metrics
+from offset_audit.views.metric_scope import Scope
+from offset_audit.views.prometheus import GROUP_COLUMNS, PARTITION_COLUMNS, RUN_COLUMNS, exposition, snapshot_metrics
 
 DASHBOARDS = DOCS / "dashboards.md"
 PREFIX = "kafka_offset_audit_"
 AS_OF = datetime(2026, 10, 29, 7, 0, tzinfo=UTC)
 AS_OF_MS = 1_793_257_200_000
 DAY_MS = 86_400_000
+# Every series of every offset, as before granularity existed: what the tables' columns are checked against.
+EVERYTHING = Scope(granularity="partition", max_samples=10**9)
 
 
 def _parsed(text: str) -> dict[str, list]:
@@ -125,12 +128,13 @@ def _orders_app():
 
 @pytest.fixture(scope="module")
 def newest(audited):
-    """The newest snapshot's metrics and its rows (the snapshot audited with end offsets)."""
+    """The newest snapshot's metrics at partition granularity and its rows (the snapshot audited with end
+    offsets)."""
     folder = str(audited)
     snapshot_id = snapshots(folder)[-1].snapshot_id
     partitions = read_snapshot(folder, "partition_verdicts", snapshot_id)
     groups = read_snapshot(folder, "group_verdicts", snapshot_id)
-    return snapshot_metrics(folder), partitions, groups
+    return snapshot_metrics(folder, scope=EVERYTHING), partitions, groups
 
 
 def test_the_newest_snapshot_is_the_default_and_parses_with_the_official_client(newest):
@@ -150,6 +154,9 @@ def test_the_newest_snapshot_is_the_default_and_parses_with_the_official_client(
             "group_next_expiry_seconds",
             "group_offsets",
             "group_would_delete",
+            "last_run_duration_seconds",
+            "last_run_records_read",
+            "last_success_timestamp_seconds",
             "partition_commit_timestamp_seconds",
             "partition_committed_offset",
             "partition_deletable",
@@ -212,9 +219,26 @@ def test_group_metrics_match_the_group_verdicts(newest):
     assert as_of.value == pytest.approx(first["as_of"].timestamp(), abs=1e-3)
 
 
+def test_the_run_gauges_are_the_audit_run_that_wrote_the_snapshot(audited, newest):
+    from offset_audit.views.audit_folder import read_table
+
+    result, _, _ = newest
+    samples = _parsed(result.text)
+    (run,) = [
+        r
+        for r in read_table(str(audited), "runs", columns=RUN_COLUMNS).to_pylist()
+        if r["command"] == "audit" and r["snapshot_id"] == result.snapshot_id
+    ]
+    (finished,) = samples[PREFIX + "last_success_timestamp_seconds"]
+    assert finished.value == pytest.approx(run["finished_at"].replace(tzinfo=UTC).timestamp(), abs=1e-3)
+    (took,) = samples[PREFIX + "last_run_duration_seconds"]
+    assert took.value == pytest.approx((run["finished_at"] - run["started_at"]).total_seconds(), abs=1e-3)
+    assert [s.value for s in samples[PREFIX + "last_run_records_read"]] == [run["records_read"]] != [0]
+
+
 def test_a_snapshot_audited_without_end_offsets_has_no_lag_metrics(audited):
     oldest = snapshots(str(audited))[0].snapshot_id
-    samples = _parsed(snapshot_metrics(str(audited), oldest).text)
+    samples = _parsed(snapshot_metrics(str(audited), oldest, scope=EVERYTHING).text)
     assert PREFIX + "partition_lag" not in samples and PREFIX + "group_lag" not in samples
     assert samples[PREFIX + "snapshot_info"][0].labels["snapshot_id"] == oldest
 
@@ -224,8 +248,8 @@ def test_output_is_ordered_by_metric_then_labels_and_the_same_every_time():
         [_offset("b", "t", 10), _offset("b", "t", 2), _offset("a", "z", 0), _offset("a", "t", 5)]
     )
     groups = _group_rows([_group("b"), _group("a")])
-    text = exposition(partitions, groups).text
-    assert text == exposition(partitions.take([3, 1, 0, 2]), groups.take([1, 0])).text
+    text = exposition(partitions, groups, scope=EVERYTHING).text
+    assert text == exposition(partitions.take([3, 1, 0, 2]), groups.take([1, 0]), scope=EVERYTHING).text
     names = [line.split(" ")[2] for line in text.splitlines() if line.startswith("# TYPE")]
     assert names == sorted(names)
     lines = [line for line in text.splitlines() if line.startswith(PREFIX + "partition_committed_offset{")]
@@ -260,7 +284,7 @@ HOSTILE = [
 def test_hostile_group_and_topic_names_round_trip_through_the_parser():
     partitions = _partition_rows([_offset(name, name + "-topic", 0, lag=7) for name in HOSTILE])
     groups = _group_rows([_group(name, protocol_type=name) for name in HOSTILE])
-    text = exposition(partitions, groups).text
+    text = exposition(partitions, groups, scope=EVERYTHING).text
     samples = _parsed(text)
     assert {s.labels["group"] for s in samples[PREFIX + "partition_lag"]} == set(HOSTILE)
     assert {s.labels["topic"] for s in samples[PREFIX + "partition_lag"]} == {n + "-topic" for n in HOSTILE}
@@ -352,3 +376,44 @@ def test_the_columns_read_are_in_the_table_schemas():
 
     assert set(PARTITION_COLUMNS) <= {c.name for c in table_schema("partition_verdicts").columns}
     assert set(GROUP_COLUMNS) <= {c.name for c in table_schema("group_verdicts").columns}
+
+
+def test_cli_granularity_and_budget_and_what_it_left_out(audited, no_spark):
+    full = _run("--audit", str(audited), "--granularity", "partition", "--max-samples", "1000000")
+    assert full.exit_code == 0 and full.stderr == ""
+    assert full.stdout == snapshot_metrics(str(audited), scope=EVERYTHING).text
+    cut = _run("--audit", str(audited), "--granularity", "partition", "--max-samples", "50")
+    assert cut.exit_code == 0, cut.output
+    assert len(_parsed(cut.stdout)) and sum(len(s) for s in _parsed(cut.stdout).values()) <= 50
+    (note,) = cut.stderr.splitlines()
+    assert note.startswith("note: left out past --max-samples 50: ") and note.endswith("would write everything")
+
+
+def test_cli_config_sets_the_scope_and_flags_win(audited, no_spark, tmp_path):
+    conf = tmp_path / "metrics.toml"
+    conf.write_text('[metrics]\ngranularity = "partition"\nmax_samples = 1000000\ngroups = ["nothing-like-this"]\n')
+    nothing = _run("--audit", str(audited), "--conf", str(conf))
+    assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert nothing.stderr == "note: no group of the snapshot is left by the group filters: no metrics to write\n"
+    flagged = _run("--audit", str(audited), "--conf", str(conf), "--group", ".*")
+    assert flagged.stdout == snapshot_metrics(str(audited), scope=EVERYTHING).text
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--group", "orders-("], "--group takes a regular expression"),
+        (["--granularity", "member"], "--granularity"),
+        (["--max-samples", "3"], "--max-samples"),
+        (["--watch-expiring-within", "soon"], "--watch-expiring-within"),
+        (["--push-grouping-key", "cluster=prod"], "give --push-gateway URL too"),
+        (["--push-gateway", "pushgateway:9091"], "--push-gateway takes a Pushgateway's URL"),
+        (["--push-gateway", "http://pg:9091/metrics/job/x"], "without a path"),
+        (["--push-gateway", "http://pg:9091", "--push-grouping-key", "job=x"], "label name like cluster"),
+        (["--push-gateway", "http://pg:9091", "--push-grouping-key", "cluster="], "needs a value"),
+    ],
+)
+def test_cli_bad_metrics_options_are_one_sentence_before_anything_is_read(args, words, no_spark, tmp_path):
+    result = _run("--audit", str(tmp_path / "not-read"), *args)
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr and len(result.stderr.splitlines()) == 1 and result.stdout == ""

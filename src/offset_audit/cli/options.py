@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -345,6 +345,7 @@ class AuditFolder:
 
     path: str
     storage: Storage
+    settings: Settings = field(default_factory=Settings)
 
 
 def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -359,7 +360,7 @@ def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
         settings = load_settings(conf_file, storage=pairs(storage_options, "--storage-option"))
         check_delta_path(normalize(audit_dir), "--audit")
-        return command(audit=AuditFolder(normalize(audit_dir), for_settings(settings)), **options)
+        return command(audit=AuditFolder(normalize(audit_dir), for_settings(settings), settings), **options)
 
     return _apply(
         user_errors(with_folder),
@@ -371,7 +372,7 @@ def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 "conf_file",
                 default=None,
                 type=click.Path(dir_okay=False),
-                help="TOML file overlaying conf/default.toml (its [storage] is used).",
+                help="TOML file overlaying conf/default.toml (its [storage] is used, and metrics' [metrics]).",
             ),
         ],
     )

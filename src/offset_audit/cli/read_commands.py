@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import click
 
-from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options, snapshot_id_option
+from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options, pairs, snapshot_id_option
+from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage, is_remote, normalize, replace_file
 from offset_audit.views.html_report import DEFAULT_DAYS
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
+from offset_audit.views.metric_scope import GRANULARITIES, MIN_SAMPLES
 
 # node_exporter's textfile collector reads only files named *.prom.
 TEXTFILE = (".prom", "the only files node_exporter's textfile collector reads")
@@ -167,21 +169,99 @@ def _write_page(output: str, html: str, storage: Storage) -> int:
     help="write to this *.prom file, atomically (for node_exporter's textfile collector); default: stdout.",
 )
 @snapshot_id_option("which snapshot (default: the newest).")
-def metrics(audit: AuditFolder, output: str | None, snapshot_id: str | None) -> None:
-    """Print an audited snapshot as Prometheus metrics (text format 0.0.4): lag, commit age and expiry per
-    partition, offsets, lag and expiry per group.
+@click.option(
+    "--granularity",
+    type=click.Choice(GRANULARITIES),
+    default=None,
+    help="series per group (default), per group and topic, or per committed offset; [metrics] granularity.",
+)
+@click.option(
+    "--watch-expiring-within",
+    type=DURATION,
+    default=None,
+    metavar="DURATION",
+    help="offsets expiring within DURATION (expired ones too) and deletable ones get partition series at "
+    "every granularity (default 24h).",
+)
+@click.option("--group", "groups", multiple=True, metavar="REGEX", help="only groups matching it whole (repeatable).")
+@click.option(
+    "--exclude-group", "exclude_groups", multiple=True, metavar="REGEX", help="leave out groups matching it whole."
+)
+@click.option(
+    "--topic", "topics", multiple=True, metavar="REGEX", help="topic and partition series only of topics matching it."
+)
+@click.option(
+    "--max-samples",
+    type=click.IntRange(min=MIN_SAMPLES),
+    default=None,
+    help="write at most this many samples, the most important first (default 50000); stderr says what was left.",
+)
+@click.option(
+    "--push-gateway", default=None, metavar="URL", help="also push them to this Pushgateway (http://host:9091)."
+)
+@click.option("--push-job", default=None, metavar="NAME", help="the job label to push under (kafka_offset_audit).")
+@click.option(
+    "--push-grouping-key",
+    "grouping_key",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a grouping key label of the push besides job (repeatable), e.g. cluster=prod.",
+)
+def metrics(
+    audit: AuditFolder,
+    output: str | None,
+    snapshot_id: str | None,
+    granularity: str | None,
+    watch_expiring_within: int | None,
+    groups: tuple[str, ...],
+    exclude_groups: tuple[str, ...],
+    topics: tuple[str, ...],
+    max_samples: int | None,
+    push_gateway: str | None,
+    push_job: str | None,
+    grouping_key: tuple[str, ...],
+) -> None:
+    """Print an audited snapshot as Prometheus metrics (text format 0.0.4): offsets, lag and expiry per
+    group, and per partition for the offsets about to expire or deletable now.
 
-    Reads the audit's partition_verdicts and group_verdicts tables directly (no Spark). Metric names start
-    with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
+    Reads the audit's partition_verdicts, group_verdicts and runs tables directly (no Spark). Metric names
+    start with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
     """
     from offset_audit.runs import preflight
+    from offset_audit.views import pushgateway
+    from offset_audit.views.metric_scope import Scope
     from offset_audit.views.prometheus import snapshot_metrics
 
+    conf = audit.settings
+    scope = Scope(
+        granularity=granularity or conf.metrics_granularity,
+        groups=groups or conf.metrics_groups,
+        exclude_groups=exclude_groups or conf.metrics_exclude_groups,
+        topics=topics or conf.metrics_topics,
+        watch_expiring_within_minutes=(
+            conf.metrics_watch_expiring_within_minutes if watch_expiring_within is None else watch_expiring_within
+        ),
+        max_samples=conf.metrics_max_samples if max_samples is None else max_samples,
+    )
+    gateway = push_gateway or conf.metrics_push_gateway
+    push = pushgateway.Push(gateway, push_job or conf.metrics_push_job, pairs(grouping_key, "--push-grouping-key"))
+    if gateway:
+        push.check()
+    elif grouping_key:
+        raise UserError("--push-grouping-key is for a push: give --push-gateway URL too")
     if output is not None:
         preflight.check_output_path(output, "--output", suffix=TEXTFILE)
-    result = snapshot_metrics(audit.path, snapshot_id, audit.storage)
+    result = snapshot_metrics(audit.path, snapshot_id, audit.storage, scope)
+    if result.left_out:
+        click.echo(f"note: {result.left_out}", err=True)
+    if not result.groups and (scope.groups or scope.exclude_groups):
+        click.echo("note: no group of the snapshot is left by the group filters: no metrics to write", err=True)
+    if gateway:
+        push.send(result)
+        click.echo(f"pushed {result.samples} samples of {result.groups} groups to {terminal(push.url)}", err=True)
     if output is None:
-        click.echo(result.text, nl=False)
+        if not gateway:
+            click.echo(result.text, nl=False)
         return
     # Renamed over the target (a scrape sees the old file or the new one), readable by all: node_exporter
     # usually runs as another user.

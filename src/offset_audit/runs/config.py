@@ -39,6 +39,10 @@ def _minutes_or_duration(value: Any) -> bool:
     return type(value) is int or isinstance(value, str)
 
 
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
@@ -54,6 +58,7 @@ _FLAG = (_flag, "true or false")
 _MINUTES = (_minutes_or_duration, "minutes or a duration like 7d")
 _OPTIONS = (_table_of_scalars, "a table of NAME = value")
 _ANY_NAME = (_scalar, "text, a number or true/false")
+_TEXTS = (_texts, 'a list of text, like ["orders-.*"]')
 
 # Every section and setting a config file may hold (conf/default.toml documents each). [spark] and
 # [storage] take any name: Spark's own settings, and delta-rs' object-store options.
@@ -63,6 +68,16 @@ KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
     "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
     "audit": {"retention_minutes": _MINUTES, "check_interval_ms": _WHOLE, "as_of": _TEXT},
     "output": {"writer": _TEXT},
+    "metrics": {
+        "granularity": _TEXT,
+        "watch_expiring_within": _MINUTES,
+        "max_samples": _WHOLE,
+        "groups": _TEXTS,
+        "exclude_groups": _TEXTS,
+        "topics": _TEXTS,
+        "push_gateway": _TEXT,
+        "push_job": _TEXT,
+    },
     "spark": None,
     "storage": None,
 }
@@ -149,6 +164,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "as_of": audit.get("as_of", default.as_of),
         "writer": section("output").get("writer", default.writer),
         "kafka_version": str(section("kafka").get("version", default.kafka_version)),
+        **_metrics(section("metrics"), default),
     }
     for name, value in overrides.items():
         if value is None:
@@ -179,6 +195,25 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")
     return Settings(**values)
+
+
+def _metrics(metrics: dict[str, Any], default: Settings) -> dict[str, Any]:
+    """[metrics] as Settings fields; the values are checked where `metrics` builds its scope."""
+    watch = metrics.get("watch_expiring_within", default.metrics_watch_expiring_within_minutes)
+    if isinstance(watch, str):
+        from offset_audit.durations import parse_minutes
+
+        watch = parse_minutes(watch, "watch_expiring_within in the config")
+    return {
+        "metrics_granularity": metrics.get("granularity", default.metrics_granularity),
+        "metrics_watch_expiring_within_minutes": watch,
+        "metrics_max_samples": metrics.get("max_samples", default.metrics_max_samples),
+        "metrics_groups": tuple(metrics.get("groups", default.metrics_groups)),
+        "metrics_exclude_groups": tuple(metrics.get("exclude_groups", default.metrics_exclude_groups)),
+        "metrics_topics": tuple(metrics.get("topics", default.metrics_topics)),
+        "metrics_push_gateway": metrics.get("push_gateway", default.metrics_push_gateway),
+        "metrics_push_job": metrics.get("push_job", default.metrics_push_job),
+    }
 
 
 def _minutes(value: int | str) -> int:

@@ -6,10 +6,13 @@ labels, as in kafka-lag-exporter's `kafka_consumergroup_group_lag{group,topic,pa
 of our own, `kafka_offset_audit_`, so a dashboard can show both side by side and no series of a running
 exporter is ever overwritten.
 
-Label cardinality: partition metrics have one series per committed offset, as a lag exporter's do; group
-metrics one per group. The group's type, state and protocol type are not labels of every group metric:
-a group's state flips between Stable and Empty as members come and go, and a label that changes starts a
-new series each time (and breaks every rate() and graph across the change). They are the labels of one
+Label cardinality: group metrics have one series per group; partition metrics one per committed offset,
+as a lag exporter's do, but by default only for the offsets an operator acts on one by one (expiring
+soon, or deletable now), and never past a sample budget (`offset_audit.views.metric_scope`).
+
+A group's type, state and protocol type are not labels of every group metric: a group's state flips
+between Stable and Empty as members come and go, and a label that changes starts a new series each time
+(and breaks every rate() and graph across the change). They are the labels of one
 `kafka_offset_audit_group_info{group,group_type,group_state,protocol_type} 1` series instead, which a
 query joins in where it wants them (kube-state-metrics' `*_info` pattern):
 
@@ -26,10 +29,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offset_audit.escaping import prometheus_label
 from offset_audit.storage import LOCAL, Storage
-from offset_audit.views.audit_folder import pick_snapshot, read_snapshot, sums_per_group
+from offset_audit.views.audit_folder import has_table, pick_snapshot, read_snapshot, read_table, sums_per_group
+from offset_audit.views.metric_scope import (
+    DEFAULT_SCOPE,
+    DETAIL,
+    GROUPS,
+    SNAPSHOT,
+    WATCHED,
+    Labels,
+    Sample,
+    Scope,
+    Unit,
+    detail_rank,
+    ordered_groups,
+    select,
+    watched_rank,
+)
 
 PREFIX = "kafka_offset_audit_"
 
@@ -59,10 +78,46 @@ GROUP_COLUMNS = [
     "group_expires_at_ms",
     "would_delete",
 ]
+RUN_COLUMNS = ["command", "snapshot_id", "started_at", "finished_at", "records_read"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-Labels = tuple[tuple[str, object], ...]
+# Every metric's HELP text, by name without the prefix.
+HELP = {
+    "snapshot_timestamp_seconds": "The time the audited snapshot's verdicts are for (as_of), in seconds since "
+    "the epoch.",
+    "snapshot_info": "The audited snapshot: its id and the offsets.retention.minutes it was judged with.",
+    "last_success_timestamp_seconds": "When the audit run that wrote this snapshot finished, in seconds since "
+    "the epoch.",
+    "last_run_duration_seconds": "How long the audit run that wrote this snapshot took, in seconds.",
+    "last_run_records_read": "Records of __consumer_offsets the audit run that wrote this snapshot read.",
+    "partition_committed_offset": "The offset the group committed for the partition.",
+    "partition_lag": "Log end offset minus committed offset (audits run with --end-offsets; absent when unknown).",
+    "partition_commit_timestamp_seconds": "When the broker processed the commit, in seconds since the epoch.",
+    "partition_expiry_seconds": "Seconds from the snapshot until the committed offset expires, negative once expired; "
+    "absent when it never expires while the group stays as it is.",
+    "partition_expired": "1 when the committed offset is expired as of the snapshot (the next sweep removes it), "
+    "else 0.",
+    "partition_deletable": "1 when kafka-consumer-groups --delete-offsets would succeed for it now (KIP-496), else 0.",
+    "group_topic_offsets": "Committed offsets the group holds on the topic.",
+    "group_topic_lag": "Sum of the group's known partition lags on the topic (audits run with --end-offsets).",
+    "group_topic_expired_offsets": "Of the group's committed offsets on the topic, how many are expired.",
+    "group_topic_deletable_offsets": "Of the group's committed offsets on the topic, how many --delete-offsets "
+    "would remove now.",
+    "group_topic_next_expiry_seconds": "Seconds from the snapshot until the group's next offset on the topic "
+    "expires, negative once one has; absent when none will.",
+    "group_info": "1 for each group the coordinator holds, with its type, state and protocol type as labels "
+    "(join them in with * on(group) group_left(...)).",
+    "group_members": "Members of the group.",
+    "group_offsets": "Committed offsets the group holds.",
+    "group_expired_offsets": "Of the group's committed offsets, how many are expired as of the snapshot.",
+    "group_lag": "Sum of the group's partition lags where known (audits run with --end-offsets).",
+    "group_next_expiry_seconds": "Seconds from the snapshot until the group's next committed offset expires; "
+    "absent when none will.",
+    "group_expiry_seconds": "Seconds from the snapshot until the sweep removes the whole group if nothing changes, "
+    "negative once due; absent when never.",
+    "group_would_delete": "1 when the expiry sweep removes the group as of the snapshot, else 0.",
+}
 
 
 @dataclass(frozen=True)
@@ -80,11 +135,13 @@ class Family:
 
 @dataclass(frozen=True)
 class Exposition:
-    """The metrics of one snapshot, and their text."""
+    """The metrics of one snapshot, their text, and what the sample budget left out (None: nothing)."""
 
     snapshot_id: str
     families: tuple[Family, ...]
     groups: int
+    wanted: int = 0
+    left_out: str | None = None
 
     @property
     def samples(self) -> int:
@@ -95,137 +152,137 @@ class Exposition:
         return "".join(_family_text(f) for f in self.families)
 
 
-def exposition(partitions: pa.Table, groups: pa.Table) -> Exposition:
+def exposition(
+    partitions: pa.Table, groups: pa.Table, run: dict | None = None, scope: Scope = DEFAULT_SCOPE
+) -> Exposition:
     """The metrics of one snapshot from its partition_verdicts and group_verdicts rows (the columns of
-    PARTITION_COLUMNS and GROUP_COLUMNS), ordered by metric name, then by labels."""
-    group_rows = groups.select(GROUP_COLUMNS).to_pylist()
+    PARTITION_COLUMNS and GROUP_COLUMNS) and the runs row of the audit that wrote it (RUN_COLUMNS, or
+    None), within `scope`; ordered by metric name, then by labels."""
+    group_rows = [r for r in groups.select(GROUP_COLUMNS).to_pylist() if scope.keeps_group(r["group_id"])]
     if not group_rows:
         return Exposition("", (), 0)
     first = group_rows[0]
     as_of = first["as_of"] if first["as_of"].tzinfo else first["as_of"].replace(tzinfo=UTC)
     as_of_ms = (as_of - _EPOCH) // timedelta(milliseconds=1)
-    families = [
-        *_snapshot_families(first["snapshot_id"], as_of_ms, first["retention_minutes"]),
-        *_partition_families(partitions.select(PARTITION_COLUMNS).to_pylist()),
-        *_group_families(group_rows, _group_lag(partitions), as_of_ms),
+    kept_groups = {r["group_id"] for r in group_rows}
+    rows = [r for r in partitions.select(PARTITION_COLUMNS).to_pylist() if r["group_id"] in kept_groups]
+    order = ordered_groups(group_rows)
+    lag_by_group = _group_lag(partitions.filter(pc.is_in(partitions["group_id"], pa.array(sorted(kept_groups)))))
+    units = [
+        Unit(SNAPSHOT, (), _snapshot_samples(first["snapshot_id"], as_of_ms, first["retention_minutes"], run)),
+        *(Unit(GROUPS, (order[g["group_id"]],), _group_samples(g, lag_by_group, as_of_ms)) for g in group_rows),
     ]
-    ordered = sorted((f for f in families if f.samples), key=lambda f: f.name)
-    return Exposition(first["snapshot_id"], tuple(ordered), len(group_rows))
+    detailed = [r for r in rows if scope.keeps_topic(r["topic"])]
+    watched = [r for r in detailed if scope.watches(r)]
+    units += [Unit(WATCHED, watched_rank(r, order), _partition_samples(r)) for r in watched]
+    if scope.granularity == "partition":
+        units += [Unit(DETAIL, detail_rank(r, order), _partition_samples(r)) for r in detailed if not scope.watches(r)]
+    elif scope.granularity == "topic":
+        units += [Unit(DETAIL, detail_rank(t, order), samples) for t, samples in _group_topic_units(detailed)]
+    chosen = select(units, scope.max_samples)
+    families = _families(chosen.samples)
+    return Exposition(
+        first["snapshot_id"], families, len(group_rows), chosen.wanted, chosen.left_out_text(scope.max_samples)
+    )
 
 
-def snapshot_metrics(audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> Exposition:
+def snapshot_metrics(
+    audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL, scope: Scope = DEFAULT_SCOPE
+) -> Exposition:
     """The metrics of one snapshot of an audit's output folder (the newest by default), read with
     delta-rs and pyarrow: no Spark."""
     chosen = pick_snapshot(audit_dir, snapshot_id, storage=storage)
     partitions = read_snapshot(audit_dir, "partition_verdicts", chosen, storage, columns=PARTITION_COLUMNS)
     groups = read_snapshot(audit_dir, "group_verdicts", chosen, storage, columns=GROUP_COLUMNS)
-    return exposition(partitions, groups)
+    return exposition(partitions, groups, _run_of(audit_dir, chosen, storage), scope)
 
 
-def _snapshot_families(snapshot_id: str, as_of_ms: int, retention_minutes: int | None) -> list[Family]:
+def _run_of(audit_dir: str, snapshot_id: str, storage: Storage) -> dict | None:
+    """The runs row of the audit that wrote the snapshot (a run has a row only once it finished)."""
+    if not has_table(audit_dir, "runs", storage):
+        return None
+    runs = read_table(audit_dir, "runs", storage, columns=RUN_COLUMNS).to_pylist()
+    wrote = [r for r in runs if r["command"] == "audit" and r["snapshot_id"] == snapshot_id and r["finished_at"]]
+    return max(wrote, key=lambda r: r["finished_at"]) if wrote else None
+
+
+def _families(samples: Iterable[Sample]) -> tuple[Family, ...]:
+    by_name: dict[str, list[tuple[Labels, int | float]]] = {}
+    for name, labels, value in samples:
+        by_name.setdefault(name, []).append((labels, value))
+    return tuple(Family(name, HELP[name], tuple(sorted(by_name[name], key=_label_order))) for name in sorted(by_name))
+
+
+def _label_order(sample: tuple[Labels, int | float]) -> tuple:
+    return tuple((value is None, value) for _, value in sample[0])
+
+
+def _snapshot_samples(snapshot_id: str, as_of_ms: int, retention_minutes: int | None, run: dict | None) -> tuple:
     info: Labels = (("snapshot_id", snapshot_id), ("retention_minutes", retention_minutes))
-    return [
-        Family(
-            "snapshot_timestamp_seconds",
-            "The time the audited snapshot's verdicts are for (as_of), in seconds since the epoch.",
-            (((), as_of_ms / 1000),),
-        ),
-        Family(
-            "snapshot_info",
-            "The audited snapshot: its id and the offsets.retention.minutes it was judged with.",
-            ((info, 1),),
-        ),
-    ]
+    samples: list[Sample] = [("snapshot_timestamp_seconds", (), as_of_ms / 1000), ("snapshot_info", info, 1)]
+    if run is not None:
+        finished, started = _aware(run["finished_at"]), _aware(run["started_at"])
+        samples.append(("last_success_timestamp_seconds", (), (finished - _EPOCH) / timedelta(seconds=1)))
+        samples.append(("last_run_duration_seconds", (), (finished - started) / timedelta(seconds=1)))
+        if run["records_read"] is not None:
+            samples.append(("last_run_records_read", (), int(run["records_read"])))
+    return tuple(samples)
 
 
-def _partition_families(rows: list[dict]) -> list[Family]:
-    rows = sorted(rows, key=lambda r: (r["group_id"], r["topic"], r["partition"]))
-
-    def samples(value_of) -> tuple:
-        labelled = ((_partition_labels(r), value_of(r)) for r in rows)
-        return tuple((labels, value) for labels, value in labelled if value is not None)
-
-    return [
-        Family(
-            "partition_committed_offset",
-            "The offset the group committed for the partition.",
-            samples(lambda r: r["committed_offset"]),
-        ),
-        Family(
-            "partition_lag",
-            "Log end offset minus committed offset (audits run with --end-offsets; absent when unknown).",
-            samples(lambda r: r["lag"]),
-        ),
-        Family(
-            "partition_commit_timestamp_seconds",
-            "When the broker processed the commit, in seconds since the epoch.",
-            samples(lambda r: _seconds(r["commit_timestamp_ms"])),
-        ),
-        Family(
-            "partition_expiry_seconds",
-            "Seconds from the snapshot until the committed offset expires, negative once expired; "
-            "absent when it never expires while the group stays as it is.",
-            samples(lambda r: _seconds(r["time_to_expiry_ms"])),
-        ),
-        Family(
-            "partition_expired",
-            "1 when the committed offset is expired as of the snapshot (the next sweep removes it), else 0.",
-            samples(lambda r: _flag(r["expired"])),
-        ),
-        Family(
-            "partition_deletable",
-            "1 when kafka-consumer-groups --delete-offsets would succeed for it now (KIP-496), else 0.",
-            samples(lambda r: _flag(r["deletable_now"])),
-        ),
-    ]
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _group_families(rows: list[dict], lag_by_group: dict[str, int], as_of_ms: int) -> list[Family]:
-    rows = sorted(rows, key=lambda r: r["group_id"])
+def _partition_samples(row: dict) -> tuple[Sample, ...]:
+    labels = _partition_labels(row)
+    values = (
+        ("partition_committed_offset", row["committed_offset"]),
+        ("partition_lag", row["lag"]),
+        ("partition_commit_timestamp_seconds", _seconds(row["commit_timestamp_ms"])),
+        ("partition_expiry_seconds", _seconds(row["time_to_expiry_ms"])),
+        ("partition_expired", _flag(row["expired"])),
+        ("partition_deletable", _flag(row["deletable_now"])),
+    )
+    return tuple((name, labels, value) for name, value in values if value is not None)
 
-    def samples(value_of) -> tuple:
-        labelled = (((("group", r["group_id"]),), value_of(r)) for r in rows)
-        return tuple((labels, value) for labels, value in labelled if value is not None)
 
+def _group_topic_units(rows: list[dict]) -> list[tuple[dict, tuple[Sample, ...]]]:
+    """Per (group, topic): its offsets, expired and deletable ones, known lag and next expiry."""
+    by_topic: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        by_topic.setdefault((row["group_id"], row["topic"]), []).append(row)
+    units = []
+    for (group_id, topic), mine in by_topic.items():
+        labels: Labels = (("group", group_id), ("topic", topic))
+        lags = [r["lag"] for r in mine if r["lag"] is not None]
+        expiries = [r["time_to_expiry_ms"] for r in mine if r["time_to_expiry_ms"] is not None]
+        values = (
+            ("group_topic_offsets", len(mine)),
+            ("group_topic_expired_offsets", sum(bool(r["expired"]) for r in mine)),
+            ("group_topic_deletable_offsets", sum(bool(r["deletable_now"]) for r in mine)),
+            ("group_topic_lag", sum(lags) if lags else None),  # Python ints: exact past 2**63
+            ("group_topic_next_expiry_seconds", _seconds(min(expiries)) if expiries else None),
+        )
+        samples = tuple((name, labels, value) for name, value in values if value is not None)
+        units.append(({"group_id": group_id, "topic": topic}, samples))
+    return units
+
+
+def _group_samples(row: dict, lag_by_group: dict[str, int], as_of_ms: int) -> tuple[Sample, ...]:
     def until(ms: int | None) -> float | None:
         return None if ms is None else _seconds(ms - as_of_ms)
 
-    return [
-        Family(
-            "group_info",
-            "1 for each group the coordinator holds, with its type, state and protocol type as labels "
-            "(join them in with * on(group) group_left(...)).",
-            tuple((_info_labels(r), 1) for r in rows),
-        ),
-        Family("group_members", "Members of the group.", samples(lambda r: r["member_count"])),
-        Family("group_offsets", "Committed offsets the group holds.", samples(lambda r: r["offset_count"])),
-        Family(
-            "group_expired_offsets",
-            "Of the group's committed offsets, how many are expired as of the snapshot.",
-            samples(lambda r: r["expired_offset_count"]),
-        ),
-        Family(
-            "group_lag",
-            "Sum of the group's partition lags where known (audits run with --end-offsets).",
-            samples(lambda r: lag_by_group.get(r["group_id"])),
-        ),
-        Family(
-            "group_next_expiry_seconds",
-            "Seconds from the snapshot until the group's next committed offset expires; absent when none will.",
-            samples(lambda r: until(r["next_expiry_at_ms"])),
-        ),
-        Family(
-            "group_expiry_seconds",
-            "Seconds from the snapshot until the sweep removes the whole group if nothing changes, negative "
-            "once due; absent when never.",
-            samples(lambda r: until(r["group_expires_at_ms"])),
-        ),
-        Family(
-            "group_would_delete",
-            "1 when the expiry sweep removes the group as of the snapshot, else 0.",
-            samples(lambda r: _flag(r["would_delete"])),
-        ),
-    ]
+    group: Labels = (("group", row["group_id"]),)
+    values = (
+        ("group_members", row["member_count"]),
+        ("group_offsets", row["offset_count"]),
+        ("group_expired_offsets", row["expired_offset_count"]),
+        ("group_lag", lag_by_group.get(row["group_id"])),
+        ("group_next_expiry_seconds", until(row["next_expiry_at_ms"])),
+        ("group_expiry_seconds", until(row["group_expires_at_ms"])),
+        ("group_would_delete", _flag(row["would_delete"])),
+    )
+    return (("group_info", _info_labels(row), 1), *((n, group, v) for n, v in values if v is not None))
 
 
 def _group_lag(partitions: pa.Table) -> dict[str, int]:
