@@ -13,8 +13,12 @@ KAFKA_DIR := .kafka
 # The JVM parts the Spark-native routes need (delta-spark, Spark's Kafka source, hadoop-aws), in .jars/spark.
 SPARK_JARS := .jars/spark
 YARN_JARS := .jars/yarn
+# Prometheus, promtool, node_exporter and the Pushgateway for the metrics tests: Debian's packages,
+# unpacked (not installed) into .prometheus/root.
+PROMETHEUS_DIR := .prometheus
+PROMETHEUS_DEBS := prometheus prometheus-node-exporter prometheus-pushgateway
 
-.PHONY: setup check-java kafka spark-jars browser demo test lint bench package package-driver clean
+.PHONY: setup check-java kafka spark-jars browser prometheus demo test lint bench package package-driver clean
 
 setup: $(STAMP) kafka spark-jars
 
@@ -101,7 +105,28 @@ browser:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; } >/dev/null \
 	  || echo "apt-get could not install chromium: the report's browser test will skip" >&2; fi
 
-test: setup browser
+# Prometheus' own binaries for the alert-rule and real-stack tests (tests/prometheus_stack.py), from Debian's
+# packages: apt-get download and dpkg -x, so no root is needed where the package lists are there. Never
+# fails: where they cannot be had, .prometheus/unavailable says why and those tests skip (CI: fail).
+prometheus: $(PROMETHEUS_DIR)/.fetched
+
+$(PROMETHEUS_DIR)/.fetched:
+	@rm -rf $(PROMETHEUS_DIR) && mkdir -p $(PROMETHEUS_DIR)/debs
+	@if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg >/dev/null 2>&1; then \
+	  echo "apt-get and dpkg are not here, so make prometheus could not fetch Debian's $(PROMETHEUS_DEBS)" > $(PROMETHEUS_DIR)/unavailable; \
+	  cat $(PROMETHEUS_DIR)/unavailable >&2; \
+	elif echo "fetching Debian's $(PROMETHEUS_DEBS) into $(PROMETHEUS_DIR)" >&2 && \
+	  { (cd $(PROMETHEUS_DIR)/debs && apt-get download -qq $(PROMETHEUS_DEBS)) > $(PROMETHEUS_DIR)/apt.log 2>&1 || \
+	    { [ "$$(id -u)" = 0 ] && apt-get update -qq >> $(PROMETHEUS_DIR)/apt.log 2>&1 && \
+	      (cd $(PROMETHEUS_DIR)/debs && apt-get download -qq $(PROMETHEUS_DEBS)) >> $(PROMETHEUS_DIR)/apt.log 2>&1; }; } && \
+	  for deb in $(PROMETHEUS_DIR)/debs/*.deb; do dpkg -x "$$deb" $(PROMETHEUS_DIR)/root || exit 1; done; then \
+	  touch $@; \
+	else \
+	  { printf 'apt-get could not fetch Debian'"'"'s $(PROMETHEUS_DEBS): '; grep -m1 -E '^(E|W):' $(PROMETHEUS_DIR)/apt.log | cut -c1-400; } > $(PROMETHEUS_DIR)/unavailable; \
+	  cat $(PROMETHEUS_DIR)/unavailable >&2; \
+	fi
+
+test: setup browser prometheus
 	$(BIN)/pytest
 
 lint: setup

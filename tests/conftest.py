@@ -112,6 +112,16 @@ def audited(spark, tmp_path_factory) -> Path:
     return Path(output)
 
 
+@pytest.fixture(scope="session")
+def demo(spark, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The demo's commands run once per test run (offset_audit.cli.docs.EXAMPLES): the folder they ran in,
+    which holds demo-input and demo-output as `make demo` leaves them, and each example's printed block."""
+    from offset_audit.cli import docs
+
+    workdir = tmp_path_factory.mktemp("demo")
+    return workdir, docs.run_examples(workdir)
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """An S3-compatible server (moto) on 127.0.0.1 for one test module, stopped by pid after it."""

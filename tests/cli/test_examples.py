@@ -9,8 +9,8 @@ from offset_audit.cli import docs
 
 
 @pytest.fixture(scope="module")
-def printed(spark, tmp_path_factory):
-    return docs.run_examples(tmp_path_factory.mktemp("examples"))
+def printed(demo):
+    return demo[1]
 
 
 def test_every_example_block_names_an_example():

@@ -114,19 +114,19 @@ def test_group_and_topic_filters():
 
 
 def test_past_the_budget_what_is_written_is_a_prefix_of_the_order_of_importance():
-    """The fleet at partition granularity: the snapshot gauges (2), the groups (7 + 7 + 6), the watched
+    """The fleet at partition granularity: the snapshot gauges (2), the groups (8 + 8 + 6), the watched
     offsets soonest first (gone 5, soon/orders/0 6, soon/audit-log/0 4), then the other offsets (22)."""
     partitions, groups = _fleet()
     everything = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=10**6))
-    assert everything.left_out is None and everything.wanted == everything.samples == 2 + 20 + 15 + 22
-    cut = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=36))
+    assert everything.left_out is None and everything.wanted == everything.samples == 2 + 22 + 15 + 22
+    cut = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=38))
     samples = _parsed(cut.text)
     assert {s.labels["group"] for s in samples[PREFIX + "group_info"]} == {"calm", "soon", "gone"}
     assert _partitions_in(samples) == {("gone", "orders", "0"), ("soon", "orders", "0")}
-    assert cut.samples == 2 + 20 + 5 + 6 and cut.wanted == everything.wanted
+    assert cut.samples == 2 + 22 + 5 + 6 and cut.wanted == everything.wanted
     assert cut.left_out == (
-        "left out past --max-samples 36: 1 expiring or deletable partitions' series (4 samples); "
-        "4 detail series (22 samples); --max-samples 59 would write everything"
+        "left out past --max-samples 38: 1 expiring or deletable partitions' series (4 samples); "
+        "4 detail series (22 samples); --max-samples 61 would write everything"
     )
 
 

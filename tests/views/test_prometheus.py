@@ -47,6 +47,7 @@ def _partition_rows(rows: list[dict]) -> pa.Table:
         "expired": pa.bool_(),
         "deletable_now": pa.bool_(),
         "lag": pa.int64(),
+        "stale_lag": pa.int64(),
     }
     return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in types.items()})
 
@@ -81,7 +82,10 @@ def _offset(group: str, topic: str, partition: int, **values) -> dict:
         "expired": False,
         "deletable_now": False,
         "lag": None,
+        "stale_lag": None,
     }
+    if values.get("lag") is not None and "stale_lag" not in values:
+        row["stale_lag"] = 0
     return {**row, **values}
 
 
@@ -151,6 +155,7 @@ def test_the_newest_snapshot_is_the_default_and_parses_with_the_official_client(
             "group_info",
             "group_lag",
             "group_members",
+            "group_stale_lag",
             "group_next_expiry_seconds",
             "group_offsets",
             "group_would_delete",
@@ -177,6 +182,8 @@ def test_lag_samples_add_up_to_the_lag_column(newest):
     assert len(samples[PREFIX + "partition_lag"]) == partitions.num_rows - lag.null_count
     assert sum(s.value for s in samples[PREFIX + "partition_lag"]) == pc.sum(lag).as_py()
     assert sum(s.value for s in samples[PREFIX + "group_lag"]) == pc.sum(lag).as_py()
+    stale = pc.sum(partitions.column("stale_lag")).as_py()
+    assert sum(s.value for s in samples[PREFIX + "group_stale_lag"]) == stale > 0
 
 
 def test_partition_flags_and_expiry_match_the_verdicts(newest):

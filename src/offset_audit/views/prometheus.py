@@ -62,6 +62,7 @@ PARTITION_COLUMNS = [
     "expired",
     "deletable_now",
     "lag",
+    "stale_lag",
 ]
 GROUP_COLUMNS = [
     "snapshot_id",
@@ -112,6 +113,8 @@ HELP = {
     "group_offsets": "Committed offsets the group holds.",
     "group_expired_offsets": "Of the group's committed offsets, how many are expired as of the snapshot.",
     "group_lag": "Sum of the group's partition lags where known (audits run with --end-offsets).",
+    "group_stale_lag": "Of the group's lag, the part on partitions it does not consume (no members, or a topic "
+    "it left): lag that only grows on dashboards (audits run with --end-offsets).",
     "group_next_expiry_seconds": "Seconds from the snapshot until the group's next committed offset expires; "
     "absent when none will.",
     "group_expiry_seconds": "Seconds from the snapshot until the sweep removes the whole group if nothing changes, "
@@ -167,7 +170,7 @@ def exposition(
     kept_groups = {r["group_id"] for r in group_rows}
     rows = [r for r in partitions.select(PARTITION_COLUMNS).to_pylist() if r["group_id"] in kept_groups]
     order = ordered_groups(group_rows)
-    lag_by_group = _group_lag(partitions.filter(pc.is_in(partitions["group_id"], pa.array(sorted(kept_groups)))))
+    lag_by_group = _group_lags(partitions.filter(pc.is_in(partitions["group_id"], pa.array(sorted(kept_groups)))))
     units = [
         Unit(SNAPSHOT, (), _snapshot_samples(first["snapshot_id"], as_of_ms, first["retention_minutes"], run)),
         *(Unit(GROUPS, (order[g["group_id"]],), _group_samples(g, lag_by_group, as_of_ms)) for g in group_rows),
@@ -268,7 +271,7 @@ def _group_topic_units(rows: list[dict]) -> list[tuple[dict, tuple[Sample, ...]]
     return units
 
 
-def _group_samples(row: dict, lag_by_group: dict[str, int], as_of_ms: int) -> tuple[Sample, ...]:
+def _group_samples(row: dict, lag_by_group: dict[str, tuple[int, int]], as_of_ms: int) -> tuple[Sample, ...]:
     def until(ms: int | None) -> float | None:
         return None if ms is None else _seconds(ms - as_of_ms)
 
@@ -277,7 +280,8 @@ def _group_samples(row: dict, lag_by_group: dict[str, int], as_of_ms: int) -> tu
         ("group_members", row["member_count"]),
         ("group_offsets", row["offset_count"]),
         ("group_expired_offsets", row["expired_offset_count"]),
-        ("group_lag", lag_by_group.get(row["group_id"])),
+        ("group_lag", lag_by_group.get(row["group_id"], (None, None))[0]),
+        ("group_stale_lag", lag_by_group.get(row["group_id"], (None, None))[1]),
         ("group_next_expiry_seconds", until(row["next_expiry_at_ms"])),
         ("group_expiry_seconds", until(row["group_expires_at_ms"])),
         ("group_would_delete", _flag(row["would_delete"])),
@@ -285,9 +289,10 @@ def _group_samples(row: dict, lag_by_group: dict[str, int], as_of_ms: int) -> tu
     return (("group_info", _info_labels(row), 1), *((n, group, v) for n, v in values if v is not None))
 
 
-def _group_lag(partitions: pa.Table) -> dict[str, int]:
-    """Each group's known lags added up exactly: a log end offset may be near 2**63."""
-    return {r["group_id"]: int(r["lag_sum"]) for r in sums_per_group(partitions, "lag").to_pylist()}
+def _group_lags(partitions: pa.Table) -> dict[str, tuple[int, int]]:
+    """Each group's known lags, and stale lags, added up exactly: a log end offset may be near 2**63."""
+    sums = sums_per_group(partitions, "lag", "stale_lag").to_pylist()
+    return {r["group_id"]: (int(r["lag_sum"]), int(r["stale_lag_sum"] or 0)) for r in sums}
 
 
 def _partition_labels(row: dict) -> Labels:

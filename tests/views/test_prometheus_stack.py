@@ -1,0 +1,287 @@
+"""The metrics in the real stack: the demo audit's `metrics` file read by node_exporter's textfile collector,
+pushed to a Pushgateway, scraped by Prometheus with the shipped rules (conf/prometheus), and every panel
+of the shipped Grafana dashboard (conf/grafana) queried there against what the audit's tables hold.
+
+Grafana itself is not in the package registries this project draws from, so running each panel's query
+against the real Prometheus stands in for rendering the dashboard.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from live_services import live
+from prometheus_stack import alerts, binary, node_exporter, prometheus, pushgateway, values, wait_for
+from repo_paths import DOCS, ROOT
+
+from offset_audit.cli.main import main
+from offset_audit.views.audit_folder import read_snapshot, read_table, snapshots
+
+pytestmark = pytest.mark.slow
+
+RULES = ROOT / "conf" / "prometheus" / "offset-audit-rules.yml"
+RULE_TESTS = ROOT / "tests" / "prometheus" / "offset-audit-rules.test.yml"
+DASHBOARD = ROOT / "conf" / "grafana" / "kafka-offset-audit.json"
+DASHBOARDS_DOC = DOCS / "dashboards.md"
+DAY_S = 86_400
+
+
+def _panels() -> dict[str, str]:
+    """The dashboard's panels: title -> its one query."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    out = {}
+    for panel in dashboard["panels"]:
+        (target,) = panel["targets"]
+        out[panel["title"]] = target["expr"]
+    return out
+
+
+def _alert_rules() -> dict[str, dict]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+
+
+# The rules, by promtool ------------------------------------------------------------------------------
+
+
+def test_the_rules_pass_promtools_check_and_their_unit_tests():
+    promtool = str(_binary("promtool"))
+    checked = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run(
+        [promtool, "test", "rules", RULE_TESTS.name], cwd=RULE_TESTS.parent, capture_output=True, text=True, check=False
+    )
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
+
+
+def _binary(name: str) -> Path:
+    from live_services import Unavailable
+
+    try:
+        return binary(name)
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+
+
+# The docs show what is shipped ------------------------------------------------------------------------
+
+
+def _doc_blocks(kind: str) -> dict[str, str]:
+    text = DASHBOARDS_DOC.read_text()
+    return {
+        m.group(1): m.group(2).strip()
+        for m in re.finditer(rf"<!-- {kind}: (.+?) -->\n```(?:promql|yaml)?\n(.*?)```", text, re.S)
+    }
+
+
+def test_the_docs_show_every_dashboard_panel_with_its_query():
+    assert _doc_blocks("grafana-panel") == _panels()
+
+
+def test_the_docs_show_every_alert_with_its_expression():
+    shown = _doc_blocks("prometheus-alert")
+    assert shown == {name: rule["expr"].strip() for name, rule in _alert_rules().items()}
+
+
+# The real stack over the demo audit ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stack:
+    prometheus: str
+    pushgateway: str
+    audit: Path
+    partitions: list[dict]
+    groups: list[dict]
+    run: dict
+    as_of_s: float
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stderr
+
+
+@pytest.fixture(scope="module")
+def stack(demo, tmp_path_factory):
+    workdir, _ = demo
+    audit = workdir / "demo-output"
+    folder = tmp_path_factory.mktemp("prometheus-stack")
+    textfiles = folder / "textfile"
+    textfiles.mkdir()
+    _cli("metrics", "--audit", str(audit), "--output", str(textfiles / "offset_audit.prom"))
+    snapshot_id = snapshots(str(audit))[-1].snapshot_id
+    partitions = read_snapshot(str(audit), "partition_verdicts", snapshot_id).to_pylist()
+    groups = read_snapshot(str(audit), "group_verdicts", snapshot_id).to_pylist()
+    runs = [r for r in read_table(str(audit), "runs").to_pylist() if r["command"] == "audit"]
+    # The demo audits one dump twice (its text and its --json example): the same snapshot, two runs.
+    run = max((r for r in runs if r["snapshot_id"] == snapshot_id), key=lambda r: r["finished_at"])
+    with (
+        live(node_exporter(textfiles, folder)) as node,
+        live(pushgateway(folder)) as gateway,
+        live(
+            prometheus(
+                folder,
+                {"node": node.url.removeprefix("http://"), "pushgateway": gateway.url.removeprefix("http://")},
+                [RULES],
+            )
+        ) as server,
+    ):
+        wait_for(
+            "Prometheus to scrape the textfile",
+            lambda: values(server.url, "count(kafka_offset_audit_group_info)") == {frozenset(): float(len(groups))},
+        )
+        as_of = groups[0]["as_of"]
+        as_of_s = (as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)).timestamp()
+        yield Stack(server.url, gateway.url, audit, partitions, groups, run, as_of_s)
+
+
+def _expected(stack: Stack) -> dict[str, dict[frozenset, float]]:
+    """Each panel's answer worked out from the audit's tables, as {labels: value}."""
+    parts, groups = stack.partitions, stack.groups
+    lags = {}
+    for p in parts:
+        if p["lag"] is not None:
+            lags[p["group_id"]] = lags.get(p["group_id"], 0) + p["lag"]
+    by_state: dict[tuple, int] = {}
+    for g in groups:
+        by_state[(g["group_type"], g["group_state"])] = by_state.get((g["group_type"], g["group_state"]), 0) + 1
+    deletable: dict[str, int] = {}
+    for p in parts:
+        if p["deletable_now"]:
+            deletable[p["group_id"]] = deletable.get(p["group_id"], 0) + 1
+
+    def one(value) -> dict[frozenset, float]:
+        return {frozenset(): float(value)}
+
+    return {
+        "Committed offsets": one(sum(g["offset_count"] for g in groups)),
+        "Total lag": one(sum(lags.values())),
+        "Stale lag (partitions nobody consumes)": one(sum(p["stale_lag"] or 0 for p in parts)),
+        "Groups by type and state": {
+            frozenset({"group_type": t, "group_state": s}.items()): float(n) for (t, s), n in by_state.items()
+        },
+        "Offsets --delete-offsets would remove now, by group": {
+            frozenset({"group": g}.items()): float(n) for g, n in deletable.items()
+        },
+        "Offsets expiring within 24 h of the audit": {
+            frozenset(
+                {
+                    "__name__": "kafka_offset_audit_partition_expiry_seconds",
+                    "group": p["group_id"],
+                    "topic": p["topic"],
+                    "partition": str(p["partition"]),
+                }.items()
+            ): p["time_to_expiry_ms"] / 1000
+            for p in parts
+            if p["time_to_expiry_ms"] is not None and 0 <= p["time_to_expiry_ms"] <= DAY_S * 1000
+        },
+        "Groups with expired offsets": {
+            frozenset({"__name__": "kafka_offset_audit_group_expired_offsets", "group": g["group_id"]}.items()): float(
+                g["expired_offset_count"]
+            )
+            for g in groups
+            if g["expired_offset_count"]
+        },
+        "Groups the next sweep removes": {
+            frozenset({"__name__": "kafka_offset_audit_group_would_delete", "group": g["group_id"]}.items()): 1.0
+            for g in groups
+            if g["would_delete"]
+        },
+    }
+
+
+def test_every_dashboard_panel_gets_the_demo_audits_answer(stack):
+    expected = _expected(stack)
+    for title, promql in _panels().items():
+        got = values(stack.prometheus, promql)
+        assert got, f"panel {title!r} ({promql}) got no data"
+        if title in expected:
+            assert got == expected[title], title
+    lags = sorted((float(v) for v in _group_lags(stack).values()), reverse=True)[:10]
+    assert sorted(values(stack.prometheus, "topk(10, kafka_offset_audit_group_lag)").values(), reverse=True) == lags
+    now = time.time()
+    (age,) = values(stack.prometheus, _panels()["Age of the audited snapshot"]).values()
+    assert math.isclose(age, now - stack.as_of_s, abs_tol=120)
+    (since,) = values(stack.prometheus, _panels()["Since the last successful audit"]).values()
+    finished = stack.run["finished_at"]
+    finished_s = (finished if finished.tzinfo else finished.replace(tzinfo=UTC)).timestamp()
+    assert math.isclose(since, now - finished_s, abs_tol=120)
+    for name in ("Offsets expiring within 24 h of the audit", "Groups with expired offsets"):
+        assert expected[name], f"the demo audit has none for {name!r}: the check would be empty"
+
+
+def _group_lags(stack: Stack) -> dict[str, int]:
+    lags: dict[str, int] = {}
+    for p in stack.partitions:
+        if p["lag"] is not None:
+            lags[p["group_id"]] = lags.get(p["group_id"], 0) + p["lag"]
+    return lags
+
+
+def _firing(stack: Stack, name: str) -> set[tuple]:
+    return {
+        tuple(sorted((k, v) for k, v in a["labels"].items() if k in ("group", "topic", "partition")))
+        for a in alerts(stack.prometheus)
+        if a["labels"]["alertname"] == name and a["state"] == "firing"
+    }
+
+
+def test_the_alerts_fire_for_the_demos_expiring_and_expired_offsets(stack):
+    members = {g["group_id"]: g["member_count"] for g in stack.groups}
+    soon = {
+        (("group", p["group_id"]), ("partition", str(p["partition"])), ("topic", p["topic"]))
+        for p in stack.partitions
+        if p["time_to_expiry_ms"] is not None and 0 <= p["time_to_expiry_ms"] <= DAY_S * 1000
+    }
+    idle_soon = {k for k in soon if not members[k[0][1]]}
+    assert idle_soon, "the demo has offsets of idle groups expiring within 24 h"
+    wait_for("KafkaOffsetsExpireSoon to fire", lambda: _firing(stack, "KafkaOffsetsExpireSoon") == idle_soon)
+    assert _firing(stack, "KafkaOffsetsExpireSoonInActiveGroup") == soon - idle_soon
+    expired_active = {
+        (("group", g["group_id"]),) for g in stack.groups if g["expired_offset_count"] and g["member_count"]
+    }
+    assert expired_active
+    wait_for(
+        "KafkaActiveGroupOffsetsExpired", lambda: _firing(stack, "KafkaActiveGroupOffsetsExpired") == expired_active
+    )
+    stale = {(("group", g),) for g in {p["group_id"] for p in stack.partitions if p["stale_lag"]}}
+    wait_for("KafkaStaleLag", lambda: _firing(stack, "KafkaStaleLag") == stale)
+    assert not _firing(stack, "KafkaOffsetAuditNotSucceeding") or time.time() - stack.as_of_s > 6 * 3600
+
+
+def test_a_push_to_the_pushgateway_serves_the_same_series(stack):
+    """Last in this module: once pushed, every series is there twice (textfile and Pushgateway)."""
+    said = _cli("metrics", "--audit", str(stack.audit), "--push-gateway", stack.pushgateway,
+                "--push-grouping-key", "cluster=demo")  # fmt: skip
+    assert said.startswith("pushed ") and stack.pushgateway in said
+    pushed = '{cluster="demo",job="kafka_offset_audit",__name__=~"kafka_offset_audit_.*"}'
+    textfile = '{job="node",__name__=~"kafka_offset_audit_.*"}'
+    count = values(stack.prometheus, f"count({textfile})")
+    wait_for("Prometheus to scrape the push", lambda: values(stack.prometheus, f"count({pushed})") == count)
+    for metric in ("kafka_offset_audit_group_lag", "kafka_offset_audit_partition_expiry_seconds"):
+        same = values(
+            stack.prometheus,
+            f'{metric}{{cluster="demo"}} - ignoring(cluster, job, instance) {metric}{{job="node"}}',
+        )
+        assert same and set(same.values()) == {0.0}, metric
+    # The next push replaces the group: the series of a group left out are gone from the gateway.
+    _cli("metrics", "--audit", str(stack.audit), "--push-gateway", stack.pushgateway,
+         "--push-grouping-key", "cluster=demo", "--exclude-group", "classic-.*")  # fmt: skip
+    wait_for(
+        "the replaced push",
+        lambda: (
+            values(stack.prometheus, 'count(kafka_offset_audit_group_info{cluster="demo",group=~"classic-.*"})') == {}
+        ),
+    )
