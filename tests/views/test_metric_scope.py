@@ -48,7 +48,7 @@ def _fleet():
 
 def _partitions_in(samples) -> set[tuple[str, str, str]]:
     return {
-        (s.labels["group"], s.labels["topic"], s.labels["partition"]) for s in samples[PREFIX + "partition_expired"]
+        (s.labels["group"], s.labels["topic"], s.labels["partition"]) for s in samples[PREFIX + "partition_deletable"]
     }
 
 
@@ -114,19 +114,20 @@ def test_group_and_topic_filters():
 
 
 def test_past_the_budget_what_is_written_is_a_prefix_of_the_order_of_importance():
-    """The fleet at partition granularity: the snapshot gauges (2), the groups (8 + 8 + 6), the watched
-    offsets soonest first (gone 5, soon/orders/0 6, soon/audit-log/0 4), then the other offsets (22)."""
+    """The fleet at partition granularity: the snapshot gauges (2); the urgent groups, gone (7) and soon
+    (9); the expiring offsets soonest first, gone/orders/0 (5) and soon/orders/0 (6); the other group,
+    calm (9); the deletable offset that does not expire soon, soon/audit-log/0 (4); the other offsets (22)."""
     partitions, groups = _fleet()
     everything = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=10**6))
-    assert everything.left_out is None and everything.wanted == everything.samples == 2 + 22 + 15 + 22
+    assert everything.left_out is None and everything.wanted == everything.samples == 2 + 16 + 11 + 9 + 4 + 22
     cut = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=38))
     samples = _parsed(cut.text)
     assert {s.labels["group"] for s in samples[PREFIX + "group_info"]} == {"calm", "soon", "gone"}
     assert _partitions_in(samples) == {("gone", "orders", "0"), ("soon", "orders", "0")}
-    assert cut.samples == 2 + 22 + 5 + 6 and cut.wanted == everything.wanted
+    assert cut.samples == 2 + 16 + 11 + 9 and cut.wanted == everything.wanted
     assert cut.left_out == (
-        "left out past --max-samples 38: 1 expiring or deletable partitions' series (4 samples); "
-        "4 detail series (22 samples); --max-samples 61 would write everything"
+        "left out past --max-samples 38: 1 deletable partitions' series (4 samples); "
+        "4 detail series (22 samples); --max-samples 64 would write everything"
     )
 
 
@@ -145,7 +146,7 @@ def test_a_budget_below_the_groups_writes_the_urgent_groups_first_and_says_what_
     for name in ("group_members", "group_offsets", "group_would_delete"):  # never half a group
         assert sorted(s.labels["group"] for s in samples[PREFIX + name]) == sorted(groups_written)
     assert result.left_out == (
-        f"left out past --max-samples 100: {41 - len(groups_written)} groups' series "
+        f"left out past --max-samples 100: {41 - len(groups_written)} other groups' series "
         f"({result.wanted - result.samples} samples); --max-samples {result.wanted} would write everything"
     )
 

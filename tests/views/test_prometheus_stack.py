@@ -173,7 +173,8 @@ def _expected(stack: Stack) -> dict[str, dict[frozenset, float]]:
             frozenset({"group_type": t, "group_state": s}.items()): float(n) for (t, s), n in by_state.items()
         },
         "Offsets --delete-offsets would remove now, by group": {
-            frozenset({"group": g}.items()): float(n) for g, n in deletable.items()
+            frozenset({"__name__": "kafka_offset_audit_group_deletable_offsets", "group": g}.items()): float(n)
+            for g, n in deletable.items()
         },
         "Offsets expiring within 24 h of the audit": {
             frozenset(

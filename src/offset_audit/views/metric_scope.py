@@ -10,15 +10,19 @@ The series come in units that are written whole or not at all (a group's series,
 group-and-topic's), in this order of importance:
 
 1. the snapshot's and the audit run's own gauges;
-2. each group's series, the most urgent group first: groups the sweep removes, then groups with
-   expired offsets, then by the soonest next expiry, then by group id;
-3. each watched partition's series (expiring within the window, already expired, or deletable now),
-   the soonest expiry first;
-4. at `topic` granularity each group-and-topic's series, at `partition` every other partition's, in
+2. the series of the urgent groups: those the sweep removes, with expired offsets, or whose next
+   offset expires within the watch window; the most urgent first (removed, then expired, then by the
+   soonest next expiry);
+3. the partitions expiring within the window (expired ones included), the soonest first;
+4. the series of the other groups, by their next expiry, then id;
+5. the partitions deletable now that do not expire within the window;
+6. at `topic` granularity each group-and-topic's series, at `partition` every other partition's, in
    the groups' order.
 
-Past the budget, the units from the first one that does not fit on are left out and counted, so what
-is written is always a prefix of that order, and the caller says what was left out.
+A watched partition (3 and 5) has the two series that say why it is watched, its expiry and whether it
+is deletable; at `partition` granularity, all six. Past the budget, the units from the first one that
+does not fit on are left out and counted, so what is written is always a prefix of that order, and
+the caller says what was left out.
 """
 
 from __future__ import annotations
@@ -36,10 +40,12 @@ DEFAULT_WATCH_MINUTES = 24 * 60
 # The snapshot and run gauges take up to five samples and a group up to eight: less could not hold one.
 MIN_SAMPLES = 10
 
-SNAPSHOT, GROUPS, WATCHED, DETAIL = range(4)
+SNAPSHOT, URGENT_GROUPS, EXPIRING, GROUPS, DELETABLE, DETAIL = range(6)
 TIER_NAMES = {
-    GROUPS: "groups' series",
-    WATCHED: "expiring or deletable partitions' series",
+    URGENT_GROUPS: "urgent groups' series",
+    EXPIRING: "expiring partitions' series",
+    GROUPS: "other groups' series",
+    DELETABLE: "deletable partitions' series",
     DETAIL: "detail series",
 }
 
@@ -95,8 +101,17 @@ class Scope:
     def watches(self, partition: dict) -> bool:
         """Whether an offset earns its partition series at any granularity: deletable now, or expiring
         within the window (an expired one, not yet swept, included)."""
+        return bool(partition["deletable_now"]) or self.expires_soon(partition)
+
+    def expires_soon(self, partition: dict) -> bool:
         expiry = partition["time_to_expiry_ms"]
-        return bool(partition["deletable_now"]) or (expiry is not None and expiry <= self.watch_ms)
+        return expiry is not None and expiry <= self.watch_ms
+
+    def is_urgent(self, group: dict, as_of_ms: int) -> bool:
+        """A group the sweep removes, with expired offsets, or whose next offset expires within the window."""
+        next_expiry = group["next_expiry_at_ms"]
+        soon = next_expiry is not None and next_expiry - as_of_ms <= self.watch_ms
+        return bool(group["would_delete"]) or bool(group["expired_offset_count"]) or soon
 
 
 DEFAULT_SCOPE = Scope()

@@ -36,10 +36,12 @@ from offset_audit.storage import LOCAL, Storage
 from offset_audit.views.audit_folder import has_table, pick_snapshot, read_snapshot, read_table, sums_per_group
 from offset_audit.views.metric_scope import (
     DEFAULT_SCOPE,
+    DELETABLE,
     DETAIL,
+    EXPIRING,
     GROUPS,
     SNAPSHOT,
-    WATCHED,
+    URGENT_GROUPS,
     Labels,
     Sample,
     Scope,
@@ -112,6 +114,8 @@ HELP = {
     "group_members": "Members of the group.",
     "group_offsets": "Committed offsets the group holds.",
     "group_expired_offsets": "Of the group's committed offsets, how many are expired as of the snapshot.",
+    "group_deletable_offsets": "Of the group's committed offsets, how many kafka-consumer-groups --delete-offsets "
+    "would remove now (KIP-496).",
     "group_lag": "Sum of the group's partition lags where known (audits run with --end-offsets).",
     "group_stale_lag": "Of the group's lag, the part on partitions it does not consume (no members, or a topic "
     "it left): lag that only grows on dashboards (audits run with --end-offsets).",
@@ -171,13 +175,28 @@ def exposition(
     rows = [r for r in partitions.select(PARTITION_COLUMNS).to_pylist() if r["group_id"] in kept_groups]
     order = ordered_groups(group_rows)
     lag_by_group = _group_lags(partitions.filter(pc.is_in(partitions["group_id"], pa.array(sorted(kept_groups)))))
+    deletable: dict[str, int] = {}
+    for r in rows:
+        if r["deletable_now"]:
+            deletable[r["group_id"]] = deletable.get(r["group_id"], 0) + 1
     units = [
         Unit(SNAPSHOT, (), _snapshot_samples(first["snapshot_id"], as_of_ms, first["retention_minutes"], run)),
-        *(Unit(GROUPS, (order[g["group_id"]],), _group_samples(g, lag_by_group, as_of_ms)) for g in group_rows),
+        *(
+            Unit(
+                URGENT_GROUPS if scope.is_urgent(g, as_of_ms) else GROUPS,
+                (order[g["group_id"]],),
+                _group_samples(g, lag_by_group, deletable.get(g["group_id"], 0), as_of_ms),
+            )
+            for g in group_rows
+        ),
     ]
     detailed = [r for r in rows if scope.keeps_topic(r["topic"])]
-    watched = [r for r in detailed if scope.watches(r)]
-    units += [Unit(WATCHED, watched_rank(r, order), _partition_samples(r)) for r in watched]
+    watched_series = _partition_samples if scope.granularity == "partition" else _watched_samples
+    units += [
+        Unit(EXPIRING if scope.expires_soon(r) else DELETABLE, watched_rank(r, order), watched_series(r))
+        for r in detailed
+        if scope.watches(r)
+    ]
     if scope.granularity == "partition":
         units += [Unit(DETAIL, detail_rank(r, order), _partition_samples(r)) for r in detailed if not scope.watches(r)]
     elif scope.granularity == "topic":
@@ -249,6 +268,16 @@ def _partition_samples(row: dict) -> tuple[Sample, ...]:
     return tuple((name, labels, value) for name, value in values if value is not None)
 
 
+def _watched_samples(row: dict) -> tuple[Sample, ...]:
+    """What says why a partition is watched: its expiry and whether it is deletable now."""
+    labels = _partition_labels(row)
+    values = (
+        ("partition_expiry_seconds", _seconds(row["time_to_expiry_ms"])),
+        ("partition_deletable", _flag(row["deletable_now"])),
+    )
+    return tuple((name, labels, value) for name, value in values if value is not None)
+
+
 def _group_topic_units(rows: list[dict]) -> list[tuple[dict, tuple[Sample, ...]]]:
     """Per (group, topic): its offsets, expired and deletable ones, known lag and next expiry."""
     by_topic: dict[tuple[str, str], list[dict]] = {}
@@ -271,7 +300,9 @@ def _group_topic_units(rows: list[dict]) -> list[tuple[dict, tuple[Sample, ...]]
     return units
 
 
-def _group_samples(row: dict, lag_by_group: dict[str, tuple[int, int]], as_of_ms: int) -> tuple[Sample, ...]:
+def _group_samples(
+    row: dict, lag_by_group: dict[str, tuple[int, int]], deletable: int, as_of_ms: int
+) -> tuple[Sample, ...]:
     def until(ms: int | None) -> float | None:
         return None if ms is None else _seconds(ms - as_of_ms)
 
@@ -280,6 +311,7 @@ def _group_samples(row: dict, lag_by_group: dict[str, tuple[int, int]], as_of_ms
         ("group_members", row["member_count"]),
         ("group_offsets", row["offset_count"]),
         ("group_expired_offsets", row["expired_offset_count"]),
+        ("group_deletable_offsets", deletable),
         ("group_lag", lag_by_group.get(row["group_id"], (None, None))[0]),
         ("group_stale_lag", lag_by_group.get(row["group_id"], (None, None))[1]),
         ("group_next_expiry_seconds", until(row["next_expiry_at_ms"])),
