@@ -173,7 +173,7 @@ def test_the_run_gauges_come_from_the_runs_row():
         (dict(groups=("orders-(",)), "--group takes a regular expression"),
         (dict(exclude_groups=("[",)), "--exclude-group takes a regular expression"),
         (dict(topics=("*",)), "--topic takes a regular expression"),
-        (dict(max_samples=9), "max samples takes 10 or more"),
+        (dict(max_samples=14), "max samples takes 15 or more"),
     ],
 )
 def test_a_bad_scope_is_one_sentence(scope, words):

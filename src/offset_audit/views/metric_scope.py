@@ -37,8 +37,8 @@ from offset_audit.errors import UserError
 GRANULARITIES = ("group", "topic", "partition")
 DEFAULT_MAX_SAMPLES = 50_000
 DEFAULT_WATCH_MINUTES = 24 * 60
-# The snapshot and run gauges take up to five samples and a group up to eight: less could not hold one.
-MIN_SAMPLES = 10
+# The snapshot and run gauges take up to five samples and a group up to ten: less could not hold one.
+MIN_SAMPLES = 15
 
 SNAPSHOT, URGENT_GROUPS, EXPIRING, GROUPS, DELETABLE, DETAIL = range(6)
 TIER_NAMES = {
