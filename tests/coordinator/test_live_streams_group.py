@@ -169,6 +169,13 @@ def _settled(broker: Broker, group: str, inputs: dict[str, int], repartition: st
     return settled
 
 
+def _audit_conf(folder: Path) -> Path:
+    """The test broker's retention and sweep interval, for the audit to judge its log by."""
+    conf = folder / "audit.toml"
+    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    return conf
+
+
 def _cli(*args: str) -> None:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output + repr(result.exception)
@@ -180,8 +187,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
 
     version = request.param
     folder = tmp_path_factory.mktemp(f"kafka-streams-{version}")
-    conf = folder / "audit.toml"
-    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    conf = _audit_conf(folder)
     with live(kafka_broker(folder / "broker", version)) as broker:
         classes = _compiled(version, folder / "classes")
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
@@ -195,16 +201,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             wait_until("the application to commit every line", settled, seconds=120, pause=1)
             log = broker.copy_offsets_log(folder / "log-running")
             committed, described = _committed(broker), _described(broker)
-            _cli("audit", "--input", str(log), "--output", str(folder / "audit"), "--conf", str(conf),
-                 "--as-of", "now", "--quiet")  # fmt: skip
-            verdicts = [
-                v for v in table_rows(str(folder / "audit" / "partition_verdicts")).to_pylist()
-                if v["group_id"] == APPLICATION
-            ]  # fmt: skip
-            group = next(
-                g for g in table_rows(str(folder / "audit" / "group_verdicts")).to_pylist()
-                if g["group_id"] == APPLICATION
-            )  # fmt: skip
+            verdicts, group = _verdicts(folder / "audit", conf, log, APPLICATION)
             # Past every commit's retention (and a sweep), the running group's offsets are all still there.
             newest = max(v["commit_timestamp_ms"] for v in verdicts)
             time.sleep(
@@ -264,15 +261,16 @@ class NotReady:
     by_4_1: tuple[list[dict], dict]  # the same log by Kafka 4.1's rules
 
 
-def _verdicts(folder: Path, conf: Path, log: Path, kafka_version: str) -> tuple[list[dict], dict]:
+def _verdicts(
+    folder: Path, conf: Path, log: Path, group_id: str, kafka_version: str | None = None
+) -> tuple[list[dict], dict]:
+    """The log audited as of now (by `kafka_version`'s rules, else the default): the group's partition
+    verdicts and its group verdict."""
+    version = ["--kafka-version", kafka_version] if kafka_version else []
     _cli("audit", "--input", str(log), "--output", str(folder), "--conf", str(conf), "--as-of", "now",
-         "--kafka-version", kafka_version, "--quiet")  # fmt: skip
-    verdicts = [
-        v for v in table_rows(str(folder / "partition_verdicts")).to_pylist() if v["group_id"] == NOT_READY_APPLICATION
-    ]
-    (group,) = [
-        g for g in table_rows(str(folder / "group_verdicts")).to_pylist() if g["group_id"] == NOT_READY_APPLICATION
-    ]
+         *version, "--quiet")  # fmt: skip
+    verdicts = [v for v in table_rows(str(folder / "partition_verdicts")).to_pylist() if v["group_id"] == group_id]
+    (group,) = [g for g in table_rows(str(folder / "group_verdicts")).to_pylist() if g["group_id"] == group_id]
     return verdicts, group
 
 
@@ -282,8 +280,7 @@ def not_ready(request, tmp_path_factory, spark) -> NotReady:
 
     version = request.param
     folder = tmp_path_factory.mktemp(f"kafka-streams-not-ready-{version}")
-    conf = folder / "audit.toml"
-    conf.write_text(f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n")
+    conf = _audit_conf(folder)
     with live(kafka_broker(folder / "broker", version, SLOW_HEARTBEATS)) as broker:
         classes = _compiled(version, folder / "classes")
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
@@ -307,7 +304,8 @@ def not_ready(request, tmp_path_factory, spark) -> NotReady:
             )
             # Past the retention of every commit left (and a sweep), with the member still in the group.
             log = broker.copy_offsets_log(folder / "log-committed")
-            newest = max(v["commit_timestamp_ms"] for v in _verdicts(folder / "audit-committed", conf, log, version)[0])
+            committed_verdicts, _ = _verdicts(folder / "audit-committed", conf, log, NOT_READY_APPLICATION, version)
+            newest = max(v["commit_timestamp_ms"] for v in committed_verdicts)
             time.sleep(
                 max(0.0, (newest + RETENTION_MINUTES * 60_000 + CHECK_INTERVAL_MS + SLACK_MS) / 1000 - time.time())
             )
@@ -317,8 +315,8 @@ def not_ready(request, tmp_path_factory, spark) -> NotReady:
             log = broker.copy_offsets_log(folder / "log-not-ready")
         finally:
             _stop(application)
-    by_version = _verdicts(folder / "audit", conf, log, version)
-    by_4_1 = _verdicts(folder / "audit-4.1", conf, log, "4.1")
+    by_version = _verdicts(folder / "audit", conf, log, NOT_READY_APPLICATION, version)
+    by_4_1 = _verdicts(folder / "audit-4.1", conf, log, NOT_READY_APPLICATION, "4.1")
     return NotReady(version, committed, still_listed, described, observed_at_ms, by_version, by_4_1)
 
 

@@ -150,10 +150,7 @@ def stack(demo, tmp_path_factory):
 def _expected(stack: Stack) -> dict[str, dict[frozenset, float]]:
     """Each panel's answer worked out from the audit's tables, as {labels: value}."""
     parts, groups = stack.partitions, stack.groups
-    lags = {}
-    for p in parts:
-        if p["lag"] is not None:
-            lags[p["group_id"]] = lags.get(p["group_id"], 0) + p["lag"]
+    lags = _group_lags(stack)
     by_state: dict[tuple, int] = {}
     for g in groups:
         by_state[(g["group_type"], g["group_state"])] = by_state.get((g["group_type"], g["group_state"]), 0) + 1
