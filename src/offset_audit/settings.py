@@ -43,7 +43,7 @@ class Settings:
     # `metrics`: which series it writes (offset_audit.views.metric_scope) and where it pushes them.
     metrics_granularity: str = "group"
     metrics_watch_expiring_within_minutes: int = 24 * 60
-    metrics_max_samples: int = 50_000
+    metrics_max_samples: int = 200_000
     metrics_groups: tuple[str, ...] = ()
     metrics_exclude_groups: tuple[str, ...] = ()
     metrics_topics: tuple[str, ...] = ()

@@ -114,20 +114,23 @@ def test_group_and_topic_filters():
 
 
 def test_past_the_budget_what_is_written_is_a_prefix_of_the_order_of_importance():
-    """The fleet at partition granularity: the snapshot gauges (2); the urgent groups, gone (7) and soon
-    (9); the expiring offsets soonest first, gone/orders/0 (5) and soon/orders/0 (6); the other group,
-    calm (9); the deletable offset that does not expire soon, soon/audit-log/0 (4); the other offsets (22)."""
+    """The fleet at partition granularity: the snapshot gauges and the count left out (3); the urgent
+    groups, gone (7) and soon (9); the expiring offsets soonest first, gone/orders/0 (5) and
+    soon/orders/0 (6); the other group, calm (9); the deletable offset that does not expire soon,
+    soon/audit-log/0 (4); the other offsets (22)."""
     partitions, groups = _fleet()
     everything = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=10**6))
-    assert everything.left_out is None and everything.wanted == everything.samples == 2 + 16 + 11 + 9 + 4 + 22
-    cut = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=38))
+    assert everything.left_out is None and everything.wanted == everything.samples == 3 + 16 + 11 + 9 + 4 + 22
+    assert [s.value for s in _parsed(everything.text)[PREFIX + "metrics_left_out_samples"]] == [0]
+    cut = exposition(partitions, groups, scope=Scope(granularity="partition", max_samples=40))
     samples = _parsed(cut.text)
     assert {s.labels["group"] for s in samples[PREFIX + "group_info"]} == {"calm", "soon", "gone"}
     assert _partitions_in(samples) == {("gone", "orders", "0"), ("soon", "orders", "0")}
-    assert cut.samples == 2 + 16 + 11 + 9 and cut.wanted == everything.wanted
+    assert cut.samples == 3 + 16 + 11 + 9 and cut.wanted == everything.wanted
+    assert [s.value for s in samples[PREFIX + "metrics_left_out_samples"]] == [4 + 22]
     assert cut.left_out == (
-        "left out past --max-samples 38: 1 deletable partitions' series (4 samples); "
-        "4 detail series (22 samples); --max-samples 64 would write everything"
+        "left out past --max-samples 40: 1 deletable partitions' series (4 samples); "
+        "4 detail series (22 samples); --max-samples 65 would write everything"
     )
 
 
@@ -173,10 +176,48 @@ def test_the_run_gauges_come_from_the_runs_row():
         (dict(groups=("orders-(",)), "--group takes a regular expression"),
         (dict(exclude_groups=("[",)), "--exclude-group takes a regular expression"),
         (dict(topics=("*",)), "--topic takes a regular expression"),
-        (dict(max_samples=14), "max samples takes 15 or more"),
+        (dict(max_samples=15), "max samples takes 16 or more"),
     ],
 )
 def test_a_bad_scope_is_one_sentence(scope, words):
     with pytest.raises(UserError) as raised:
         Scope(**scope)
     assert words in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_default_budget_holds_every_group_and_watched_offset_of_the_20m_audits_fleet():
+    """The shape of docs/performance.md's 20-million-record audit (7,381 groups, 131,944 offsets, 62,215
+    deletable now, 21,768 of them expiring within 24 h), each group with all ten of its series."""
+    groups_n, offsets_n, deletable_n, expiring_n = 7_381, 131_944, 62_215, 21_768
+    offsets = [
+        _offset(
+            f"g{i % groups_n:05}",
+            "t",
+            i // groups_n,
+            lag=1,
+            deletable_now=i < deletable_n,
+            time_to_expiry_ms=(i % 86_400) * 1000 if i < expiring_n else 6 * DAY_MS,
+        )
+        for i in range(offsets_n)
+    ]
+    groups = [
+        _group(
+            f"g{g:05}",
+            offset_count=len(range(g, offsets_n, groups_n)),
+            next_expiry_at_ms=AS_OF_MS + 1000,
+            group_expires_at_ms=AS_OF_MS + 7 * DAY_MS,
+        )
+        for g in range(groups_n)
+    ]
+    result = exposition(_partition_rows(offsets), _group_rows(groups))
+    samples = _parsed(result.text)
+    assert result.left_out is None and result.samples == 3 + 10 * groups_n + 2 * deletable_n <= 200_000
+    for name in ("group_info", "group_members", "group_stale_lag", "group_expiry_seconds", "group_would_delete"):
+        assert len(samples[PREFIX + name]) == groups_n, name
+    watched = {(f"g{i % groups_n:05}", "t", str(i // groups_n)) for i in range(deletable_n)}
+    assert _partitions_in(samples) == watched
+    assert {
+        (s.labels["group"], s.labels["topic"], s.labels["partition"])
+        for s in samples[PREFIX + "partition_expiry_seconds"]
+    } == watched
+    assert [s.value for s in samples[PREFIX + "metrics_left_out_samples"]] == [0]

@@ -163,6 +163,7 @@ def test_the_newest_snapshot_is_the_default_and_parses_with_the_official_client(
             "last_run_duration_seconds",
             "last_run_records_read",
             "last_success_timestamp_seconds",
+            "metrics_left_out_samples",
             "partition_commit_timestamp_seconds",
             "partition_committed_offset",
             "partition_deletable",
@@ -384,6 +385,21 @@ def test_the_columns_read_are_in_the_table_schemas():
 
     assert set(PARTITION_COLUMNS) <= {c.name for c in table_schema("partition_verdicts").columns}
     assert set(GROUP_COLUMNS) <= {c.name for c in table_schema("group_verdicts").columns}
+
+
+def test_the_docs_table_lists_every_metric_the_command_writes():
+    from offset_audit.views.prometheus import HELP, PREFIX
+
+    rows = [line for line in DASHBOARDS.read_text().splitlines() if line.startswith("| `kafka_offset_audit_")]
+    listed = {m for row in rows for m in re.findall(r"`(kafka_offset_audit_\w+)`", row.split(" | ")[0])}
+    # The group_topic_* row names the first in full and the others by their suffix.
+    listed |= {
+        PREFIX + "group_topic" + suffix
+        for row in rows
+        if "group_topic_offsets" in row
+        for suffix in re.findall(r"`(_\w+)`", row.split(" | ")[0])
+    }
+    assert listed == {PREFIX + name for name in HELP}
 
 
 def test_cli_granularity_and_budget_and_what_it_left_out(audited, no_spark):

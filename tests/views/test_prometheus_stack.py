@@ -26,6 +26,8 @@ from repo_paths import DOCS, ROOT
 
 from offset_audit.cli.main import main
 from offset_audit.views.audit_folder import read_snapshot, read_table, snapshots
+from offset_audit.views.metric_scope import Scope
+from offset_audit.views.prometheus import snapshot_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -281,5 +283,24 @@ def test_a_push_to_the_pushgateway_serves_the_same_series(stack):
         "the replaced push",
         lambda: (
             values(stack.prometheus, 'count(kafka_offset_audit_group_info{cluster="demo",group=~"classic-.*"})') == {}
+        ),
+    )
+    assert values(stack.prometheus, 'kafka_offset_audit_metrics_left_out_samples{cluster="demo"}') == {
+        frozenset({"__name__": "kafka_offset_audit_metrics_left_out_samples", "cluster": "demo"}.items()): 0.0
+    }
+    # A push past a small budget: the series count what it left out, and the alert says so.
+    cut = snapshot_metrics(str(stack.audit), scope=Scope(max_samples=40))
+    assert cut.wanted > cut.samples
+    _cli("metrics", "--audit", str(stack.audit), "--push-gateway", stack.pushgateway,
+         "--push-grouping-key", "cluster=demo", "--max-samples", "40")  # fmt: skip
+    wait_for(
+        "KafkaOffsetAuditMetricsIncomplete to fire with the count left out",
+        lambda: (
+            [
+                (a["labels"].get("cluster"), float(a["value"]))
+                for a in alerts(stack.prometheus)
+                if a["labels"]["alertname"] == "KafkaOffsetAuditMetricsIncomplete" and a["state"] == "firing"
+            ]
+            == [("demo", float(cut.wanted - cut.samples))]
         ),
     )

@@ -194,7 +194,7 @@ def _write_page(output: str, html: str, storage: Storage) -> int:
     "--max-samples",
     type=click.IntRange(min=MIN_SAMPLES),
     default=None,
-    help="write at most this many samples, the most important first (default 50000); stderr says what was left.",
+    help="write at most this many samples, the most important first (default 200000); stderr says what was left.",
 )
 @click.option(
     "--push-gateway", default=None, metavar="URL", help="also push them to this Pushgateway (http://host:9091)."

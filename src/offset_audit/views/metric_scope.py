@@ -9,7 +9,7 @@ single partition: offsets about to expire, and offsets that `--delete-offsets` w
 The series come in units that are written whole or not at all (a group's series, a partition's, a
 group-and-topic's), in this order of importance:
 
-1. the snapshot's and the audit run's own gauges;
+1. the snapshot's and the audit run's own gauges, and the count of samples left out;
 2. the series of the urgent groups: those the sweep removes, with expired offsets, or whose next
    offset expires within the watch window; the most urgent first (removed, then expired, then by the
    soonest next expiry);
@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from offset_audit.errors import UserError
 
 GRANULARITIES = ("group", "topic", "partition")
-DEFAULT_MAX_SAMPLES = 50_000
+DEFAULT_MAX_SAMPLES = 200_000
 DEFAULT_WATCH_MINUTES = 24 * 60
-# The snapshot and run gauges take up to five samples and a group up to ten: less could not hold one.
-MIN_SAMPLES = 15
+# The snapshot and run gauges take up to five samples, the count of what was left out one, and a group
+# up to ten: less could not hold one.
+MIN_SAMPLES = 16
 
 SNAPSHOT, URGENT_GROUPS, EXPIRING, GROUPS, DELETABLE, DETAIL = range(6)
 TIER_NAMES = {
@@ -155,12 +156,14 @@ class Selection:
         )
 
 
-def select(units: Iterable[Unit], max_samples: int) -> Selection:
-    """The units in order of importance up to the first that does not fit, and a count of the rest."""
+def select(units: Iterable[Unit], max_samples: int, reserve: int = 0) -> Selection:
+    """The units in order of importance up to the first that does not fit, and a count of the rest;
+    `reserve` samples of the budget are kept for series the caller adds after choosing."""
     ordered = sorted(units, key=lambda u: (u.tier, u.rank))
     kept: list[Sample] = []
     left_out: dict[int, list[int]] = {}
-    wanted = 0
+    wanted = reserve
+    max_samples -= reserve
     full = False
     for unit in ordered:
         size = len(unit.samples)

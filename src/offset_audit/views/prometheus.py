@@ -94,6 +94,8 @@ HELP = {
     "the epoch.",
     "last_run_duration_seconds": "How long the audit run that wrote this snapshot took, in seconds.",
     "last_run_records_read": "Records of __consumer_offsets the audit run that wrote this snapshot read.",
+    "metrics_left_out_samples": "Samples of this snapshot's series that --max-samples left out, 0 when none: the "
+    "metrics command's stderr says which.",
     "partition_committed_offset": "The offset the group committed for the partition.",
     "partition_lag": "Log end offset minus committed offset (audits run with --end-offsets; absent when unknown).",
     "partition_commit_timestamp_seconds": "When the broker processed the commit, in seconds since the epoch.",
@@ -201,8 +203,10 @@ def exposition(
         units += [Unit(DETAIL, detail_rank(r, order), _partition_samples(r)) for r in detailed if not scope.watches(r)]
     elif scope.granularity == "topic":
         units += [Unit(DETAIL, detail_rank(t, order), samples) for t, samples in _group_topic_units(detailed)]
-    chosen = select(units, scope.max_samples)
-    families = _families(chosen.samples)
+    # The last sample counts what the budget left out, so a dashboard can tell it is not seeing everything.
+    chosen = select(units, scope.max_samples, reserve=1)
+    left_out = ("metrics_left_out_samples", (), chosen.wanted - len(chosen.samples) - 1)
+    families = _families((*chosen.samples, left_out))
     return Exposition(
         first["snapshot_id"], families, len(group_rows), chosen.wanted, chosen.left_out_text(scope.max_samples)
     )
