@@ -15,7 +15,7 @@ Two transports carry its result, chosen by the writer (see `offset_audit.outputs
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -207,13 +207,9 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
     transactional records and transaction markers (counted as skipped). Clears them from `pending`."""
     names = batch.schema.names
     quarantined = []
-    if copies.COPY_STATE in names and batch.column(copies.COPY_STATE).null_count < batch.num_rows:
-        states = batch.column(copies.COPY_STATE)
-        for state, skipped in COPY_SKIPS.items():
-            matches = pc.fill_null(pc.equal(states, state), False).to_numpy(zero_copy_only=False) & pending
-            if matches.any():
-                counts[(skipped, None, None, None, False)] += int(matches.sum())
-                pending &= ~matches
+    if copies.COPY_STATE in names:
+        for skipped, n in claim(batch.column(copies.COPY_STATE), COPY_SKIPS, pending).items():
+            counts[(skipped, None, None, None, False)] += n
     if "source_error" in names:
         errors = batch.column("source_error")
         failed = errors.is_valid().to_numpy(zero_copy_only=False) & pending
@@ -235,13 +231,23 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
         counts[(records.QUARANTINE, None, None, None, False)] += len(quarantined)
         pending &= ~failed
     if "transaction" in names:
-        states = batch.column("transaction")
-        for state, skipped in _TRANSACTION_SKIPS.items():
-            matches = pc.fill_null(pc.equal(states, state), False).to_numpy(zero_copy_only=False) & pending
-            if matches.any():
-                counts[(skipped, None, None, None, False)] += int(matches.sum())
-                pending &= ~matches
+        for skipped, n in claim(batch.column("transaction"), _TRANSACTION_SKIPS, pending).items():
+            counts[(skipped, None, None, None, False)] += n
     return quarantined
+
+
+def claim(column: pa.Array, labels: Mapping[str, str], pending: np.ndarray) -> Counter:
+    """How many of the `pending` rows hold each value of `labels` in `column`, counted under its label.
+    Clears them from `pending`, so that no row is counted twice across the reasons a row is set aside."""
+    claimed: Counter = Counter()
+    if column.null_count == len(column):
+        return claimed
+    for value, label in labels.items():
+        matches = pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False) & pending
+        if matches.any():
+            claimed[label] += int(matches.sum())
+            pending &= ~matches
+    return claimed
 
 
 def source_notes(batch: pa.RecordBatch) -> Counter:

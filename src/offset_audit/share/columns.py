@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.decoding.decoder import COPY_SKIPS
+from offset_audit.decoding.decoder import COPY_SKIPS, claim
 from offset_audit.decoding.fastpath import BinaryColumn, _be, _read, _window
 from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.inputs.copies import COPY_STATE
@@ -139,12 +139,8 @@ class ShareStateReader:
             other |= marker.to_numpy(zero_copy_only=False)
         self.counts[SKIPPED] += int(other.sum())
         pending = ~other
-        if COPY_STATE in names and batch.column(COPY_STATE).null_count < n:
-            for state, skipped in COPY_SKIPS.items():
-                matches = pc.fill_null(pc.equal(batch.column(COPY_STATE), state), False).to_numpy(zero_copy_only=False)
-                matches &= pending
-                self.counts[skipped] += int(matches.sum())
-                pending &= ~matches
+        if COPY_STATE in names:
+            self.counts.update(claim(batch.column(COPY_STATE), COPY_SKIPS, pending))
         if "source_error" in names:
             failed = batch.column("source_error").is_valid().to_numpy(zero_copy_only=False) & pending
             self._quarantine_read_errors(batch, failed)
