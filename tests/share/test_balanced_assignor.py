@@ -42,6 +42,13 @@ def test_members_walk_in_the_order_of_a_java_hash_map():
     assert member_order(["m-c", "m-b", "m-a"]) == ["m-a", "m-c", "m-b"]
 
 
+def test_members_sharing_a_bucket_walk_in_the_order_they_were_put_in():
+    # "m-a" and "m-q" share bucket 0: their order is the broker's insertion order where it is known.
+    assert member_order(["m-q", "m-a", "m-c"]) == ["m-a", "m-q", "m-c"]
+    assert member_order(["m-q", "m-a", "m-c"], inserted=["m-q", "gone", "m-a"]) == ["m-q", "m-a", "m-c"]
+    assert member_order(["m-a", "m-q"], inserted=["m-q"]) == ["m-q", "m-a"]
+
+
 @pytest.mark.parametrize(
     ("sharing", "partitions", "members", "expected"),
     [(1, 10, 3, [4, 3, 3]), (2, 3, 5, [2, 1, 1, 1, 1]), (1, 4, 4, [1, 1, 1, 1]), (0, 0, 2, [0, 0])],

@@ -31,6 +31,7 @@ from live_services import _start, _stop, live, table_rows
 
 from offset_audit import constants as K
 from offset_audit.cli.main import main
+from offset_audit.share.java_order import TimelineKeys, string_hash
 
 JOBS = "jobs"
 RECORDS = 20  # per partition
@@ -312,16 +313,36 @@ def test_rejected_records_are_archived_and_accepted_ones_acknowledged_or_done(ob
 def _target_assignments(records: list[dict]):
     """The group's target assignments in log order, each with the one before it: at every
     ShareGroupTargetAssignmentMetadata (12) record, the live members (10) with their subscriptions,
-    the live targets (13), the initialised partitions (15) and the topic names they give."""
+    the live targets (13), the initialised partitions (15), the topic names they give, and the order
+    the broker put the members in: its map of members' walk (java_order.TimelineKeys), then the member
+    whose join started the computation (its record comes first in the write, replayed after it)."""
     members: dict[str, list[str]] = {}
     targets: dict[str, list[tuple[str, list[int]]]] = {}
     initialized: dict[str, list[int]] = {}
     names: dict[str, str] = {}
     previous: dict[str, list[tuple[str, list[int]]]] = {}
+    walk = TimelineKeys(string_hash)
+    joining: str | None = None
     for r in records:
         kind, member, gone = r["record_type"], r["member_id"], r["is_tombstone"]
         if kind == K.SHARE_GROUP_MEMBER_METADATA:
-            members.pop(member, None) if gone else members.__setitem__(member, list(r["subscribed_topic_names"]))
+            if joining is not None:  # a join no computation followed: in the map by now
+                walk.add(joining)
+                joining = None
+            if gone:
+                members.pop(member, None)
+                walk.remove(member)
+            else:
+                if member not in members:
+                    joining = member
+                else:
+                    walk.add(member)
+                members[member] = list(r["subscribed_topic_names"])
+        elif kind == K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT and member in members:
+            if joining is not None:
+                walk.add(joining)
+                joining = None
+            walk.add(member)  # updateMember: a put, which may grow the table
         elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
             held = [(t["topic_id"], list(t["partitions"])) for t in r["assigned_partitions"] or []]
             targets.pop(member, None) if gone else targets.__setitem__(member, held)
@@ -330,13 +351,18 @@ def _target_assignments(records: list[dict]):
             initialized = {t["topic_id"]: list(t["partitions"]) for t in topics}
             names.update({t["topic_id"]: t["topic_name"] for t in topics})
         elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA and not gone:
-            yield r["epoch"], dict(members), dict(initialized), dict(names), previous, dict(targets)
+            inserted = [*walk, *([joining] if joining else [])]
+            yield r["epoch"], dict(members), dict(initialized), dict(names), previous, dict(targets), inserted
             previous = dict(targets)
+            if joining is not None:
+                walk.add(joining)
+                joining = None
 
 
 def test_each_target_assignment_is_what_the_versions_assignor_computes(observed):
     """Kafka 4.2+: SimpleAssignor's balanced builders, fed the previous target, the members in the order
-    of the broker's HashMap and the initialised partitions, give each target the broker wrote. 4.1's
+    of the broker's HashMap (members sharing a bucket in the order the broker put them) and the
+    initialised partitions, give each target the broker wrote. 4.1's
     hashing assignor walks HashMaps in orders the audit does not reproduce: there every target gives each
     member a partition and leaves none without a member once the topic is initialised."""
     from offset_audit.share.assignor import is_homogeneous
@@ -345,7 +371,7 @@ def test_each_target_assignment_is_what_the_versions_assignor_computes(observed)
     balanced = version_tuple(observed.version) >= (4, 2)
     epochs = list(_target_assignments(observed.balanced_records))
     assigned = 0
-    for epoch, members, initialized, names, previous, stored in epochs:
+    for epoch, members, initialized, names, previous, stored, inserted in epochs:
         written = {m: {(t, p) for t, ps in stored.get(m, []) for p in ps} for m in members}
         assigned += any(written.values())
         if not balanced:
@@ -360,7 +386,8 @@ def test_each_target_assignment_is_what_the_versions_assignor_computes(observed)
             {m: previous[m] for m in members if m in previous},
             assignable=initialized,
             homogeneous=is_homogeneous({m: set(topics) for m, topics in members.items()}),
+            inserted=inserted,
         )
-        assert expected == written, (epoch, members, previous)
+        assert expected == written, (epoch, members, previous, inserted)
     # the joins were assigned one after another: one member, two, three
     assert assigned >= BALANCED_MEMBERS and len(epochs[-1][1]) == BALANCED_MEMBERS

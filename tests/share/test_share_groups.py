@@ -35,6 +35,7 @@ from offset_audit.share.groups import (
     replay_share_groups,
     share_group_rows,
 )
+from offset_audit.share.java_order import TimelineKeys, string_hash
 from offset_audit.share.limits import DELIVERY_COUNT_LIMIT, MAX_GROUPS, MAX_SIZE, check_settings, effective_limits
 from offset_audit.share.state import ARCHIVED, StateBatch
 
@@ -548,3 +549,23 @@ def test_rows_fit_the_table_schemas():
         assert all(list(row) == schema.column_names() for row in rows), name
         table = pa.Table.from_pylist(rows, schema=to_arrow_schema(schema.struct()))
         assert table.num_rows == len(rows) > 0, name
+
+
+def test_the_members_walk_as_the_coordinators_map_of_members_after_loading_the_log():
+    """Joins, a leave and a rejoin: the walk is the TimelineHashMap's (slots of a Fibonacci hash, each from
+    its last key), not the join order nor the ids' order; the assignor is fed the members in it."""
+    log = ShareLog().group("g", 1)
+    for member_id in ("m-q", "m-a", "m-c", "m-x", "m-b"):
+        log.member("g", member_id, ["orders"])
+    log.leave("g", "m-x").current("g", "m-q", 1, {ORDERS: [0]}).member("g", "m-x", ["orders"])
+
+    # Every member record is a put (a leave's current-assignment tombstone too), a member tombstone a remove.
+    expected = TimelineKeys(string_hash)
+    for member_id in ("m-q", "m-a", "m-c", "m-x", "m-b", "m-x"):
+        expected.add(member_id)
+    expected.remove("m-x")
+    for member_id in ("m-q", "m-x"):
+        expected.add(member_id)
+    walk = one_group(log).member_walk
+    assert walk == tuple(expected) and sorted(walk) == ["m-a", "m-b", "m-c", "m-q", "m-x"]
+    assert walk not in (("m-q", "m-a", "m-c", "m-b", "m-x"), tuple(sorted(walk)))

@@ -15,9 +15,9 @@ a heterogeneous one topic by topic, among that topic's subscribers.
 
 Which partition a member gives up and which member takes a spare one follow the JVM's iteration of the
 builders' HashMaps and HashSets, emulated by `offset_audit.share.java_order`. The members walk in the
-order of the HashMap of member ids the broker builds (`member_order`), the previous assignment as the
-coordinator holds it after loading its records (Assignment.fromRecord). Partitions are keyed by topic
-id, as the broker keys them.
+order of the HashMap of member ids the broker builds (`member_order`, filled in the walk of the group's
+own map of members), the previous assignment as the coordinator holds it after loading its records
+(Assignment.fromRecord). Partitions are keyed by topic id, as the broker keys them.
 """
 
 from __future__ import annotations
@@ -43,13 +43,17 @@ TopicIdPartition = tuple[str, int]
 HeldAssignment = list[tuple[str, list[int]]]
 
 
-def member_order(member_ids: Iterable[str]) -> list[str]:
+def member_order(member_ids: Iterable[str], inserted: Sequence[str] = ()) -> list[str]:
     """The walk of TargetAssignmentBuilder's `new HashMap<>()` of member ids (GroupSpec.memberIds).
 
-    Members whose ids share a bucket walk in the order the broker put them, which the log does not
-    keep: sorted here.
+    Members whose ids share a bucket walk in the order the broker put them: the walk of the group's
+    TimelineHashMap of members (which replaying the log rebuilds: `java_order.TimelineKeys`), then a
+    member whose join started the computation. `inserted` gives that order; members missing from it
+    follow, sorted.
     """
-    return hash_map_keys(sorted(member_ids), string_hash)
+    members = set(member_ids)
+    known = [m for m in dict.fromkeys(inserted) if m in members]
+    return hash_map_keys([*known, *sorted(members.difference(known))], string_hash)
 
 
 def held_assignment(record_order: Sequence[tuple[str, Sequence[int]]]) -> HeldAssignment:
@@ -114,6 +118,7 @@ def assign_balanced(
     *,
     assignable: Mapping[str, Iterable[int]] | None = None,
     homogeneous: bool | None = None,
+    inserted: Sequence[str] = (),
 ) -> dict[str, set[TopicIdPartition]]:
     """The target assignment, by topic id: member id -> {(topic id, partition)}, every member present.
 
@@ -121,9 +126,10 @@ def assign_balanced(
     `partitions`: topic id -> partition count. `previous`: member id -> its previous target assignment
     as records hold it, [(topic id, [partitions])] in record order. `assignable`: the initialised
     partitions (None: all). `homogeneous` defaults to "every member subscribes to the same topics".
+    `inserted`: what is known of the order the broker put the members in (see `member_order`).
     A group whose subscriptions are all empty gets no assignment at all: every member holds nothing.
     """
-    order = member_order(members)
+    order = member_order(members, inserted)
     if not order:
         return {}
     subscriptions = {member: list(members[member]) for member in order}

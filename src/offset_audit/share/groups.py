@@ -36,6 +36,7 @@ from offset_audit.share.assignor import (
     subscribed_partitions,
 )
 from offset_audit.share.balanced_assignor import assign_balanced, subscribed_topic_ids
+from offset_audit.share.java_order import TimelineKeys, string_hash
 from offset_audit.share.limits import (
     DELIVERY_COUNT_LIMIT,
     MAX_GROUPS,
@@ -138,6 +139,9 @@ class ShareGroup:
     """Layout era of the ShareGroupMetadata (11) value, "4.0" or "4.1+": the two are not wire-compatible."""
     state_metadata_era: str | None = None
     """Layout era of the ShareGroupStatePartitionMetadata (15) value, likewise."""
+    member_walk: tuple[str, ...] = ()
+    """The member ids in the order the coordinator's map of members walks them after loading the log: the
+    order its target assignment builder puts them in (`balanced_assignor.member_order`)."""
 
     @property
     def writer_era(self) -> str | None:
@@ -191,6 +195,8 @@ class _Group:
     metadata_era: str | None = None
     assignment_epoch: int | None = None
     members: dict[str, _Member] = field(default_factory=dict)
+    # The coordinator's TimelineHashMap of members: its walk is the order its assignor is fed the members.
+    member_walk: TimelineKeys = field(default_factory=lambda: TimelineKeys(string_hash))
     target_assignment: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
     partition_metadata: tuple[TopicPartitions, ...] | None = None
 
@@ -255,9 +261,11 @@ def _apply_tombstone(
         del groups[group_id]
     elif record_type == K.SHARE_GROUP_MEMBER_METADATA:
         group.members.pop(member_id, None)
+        group.member_walk.remove(member_id)
     elif record_type == K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
         member = group.members.get(member_id)
         if member is not None:
+            group.member_walk.add(member_id)  # updateMember: a put, which may grow the table
             member.member_epoch = member.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
             member.current_partitions = frozenset()
     elif record_type == K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
@@ -278,6 +286,7 @@ def _apply_value(group: _Group, record_type: int, row: Mapping[str, Any]) -> Non
         group.target_assignment[row["member_id"]] = _partitions(row, "TopicPartitions")
     elif record_type == K.SHARE_GROUP_MEMBER_METADATA:
         member = group.members.setdefault(row["member_id"], _Member(row["member_id"]))
+        group.member_walk.add(row["member_id"])
         decoded = _decoded(row)
         member.client_id = _column_or(row, "client_id", decoded, "ClientId")
         member.client_host = _column_or(row, "client_host", decoded, "ClientHost")
@@ -287,6 +296,7 @@ def _apply_value(group: _Group, record_type: int, row: Mapping[str, Any]) -> Non
         )
     elif record_type == K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
         member = group.members.setdefault(row["member_id"], _Member(row["member_id"]))
+        group.member_walk.add(row["member_id"])
         decoded = _decoded(row)
         member.member_epoch = _column_or(row, "member_epoch", decoded, "MemberEpoch")
         member.previous_member_epoch = _column_or(row, "previous_member_epoch", decoded, "PreviousMemberEpoch")
@@ -380,6 +390,7 @@ def _freeze(group_id: str, group: _Group, state_metadata: _StatePartitionMetadat
         partition_metadata=group.partition_metadata,
         metadata_era=group.metadata_era,
         state_metadata_era=state_metadata.era if state_metadata else None,
+        member_walk=tuple(m for m in group.member_walk if m in group.members),
     )
 
 
@@ -538,6 +549,7 @@ def expected_assignment(
         previous,
         assignable={topic.topic_id: topic.partitions for topic in initialized},
         homogeneous=is_homogeneous(subscriptions),
+        inserted=group.member_walk,
     )
     return {member_id: group.named(held) for member_id, held in balanced.items()}
 

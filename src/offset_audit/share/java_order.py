@@ -12,6 +12,7 @@ tables of 64 or more; keys that collide that much do not occur in an assignment.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
@@ -160,3 +161,51 @@ class JavaHashMap:
 def hash_map_keys(keys: Iterable[Hashable], hash_of: Callable, capacity: int | None = None) -> list:
     """The order a HashMap (or HashSet) filled with `keys`, in that order, walks them."""
     return list(JavaHashSet(hash_of, capacity, keys))
+
+
+_FIBONACCI = -7046029254386353131  # BaseHashTable.findSlot's multiplier (Knuth's multiplicative hashing)
+_LONG = (1 << 64) - 1
+
+
+class TimelineKeys:
+    """The keys of an org.apache.kafka.timeline.TimelineHashMap, walked as the coordinator walks its group's
+    members (the latest epoch: BaseHashTable's slots in ascending order, each slot's keys from the last
+    that came to the first, removals keeping the others' order).
+
+    A slot is the top bits of the key's hashCode times a Fibonacci constant, not HashMap's low bits, so two
+    members sharing a HashMap bucket walk here in the order of their slots, not of their arrival. The table
+    starts at `expected_size`'s capacity (TimelineHashMap(registry, 0): 2) and doubles before an add that
+    would take it past three quarters full, re-slotting the keys in walk order.
+    """
+
+    def __init__(self, hash_of: Callable, expected_size: int = 0) -> None:
+        self._hash_of = hash_of
+        wanted = math.ceil(expected_size / 0.75)
+        self._slots: list[list[Hashable]] = [[] for _ in range(max(2, table_size_for(wanted) if wanted else 0))]
+        self._keys: set[Hashable] = set()
+
+    def _slot(self, key: Hashable, length: int) -> int:
+        shift = 65 - length.bit_length()
+        return ((_int32(self._hash_of(key)) * _FIBONACCI) & _LONG) >> shift
+
+    def add(self, key: Hashable) -> None:
+        """baseAddOrReplace: a key already there keeps its place, a new one goes last in its slot; either
+        way the table first doubles if one more key would fill it past three quarters."""
+        if (len(self._keys) + 1) * 0.75 > len(self._slots):
+            slots: list[list[Hashable]] = [[] for _ in range(len(self._slots) * 2)]
+            for old in (key for slot in self._slots for key in slot):  # rehash: unpackSlot's order
+                slots[self._slot(old, len(slots))].append(old)
+            self._slots = slots
+        if key in self._keys:
+            return
+        self._keys.add(key)
+        self._slots[self._slot(key, len(self._slots))].append(key)
+
+    def remove(self, key: Hashable) -> None:
+        if key in self._keys:
+            self._keys.remove(key)
+            self._slots[self._slot(key, len(self._slots))].remove(key)
+
+    def __iter__(self) -> Iterator:
+        """CurrentIterator: unpacks a slot, then hands out its keys from the last."""
+        return iter([key for slot in self._slots for key in reversed(slot)])
