@@ -174,8 +174,9 @@ class TimelineKeys:
 
     A slot is the top bits of the key's hashCode times a Fibonacci constant, not HashMap's low bits, so two
     members sharing a HashMap bucket walk here in the order of their slots, not of their arrival. The table
-    starts at `expected_size`'s capacity (TimelineHashMap(registry, 0): 2) and doubles before an add that
-    would take it past three quarters full, re-slotting the keys in walk order.
+    starts at `expected_size`'s capacity (TimelineHashMap(registry, 0): 2) and doubles before a put that
+    would take it past three quarters full, re-slotting the keys slot by slot, each slot's in the order
+    they came.
     """
 
     def __init__(self, hash_of: Callable, expected_size: int = 0) -> None:
@@ -193,7 +194,7 @@ class TimelineKeys:
         way the table first doubles if one more key would fill it past three quarters."""
         if (len(self._keys) + 1) * 0.75 > len(self._slots):
             slots: list[list[Hashable]] = [[] for _ in range(len(self._slots) * 2)]
-            for old in (key for slot in self._slots for key in slot):  # rehash: unpackSlot's order
+            for old in (k for slot in self._slots for k in slot):  # rehash: unpackSlot's order
                 slots[self._slot(old, len(slots))].append(old)
             self._slots = slots
         if key in self._keys:
