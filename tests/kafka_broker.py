@@ -111,6 +111,19 @@ def java() -> str:
     return found
 
 
+def compile_against(version: str, source: Path, folder: Path) -> Path:
+    """`source` compiled against the version's jars into `folder`, with the javac beside `java()`; Unavailable
+    without a JDK, and a compile error fails the test with javac's output."""
+    javac = Path(java()).with_name("javac")
+    if not javac.exists():
+        raise Unavailable(f"javac is not next to {java()}: compiling {source.name} needs a JDK")
+    folder.mkdir(parents=True, exist_ok=True)
+    built = subprocess.run([str(javac), "-cp", f"{libs(version)}/*", "-d", str(folder), str(source)],
+                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    return folder
+
+
 def java_command(version: str, tool: str, *args: str, heap: str = "256m", log4j: Path | None = None) -> list[str]:
     command = [java(), f"-Xmx{heap}", "-cp", f"{libs(version)}/*"]
     if log4j is not None:

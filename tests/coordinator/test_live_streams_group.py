@@ -22,7 +22,6 @@ KAFKA_VERSIONS from 4.2 on. Retention is 1 minute and the sweep runs every secon
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from kafka_broker import (
     CHECK_INTERVAL_MS,
     RETENTION_MINUTES,
     Broker,
+    compile_against,
     java,
     kafka_broker,
     kafka_versions,
@@ -41,7 +41,7 @@ from kafka_broker import (
     version_tuple,
     wait_until,
 )
-from live_services import Unavailable, _stop, live, table_rows
+from live_services import _stop, live, table_rows
 
 from offset_audit.cli.main import main
 
@@ -82,17 +82,6 @@ class Observed:
     still_listed: dict[tuple[str, int], int]  # what it listed past every commit's retention, still running
     listed_after: dict[tuple[str, int], int]  # what it listed once the application had left and the sweep ran
     events: list[dict]  # offset_history of the log at the end
-
-
-def _compiled(version: str, folder: Path) -> Path:
-    javac = shutil.which("javac")
-    if javac is None:
-        raise Unavailable("javac is not on PATH: the streams test compiles its application (install a JDK)")
-    folder.mkdir(parents=True, exist_ok=True)
-    built = subprocess.run([javac, "-cp", f"{libs(version)}/*", "-d", str(folder), str(SOURCE)],
-                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-    assert built.returncode == 0, built.stdout + built.stderr
-    return folder
 
 
 def _committed(broker: Broker, group: str = APPLICATION) -> dict[tuple[str, int], int]:
@@ -189,7 +178,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
     folder = tmp_path_factory.mktemp(f"kafka-streams-{version}")
     conf = _audit_conf(folder)
     with live(kafka_broker(folder / "broker", version)) as broker:
-        classes = _compiled(version, folder / "classes")
+        classes = compile_against(version, SOURCE, folder / "classes")
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
         for future in admin.create_topics([NewTopic(LINES, 2, 1), NewTopic(COUNTS, 2, 1)]).values():
             future.result(60)
@@ -282,7 +271,7 @@ def not_ready(request, tmp_path_factory, spark) -> NotReady:
     folder = tmp_path_factory.mktemp(f"kafka-streams-not-ready-{version}")
     conf = _audit_conf(folder)
     with live(kafka_broker(folder / "broker", version, SLOW_HEARTBEATS)) as broker:
-        classes = _compiled(version, folder / "classes")
+        classes = compile_against(version, SOURCE, folder / "classes")
         admin = broker.admin()  # held while its futures run: a destroyed client fails them
         topics = [NewTopic(LINES, 2, 1), NewTopic(MORE_LINES, 2, 1), NewTopic(COUNTS, 2, 1)]
         for future in admin.create_topics(topics).values():

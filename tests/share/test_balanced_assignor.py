@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka_broker import java, kafka_versions, libs, version_tuple
+from kafka_broker import compile_against, java, kafka_versions, libs, version_tuple
 from live_services import Unavailable
 
 from offset_audit.share.assignor import ShareAssignorError
@@ -148,11 +148,7 @@ def _oracle_input(scenarios: list[dict]) -> str:
 
 def _oracle(version: str, tmp_path: Path, scenarios: list[dict]) -> dict[str, dict[str, set]]:
     classpath = f"{libs(version)}/*"
-    source = Path(__file__).with_name("ShareAssignorOracle.java")
-    javac = Path(java()).with_name("javac")
-    if not javac.exists():
-        raise Unavailable(f"javac is not next to {java()}: the oracle needs a JDK")
-    subprocess.run([str(javac), "-cp", classpath, "-d", str(tmp_path), str(source)], check=True, timeout=300)
+    compile_against(version, Path(__file__).with_name("ShareAssignorOracle.java"), tmp_path)
     run = subprocess.run(
         [java(), "-cp", f"{tmp_path}:{classpath}", "ShareAssignorOracle"],
         input=_oracle_input(scenarios), capture_output=True, text=True, check=True, timeout=300,

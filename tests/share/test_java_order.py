@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka_broker import java, kafka_versions, libs
+from kafka_broker import compile_against, java, kafka_versions, libs
 from live_services import Unavailable
 
 from offset_audit.share.java_order import TimelineKeys, string_hash
@@ -47,11 +47,7 @@ def _ours(ops: list[tuple[str, str]]) -> list[str]:
 
 def _oracle(version: str, tmp_path: Path, scripts: list[list[tuple[str, str]]]) -> list[list[str]]:
     classpath = f"{libs(version)}/*"
-    javac = Path(java()).with_name("javac")
-    if not javac.exists():
-        raise Unavailable(f"javac is not next to {java()}: the oracle needs a JDK")
-    source = Path(__file__).with_name("TimelineOrderOracle.java")
-    subprocess.run([str(javac), "-cp", classpath, "-d", str(tmp_path), str(source)], check=True, timeout=300)
+    compile_against(version, Path(__file__).with_name("TimelineOrderOracle.java"), tmp_path)
     lines = "".join(f"s{i} " + " ".join(f"{op} {key}" for op, key in ops) + "\n" for i, ops in enumerate(scripts))
     run = subprocess.run(
         [java(), "-cp", f"{tmp_path}:{classpath}", "TimelineOrderOracle"],
