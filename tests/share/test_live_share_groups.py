@@ -31,7 +31,6 @@ from live_services import _start, _stop, live, table_rows
 
 from offset_audit import constants as K
 from offset_audit.cli.main import main
-from offset_audit.share.java_order import TimelineKeys, string_hash
 
 JOBS = "jobs"
 RECORDS = 20  # per partition
@@ -314,35 +313,26 @@ def _target_assignments(records: list[dict]):
     """The group's target assignments in log order, each with the one before it: at every
     ShareGroupTargetAssignmentMetadata (12) record, the live members (10) with their subscriptions,
     the live targets (13), the initialised partitions (15), the topic names they give, and the order
-    the broker put the members in: its map of members' walk (java_order.TimelineKeys), then the member
-    whose join started the computation (its record comes first in the write, replayed after it)."""
+    the broker put the members in: the walk of its map of members (`ShareGroup.member_walk` of the log
+    so far), then the member whose join started the computation (its record comes first in the write
+    but is replayed after it)."""
+    from offset_audit.share.groups import replay_share_groups
+
     members: dict[str, list[str]] = {}
     targets: dict[str, list[tuple[str, list[int]]]] = {}
     initialized: dict[str, list[int]] = {}
     names: dict[str, str] = {}
     previous: dict[str, list[tuple[str, list[int]]]] = {}
-    walk = TimelineKeys(string_hash)
     joining: str | None = None
-    for r in records:
+    joined_at = 0
+    for at, r in enumerate(records):
         kind, member, gone = r["record_type"], r["member_id"], r["is_tombstone"]
         if kind == K.SHARE_GROUP_MEMBER_METADATA:
-            if joining is not None:  # a join no computation followed: in the map by now
-                walk.add(joining)
-                joining = None
-            if gone:
-                members.pop(member, None)
-                walk.remove(member)
-            else:
-                if member not in members:
-                    joining = member
-                else:
-                    walk.add(member)
-                members[member] = list(r["subscribed_topic_names"])
+            # a join no computation followed is in the map by the next one
+            joining, joined_at = (member, at) if not gone and member not in members else (None, 0)
+            members.pop(member, None) if gone else members.__setitem__(member, list(r["subscribed_topic_names"]))
         elif kind == K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT and member in members:
-            if joining is not None:
-                walk.add(joining)
-                joining = None
-            walk.add(member)  # updateMember: a put, which may grow the table
+            joining = None
         elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
             held = [(t["topic_id"], list(t["partitions"])) for t in r["assigned_partitions"] or []]
             targets.pop(member, None) if gone else targets.__setitem__(member, held)
@@ -351,12 +341,15 @@ def _target_assignments(records: list[dict]):
             initialized = {t["topic_id"]: list(t["partitions"]) for t in topics}
             names.update({t["topic_id"]: t["topic_name"] for t in topics})
         elif kind == K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA and not gone:
+            # the map as this write found it: the log so far without the joining member's records
+            found = [
+                x for i, x in enumerate(records[:at]) if joining is None or i < joined_at or x["member_id"] != joining
+            ]
+            before = replay_share_groups(found)
+            walk = before[0].member_walk if before else ()
             inserted = [*walk, *([joining] if joining else [])]
             yield r["epoch"], dict(members), dict(initialized), dict(names), previous, dict(targets), inserted
-            previous = dict(targets)
-            if joining is not None:
-                walk.add(joining)
-                joining = None
+            previous, joining = dict(targets), None
 
 
 def test_each_target_assignment_is_what_the_versions_assignor_computes(observed):
