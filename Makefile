@@ -44,12 +44,12 @@ demo: setup
 
 # Apache Kafka's broker and tools for the live tests, each version fetched once by the machine's mvn from
 # jars/kafka/pom.xml. Never fails: where Maven or mvn cannot be had, .kafka/V/unavailable says why and the
-# live tests of that version skip with that reason (in CI such a skip fails the run: tests/ci_skips.py).
+# live tests of that version skip with that reason (in CI such a skip fails the run: tests/ci_gate.py).
 kafka: $(foreach v,$(KAFKA_VERSIONS),$(KAFKA_DIR)/$(v)/.fetched)
 
 $(KAFKA_DIR)/%/.fetched: jars/kafka/pom.xml
 	@mkdir -p $(KAFKA_DIR)/$*
-	@rm -rf $(KAFKA_DIR)/$*/unavailable $(KAFKA_DIR)/$*/libs
+	@rm -rf $(KAFKA_DIR)/$*/unavailable $(KAFKA_DIR)/$*/libs $(KAFKA_DIR)/$*/classes $(KAFKA_DIR)/$*/cds
 	@if ! command -v mvn >/dev/null 2>&1; then \
 	  echo "mvn is not installed (apt-get install maven), so make kafka could not fetch Kafka $*" > $(KAFKA_DIR)/$*/unavailable; \
 	  echo "mvn not found: the live Kafka $* tests will skip" >&2; \
@@ -126,8 +126,12 @@ $(PROMETHEUS_DIR)/.fetched:
 	  cat $(PROMETHEUS_DIR)/unavailable >&2; \
 	fi
 
+# pytest-xdist's workers: the live tests mostly wait (on retention, sweeps, joins), and their waiting runs
+# beside the CPU-bound tests; tests/xdist_units.py says which tests share a worker and which start first.
+TEST_WORKERS ?= 4
+
 test: setup browser prometheus
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint: setup
 	$(BIN)/ruff check src tests jobs bench

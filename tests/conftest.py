@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-# ci_skips: in CI, a skip not on its list fails the run; pytester: tests of that rule run pytest itself.
-pytest_plugins = ["ci_skips", "pytester"]
+# ci_gate: in CI, a skip, an xfail or a deselected slow test fails the run; ci_timings: each test's wall
+# and CPU seconds; xdist_units: which tests share a pytest-xdist worker, and in what order; pytester:
+# tests of those plugins run pytest itself.
+pytest_plugins = ["ci_gate", "ci_timings", "xdist_units", "pytester"]
 # Spark hands timestamps to Python as naive local times; make local time UTC so tests read the same anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -20,13 +22,14 @@ time.tzset()
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked delta_spark need the session with delta-spark's jars, which one JVM cannot give
-    beside the suite's: they are deselected here (never skipped) and run, all of them and each required
-    to pass, by their module's launcher (spark_jars.run_marked_with_spark_jars)."""
-    from spark_jars import jar_session
+    beside the suite's: they are deselected here (never skipped) and run, all of them in one session and
+    each required to pass, by the launcher in tests/test_spark_jars.py."""
+    from spark_jars import SET_ASIDE, jar_session
 
     if jar_session():
         return
     dropped = [item for item in items if item.get_closest_marker("delta_spark")]
+    config.stash[SET_ASIDE] = [item.nodeid for item in dropped]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not item.get_closest_marker("delta_spark")]
@@ -36,6 +39,7 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     from spark_jars import jar_session, spark_jar_settings
 
+    from offset_audit.jvm import has_class
     from offset_audit.runs.session import get_spark
 
     settings = {
@@ -46,11 +50,18 @@ def spark():
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         "spark.databricks.delta.snapshotPartitions": "2",
     }
-    if jar_session():  # a test of a Spark-native route, run again by spark_jars.run_with_spark_jars
-        settings.update(spark_jar_settings(delta=jar_session() == "delta-spark"))
+    if jar_session():  # the run of the delta_spark tests (tests/test_spark_jars.py)
+        settings.update(spark_jar_settings())
     session = get_spark(settings)
+    if jar_session():
+        missing = [name for name in JAR_CLASSES if not has_class(session, name)]
+        assert not missing, f"the session given the Spark jars lacks {missing}: {settings['spark.jars'][:300]}"
     yield session
     session.stop()
+
+
+# What the session with the Spark jars must load: delta-spark's extension and Spark's Kafka source.
+JAR_CLASSES = ("io.delta.sql.DeltaSparkSessionExtension", "org.apache.spark.sql.kafka010.KafkaSourceProvider")
 
 
 @pytest.fixture

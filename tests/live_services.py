@@ -5,11 +5,13 @@ skip of the tests that need it, saying why."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -20,6 +22,11 @@ import pyarrow as pa
 import pytest
 
 LOOPBACK = "127.0.0.1"
+# The JVMs the tests start that live seconds to a few minutes (tools, the services' daemons, a test
+# cluster's executors): the C1 compiler alone and the serial collector spend far less CPU getting going
+# than C2 and G1, which pay off only in long-running processes; no hsperfdata file.
+SHORT_LIVED = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData")
+SHORT_LIVED_JVM = " ".join(SHORT_LIVED)
 
 
 class Unavailable(Exception):
@@ -37,10 +44,46 @@ def live(service: AbstractContextManager) -> Iterator:
         pytest.skip(str(reason))
 
 
+# Ports for the services the tests start are handed out in turn, under a lock that every process of a
+# run shares (xdist's workers, the pytest runs a test starts), from below the kernel's ephemeral range:
+# a port the kernel picks for a client socket or a `bind(0)` never comes from there, and no two callers
+# get the same port between the check that it is free and the service binding it. The ledger holds the
+# last port handed out, so a port a stopped service left in TIME_WAIT comes round again only after
+# thousands of others.
+PORT_LEDGER = Path(tempfile.gettempdir()) / "offset-audit-test-ports"
+_FIRST_PORT = 20_000
+
+
+def _port_range() -> range:
+    """The ports to hand out: from 20000 up to the first ephemeral port (32768 on Linux's default)."""
+    try:
+        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32_768
+    return range(_FIRST_PORT, ephemeral) if ephemeral - _FIRST_PORT >= 2_000 else range(_FIRST_PORT, 30_000)
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
+    """A loopback port no other caller of this run holds and nothing listens on now."""
+    ports = _port_range()
+    with open(PORT_LEDGER, "a+") as ledger:
+        fcntl.flock(ledger, fcntl.LOCK_EX)  # released when the file closes
+        ledger.seek(0)
+        said = ledger.read().strip()
+        last = int(said) if said.isdigit() else ports.start - 1
+        for step in range(1, len(ports) + 1):
+            port = ports.start + (last + step - ports.start) % len(ports)
+            with socket.socket() as probe:
+                try:
+                    probe.bind((LOOPBACK, port))
+                except OSError:
+                    continue
+            ledger.seek(0)
+            ledger.truncate()
+            ledger.write(str(port))
+            ledger.flush()
+            return port
+    raise Unavailable(f"no free port on {LOOPBACK} between {ports.start} and {ports.stop}")
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -186,7 +229,14 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
     home = spark_home()
     if not (home / "bin" / "spark-class").exists():
         raise Unavailable(f"pyspark at {home} has no bin/spark-class to start a standalone master with")
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": LOOPBACK, "SPARK_NO_DAEMONIZE": "1"}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_NO_DAEMONIZE": "1",
+        # the master, the workers and the executors they start (which inherit the workers' environment)
+        "JAVA_TOOL_OPTIONS": SHORT_LIVED_JVM,
+    }
     env.pop("PYSPARK_GATEWAY_PORT", None)
     port, ui = free_port(), free_port()
     master = f"spark://{LOOPBACK}:{port}"
@@ -249,7 +299,17 @@ def mini_yarn(folder: Path, memory_mb: int = 6144) -> Iterator[YarnCluster]:
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
     classpath = os.pathsep.join([str(jars / "*"), *log4j])
     source = ROOT / "tests" / "yarn" / "MiniYarn.java"
-    command = [java, "-Xmx1g", "-cp", classpath, str(source), str(conf_dir), str(memory_mb)]
+    command = [
+        java,
+        "-Xmx1g",
+        *SHORT_LIVED,
+        "-cp",
+        classpath,
+        str(source),
+        str(conf_dir),
+        str(memory_mb),
+        SHORT_LIVED_JVM,
+    ]
     process = _start(command, folder / "yarn.log", cwd=folder)  # its node's folders go under target/
     try:
         deadline = time.monotonic() + 180

@@ -2,7 +2,7 @@
 Debian's binaries (`make prometheus` unpacks them into .prometheus/root) and stopped by pid.
 
 Each is a context manager for `live_services.live`, which skips the test with the reason when the binaries
-are not there (in CI such a skip fails the run: tests/ci_skips.py).
+are not there (in CI such a skip fails the run: tests/ci_gate.py).
 """
 
 from __future__ import annotations

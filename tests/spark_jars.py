@@ -2,8 +2,10 @@
 the tests of the Spark-native routes.
 
 One JVM holds one SparkContext, and the suite's session writes through delta-rs, the embedded default. So
-a test of a route that needs these jars runs itself again in a pytest of its own whose session has them
-(`run_with_spark_jars`; conftest.py builds that session when OFFSET_AUDIT_TEST_SESSION is set).
+the tests of a route that needs these jars are marked `delta_spark`: the suite's session sets them aside
+(conftest.py) and one launcher (tests/test_spark_jars.py) runs all of them in one pytest of its own, whose
+session has the jars and writes through delta-spark (conftest.py builds it when OFFSET_AUDIT_TEST_SESSION
+is set). A test there that wants the embedded writer says `--writer delta-rs`.
 """
 
 from __future__ import annotations
@@ -13,13 +15,22 @@ import re
 import subprocess
 import sys
 
+import pytest
+from ci_gate import NESTED_RUN_VARIABLE
 from live_services import Unavailable
 from repo_paths import ROOT
 
 SPARK_JARS = ROOT / ".jars" / "spark"
-SESSION_VARIABLE = "OFFSET_AUDIT_TEST_SESSION"
+SESSION_VARIABLE = NESTED_RUN_VARIABLE
 # hadoop-aws and the AWS SDK it needs (700 MiB): only sessions that read or write s3a:// load them.
 _S3A = ("hadoop-aws-", "bundle-", "analyticsaccelerator-", "wildfly-openssl-")
+# The modules that hold tests marked delta_spark (tests/test_spark_jars.py checks that none is elsewhere).
+JAR_MODULES = ("tests/outputs/test_writers.py", "tests/outputs/test_delta.py", "tests/inputs/test_kafka_source.py")
+# The ids of the delta_spark tests the suite's session set aside, for the launcher to run.
+SET_ASIDE = pytest.StashKey[list]()
+# What the nested run must not inherit: the workers of pytest-xdist and their ids, the options of the run
+# that started it, and the files that run writes at its end.
+_NOT_INHERITED = ("PYTEST_ADDOPTS", "PYTEST_XDIST_", "OFFSET_AUDIT_TIMINGS", "OFFSET_AUDIT_SKIP_SUMMARY")
 
 
 def spark_jars(s3a: bool = False) -> list[str]:
@@ -42,37 +53,37 @@ def spark_jar_settings(delta: bool = True, s3a: bool = False) -> dict[str, str]:
     return settings
 
 
-def jar_session() -> str | None:
-    """ "delta-spark" or "spark-jars" (the jars without Delta's extension) in a run `run_with_spark_jars`
-    started, None in the suite's own."""
-    return os.environ.get(SESSION_VARIABLE)
+def jar_session() -> bool:
+    """Whether this run is the one the launcher started, whose session has the jars and delta-spark."""
+    return bool(os.environ.get(SESSION_VARIABLE))
 
 
-def run_with_spark_jars(nodeid: str, delta: bool = True, timeout: float = 1200) -> str:
-    """Run one test in a pytest of its own whose session has the jars (and, with `delta`, writes through
-    delta-spark); it must pass, not skip."""
+def nested_environment() -> dict[str, str]:
+    """This process's environment for a pytest run it starts: without what belongs to this run alone."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(_NOT_INHERITED)}
+
+
+def run_in_jar_session(tests: list[str], timeout: float = 2400) -> str:
+    """Run `tests` (node ids, or modules whose delta_spark tests to run) in one pytest whose session
+    has the jars and writes through delta-spark: each must pass, none skip, none be missing.
+
+    Never from inside that run: a jar session that lacks a class fails its tests at once rather than
+    starting another such run."""
+    if jar_session():
+        raise AssertionError("the run with the Spark jars would start another: its session lacks a class it needs")
     spark_jars()  # Unavailable here, with the reason, rather than inside the other run
-    environment = {**os.environ, SESSION_VARIABLE: "delta-spark" if delta else "spark-jars"}
+    environment = {**nested_environment(), SESSION_VARIABLE: "delta-spark"}
+    modules = all(t in JAR_MODULES for t in tests)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", nodeid],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rs",
+         *(["-m", "delta_spark"] if modules else []), *tests],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     output = result.stdout + result.stderr
-    assert result.returncode == 0 and _outcome(result.stdout) == "1 passed", output[-6000:]
-    return output
-
-
-def run_marked_with_spark_jars(module: str, expected: int, timeout: float = 2400) -> str:
-    """Run the tests of `module` marked delta_spark in a pytest of its own whose session writes through
-    delta-spark: all `expected` of them must run and pass (none skipped, none missing)."""
-    spark_jars()
-    environment = {**os.environ, SESSION_VARIABLE: "delta-spark"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m", "delta_spark", module],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
-    output = result.stdout + result.stderr
-    assert result.returncode == 0 and _outcome(result.stdout) == f"{expected} passed", output[-8000:]
+    outcome = _outcome(result.stdout)
+    passed = re.fullmatch(r"(\d+) passed", outcome)
+    assert result.returncode == 0 and passed, output[-8000:]
+    assert modules or int(passed.group(1)) == len(tests), f"{len(tests)} tests asked, {outcome}: {output[-8000:]}"
     return output
 
 

@@ -1,8 +1,9 @@
 """The broker as the oracle: real clients write `__consumer_offsets` on a real Kafka broker, the audit judges
 a copy of its log, and then the broker's own expiry sweep says whether the audit was right.
 
-On each version `make kafka` fetched (tests/kafka_broker.py), with offsets.retention.minutes=1 and a sweep
-every second:
+On each version `make kafka` fetched (tests/kafka_broker.py), with offsets.retention.minutes=2 (the least
+at which the retention `history` infers has a lower bound to prove: 1 is also the least the broker takes)
+and a sweep every second:
 - a standalone consumer's commit (clock: the commit), a classic group that left (Empty: the clock is when
   it became Empty), a KIP-848 group that left, a Stable classic group that dropped a topic from its
   subscription (KIP-496: that topic's offsets go, the others stay), a Stable group (never), committed and
@@ -14,7 +15,8 @@ every second:
 - Every offset the audit said expires is tombstoned within [expires_at, sweep_window_end + slack]; no
   offset it said never expires is; groups go when group_expires_at says; every sweep tombstone is EXPIRED
   and every requested one DELETED_BY_REQUEST; the retention `history` infers holds the broker's; what the
-  Admin API lists, before and after, is what the audit holds and said would stay; and the version's own
+  Admin API lists, before and after, is what the audit holds and said would stay; each group has the type
+  its clients made it; the lag is what the clients produced and committed; and the version's own
   kafka-dump-log text and kafka-console-consumer formatter text of the log are judged as its segments
   (but for what the console text cannot show).
 """
@@ -31,7 +33,6 @@ import pytest
 from click.testing import CliRunner
 from kafka_broker import (
     CHECK_INTERVAL_MS,
-    RETENTION_MINUTES,
     Broker,
     commit_offsets,
     committed_offsets,
@@ -50,11 +51,13 @@ from offset_audit.cli.main import main
 
 pytestmark = pytest.mark.slow
 
+RETENTION_MINUTES = 2
 RETENTION_MS = RETENTION_MINUTES * 60_000
 # A sweep runs every CHECK_INTERVAL_MS; this allows for a sweep that takes long on a busy 2-core machine
 # and for the group coordinator's timer, which fires the sweep at the interval after the previous one ended.
 SLACK_MS = 5_000
 ORDERS, PAYMENTS = "orders", "payments"
+RECORDS = 20  # produced to each partition of both topics
 
 
 @dataclass
@@ -62,11 +65,19 @@ class Story:
     """What the clients did, and the consumers that stay in their groups until the end."""
 
     groups: list[str] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # the group type each group's clients made it
+    consuming: dict[str, set[str]] = field(default_factory=dict)  # topics of the members that stay
     requested: set[tuple[str, str | None, int | None]] = field(default_factory=set)
     members: list = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     threads: list[threading.Thread] = field(default_factory=list)
     open_producers: list = field(default_factory=list)  # held so that their transactions stay open
+
+    def made(self, group: str, kind: str = "classic") -> None:
+        """A group the clients made: "classic" where they joined with the classic protocol or only
+        committed (a simple group is a classic group without a protocol), "consumer" with KIP-848's."""
+        self.groups.append(group)
+        self.kinds[group] = kind
 
     def keep_polling(self, consumer) -> None:
         """A member stays in its group (Stable) while a thread polls for it."""
@@ -98,7 +109,7 @@ def write_history(broker: Broker) -> Story:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for topic, partitions in ((ORDERS, 3), (PAYMENTS, 2)):
         for partition in range(partitions):
-            for i in range(20):
+            for i in range(RECORDS):
                 producer.produce(topic, b"record %d" % i, partition=partition)
     producer.flush(30)
     story = Story()
@@ -107,19 +118,20 @@ def write_history(broker: Broker) -> Story:
     standalone = group_consumer(broker, "standalone")
     commit_offsets(standalone, (ORDERS, 0, 3), (ORDERS, 1, 4))
     standalone.close()
-    story.groups.append("standalone")
+    story.made("standalone")
 
     # A classic group that consumed, committed and left: Empty, clock from when it became Empty.
     leaver = group_member(broker, "classic-left", [ORDERS])
     commit_offsets(leaver, (ORDERS, 0, 5), (ORDERS, 2, 1))
     leaver.close()
-    story.groups.append("classic-left")
+    story.made("classic-left")
 
     # A Stable classic group: its subscribed offsets never expire.
     stable = group_member(broker, "classic-stable", [PAYMENTS])
     commit_offsets(stable, (PAYMENTS, 0, 2))
     story.keep_polling(stable)
-    story.groups.append("classic-stable")
+    story.made("classic-stable")
+    story.consuming["classic-stable"] = {PAYMENTS}
 
     # KIP-496: a Stable group stops subscribing to a topic; that topic's offsets expire from their commit.
     dropper = group_member(broker, "classic-dropped-topic", [ORDERS, PAYMENTS])
@@ -127,14 +139,15 @@ def write_history(broker: Broker) -> Story:
     dropper.subscribe([PAYMENTS])
     wait_until("classic-dropped-topic's new assignment", lambda: holds_assignment(dropper, {PAYMENTS}))
     story.keep_polling(dropper)
-    story.groups.append("classic-dropped-topic")
+    story.made("classic-dropped-topic")
+    story.consuming["classic-dropped-topic"] = {PAYMENTS}
 
     if version_tuple(broker.version) >= (4, 0):
         # A KIP-848 consumer group that consumed, committed and left.
         modern = group_member(broker, "modern-left", [ORDERS], **{"group.protocol": "consumer"})
         commit_offsets(modern, (ORDERS, 0, 9))
         modern.close()
-        story.groups.append("modern-left")
+        story.made("modern-left", "consumer")
 
     # Transactional commits: one committed (applied, expires from its commit), one aborted (never applied).
     for outcome in ("committed", "aborted"):
@@ -149,7 +162,7 @@ def write_history(broker: Broker) -> Story:
         else:
             transactional.abort_transaction(60)
         member.close()
-        story.groups.append(group)
+        story.made(group)
 
     # A transaction left open while the audit runs: its group's committed offset does not expire (the
     # broker asks hasPendingTransactionalOffsets) and the group is not removed. The producer stays open,
@@ -164,7 +177,7 @@ def write_history(broker: Broker) -> Story:
     pending.send_offsets_to_transaction([TopicPartition(ORDERS, 1, 12)], pending_member.consumer_group_metadata(), 60)
     pending_member.close()
     story.open_producers.append(pending)
-    story.groups.append("transactional-pending")
+    story.made("transactional-pending")
 
     # Deletions on request: OffsetDelete with the version's own tool, DeleteGroups with the Admin API.
     offsets_deleted = group_consumer(broker, "offsets-deleted")
@@ -176,7 +189,7 @@ def write_history(broker: Broker) -> Story:
     )  # fmt: skip
     assert tool.returncode == 0, tool.stdout + tool.stderr
     story.requested.add(("offsets-deleted", PAYMENTS, 0))
-    story.groups.append("offsets-deleted")
+    story.made("offsets-deleted")
     group_deleted = group_consumer(broker, "group-deleted")
     commit_offsets(group_deleted, (ORDERS, 1, 2))
     group_deleted.close()
@@ -207,6 +220,8 @@ class Observed:
     from_text: list[dict]  # partition_verdicts of the same log read as kafka-dump-log --offsets-decoder text
     events_stopped: list[dict]  # offset_history of the log copied once the broker stopped
     from_console: list[dict]  # partition_verdicts of the same log as kafka-console-consumer's formatters print it
+    kinds: dict[str, str]  # the group type each group's clients made it
+    consuming: dict[str, set[str]]  # the topics of the members that stayed in their groups
 
 
 def _described(broker: Broker, groups: list[str]) -> dict[str, tuple[str, str | None, int]]:
@@ -299,7 +314,9 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         f"[audit]\nretention_minutes = {RETENTION_MINUTES}\ncheck_interval_ms = {CHECK_INTERVAL_MS}\n"
         f'[kafka]\nversion = "{version}"\n'
     )
-    with live(kafka_broker(folder / "broker", version)) as broker:
+    with live(
+        kafka_broker(folder / "broker", version, {"offsets.retention.minutes": str(RETENTION_MINUTES)})
+    ) as broker:
         story = write_history(broker)
         try:
             before = broker.copy_offsets_log(folder / "log-before")
@@ -356,6 +373,8 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         from_text,
         events_stopped,
         from_console,
+        story.kinds,
+        story.consuming,
     )
 
 
@@ -376,15 +395,19 @@ def test_the_audit_holds_the_offsets_the_admin_api_lists(observed):
 
 
 def test_every_group_has_the_state_type_and_members_the_admin_api_describes(observed):
+    """State and members as the Admin API describes them, and the type the clients made each group, which
+    the broker says too where its answer carries one."""
     audited = {
         g["group_id"]: (g["group_state"].lower(), g["group_type"], g["member_count"]) for g in observed.groups.values()
     }
     described = {
-        group_id: (state, audited.get(group_id, (None, kind))[1] if kind is None else kind, members)
-        for group_id, (state, kind, members) in observed.described.items()
+        group_id: (state, observed.kinds[group_id], members)
+        for group_id, (state, _, members) in observed.described.items()
         if state != "dead"  # the coordinator holds no such group (an Empty group without offsets is swept)
     }
     assert described == audited
+    said = {group_id: kind for group_id, (_, kind, _) in observed.described.items() if kind is not None}
+    assert said == {group_id: observed.kinds[group_id] for group_id in said}
 
 
 def test_the_versions_own_dump_log_text_is_judged_as_its_segments(observed):
@@ -412,14 +435,22 @@ def test_the_versions_own_console_formatters_text_is_judged_as_its_segments(obse
 
 def test_end_offsets_asked_of_the_cluster_equal_what_kafka_get_offsets_prints(observed):
     """The first audit asked the broker (--end-offsets kafka); the second read the version's own
-    kafka-get-offsets.sh output (--end-offsets, --start-offsets): the lag columns agree on every row."""
+    kafka-get-offsets.sh output (--end-offsets, --start-offsets): the lag columns agree on every row,
+    and are what the clients did: RECORDS produced to each partition from offset 0, the lag what a
+    group's commit left of them, all of it stale where no member of the group consumes the topic."""
     columns = ("log_start_offset", "log_end_offset", "lag", "stale_lag", "offset_out_of_range")
 
     def lags(rows: list[dict]) -> dict[tuple, tuple]:
         return {(r["group_id"], r["topic"], r["partition"]): tuple(r[c] for c in columns) for r in rows}
 
     asked = lags(observed.verdicts)
-    assert all(v[1] is not None for v in asked.values()), asked
+    truth = {}
+    for v in observed.verdicts:
+        lag = RECORDS - v["committed_offset"]
+        stale = 0 if v["topic"] in observed.consuming.get(v["group_id"], set()) else lag
+        truth[v["group_id"], v["topic"], v["partition"]] = (0, RECORDS, lag, stale, False)
+    assert asked == truth
+    assert {stale for *_, stale, _ in truth.values()} > {0}, "no partition shows stale lag"
     assert lags(observed.from_text) == asked
 
 
@@ -538,4 +569,6 @@ def test_the_retention_history_infers_from_the_sweeps_holds_the_brokers(observed
     """`history` works out which offsets.retention.minutes the tombstones it saw are consistent with."""
     bound = observed.retention
     assert bound["swept_tombstones"] > 0 and bound["consistent"], bound
-    assert bound["low"] <= RETENTION_MINUTES <= bound["high"], bound
+    # At 2 minutes both ends say something (1 is the least the broker takes, so a low of 1 says nothing):
+    # every tombstone of the sweep landed 2 minutes and at most a few seconds after its clock started.
+    assert (bound["low"], bound["high"]) == (RETENTION_MINUTES, RETENTION_MINUTES), bound

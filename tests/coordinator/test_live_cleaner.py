@@ -2,17 +2,18 @@
 
 On each version `make kafka` fetched: a group commits a few MiB of offsets into 1 MiB segments while
 the cleaner is held back (log.cleaner.min.compaction.lag.ms of a day), and the partition's folder is
-copied with the broker stopped ("before"). Restarted with the lag at 0, the cleaner compacts the rolled
-segments, and the folder is copied again ("after"). Catching the cleaner between two renames is a
-matter of timing, so each mid-compaction state is built from these two real folders, as the cleaner
-leaves them at each step (LogCleaner.cleanSegments, then UnifiedLog.replaceSegments):
+copied ("before"; nothing writes to it then). The partition's own min.compaction.lag.ms is then set to 0,
+the cleaner compacts the rolled segments, and once the broker has stopped the folder is copied again
+("after"). Catching the cleaner between two renames is a matter of timing, so each mid-compaction state is
+built from these two real folders, as the cleaner leaves them at each step (LogCleaner.cleanSegments,
+then UnifiedLog.replaceSegments):
 - the compacted segments written as .swap files beside the segments they replace;
 - the same, the replaced segments already renamed .deleted;
 - the .swap files alone, the segments they replace already gone (the only copy of those records);
 - the compacted segments still being written: a .cleaned file cut short beside the old segments.
-The broker is then started on each state and stopped, and what its LogLoader left is copied. The audit
-must read every state exactly as it reads what the broker made of it, and count every record of a
-file the broker deleted as skipped.
+Each state is put in a partition folder of its own (a topic created for them), the broker is started once
+on all four, and what its LogLoader left of each is copied. The audit must read every state exactly as
+it reads what the broker made of it, and count every record of a file the broker deleted as skipped.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from offset_audit.inputs import log_loader
 pytestmark = pytest.mark.slow
 
 HELD = {"log.cleaner.min.compaction.lag.ms": str(24 * 3600 * 1000)}
-CLEANING = {"log.cleaner.min.compaction.lag.ms": "0"}
 SETTINGS = {
     **HELD,
     "log.cleaner.backoff.ms": "200",
@@ -79,6 +79,30 @@ def decoded(folder: Path, out: Path) -> tuple[dict, list]:
     return json.loads(result.stdout)["counts"], rows
 
 
+STATES = ("swap beside", "swap beside deleted", "swap alone", "cleaned cut short")
+STATES_TOPIC = "cleaner-states"  # one partition a state: the broker's loader settles all four at one start
+
+
+def _let_the_cleaner_compact(broker) -> None:
+    """min.compaction.lag.ms=0 on __consumer_offsets: the broker's held-back cleaner takes its segments."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    lag = ConfigEntry("min.compaction.lag.ms", "0", incremental_operation=AlterConfigOpType.SET)
+    topic = ConfigResource(ResourceType.TOPIC, "__consumer_offsets", incremental_configs=[lag])
+    admin = broker.admin()  # held while its futures run: a destroyed client fails them
+    for future in admin.incremental_alter_configs([topic]).values():
+        future.result(60)
+
+
+def _replace_segments(folder: Path, files: dict[str, bytes]) -> None:
+    """The partition folder of a stopped broker holding `files` in place of its segments and indexes."""
+    for old in folder.iterdir():
+        if log_loader.is_segment_file(old.name) or old.suffix in (".index", ".timeindex", ".txnindex"):
+            old.unlink()
+    for file, content in files.items():
+        (folder / file).write_bytes(content)
+
+
 @pytest.fixture(scope="module", params=kafka_versions())
 def cleaned(request, tmp_path_factory):
     """The states built from the real before and after folders, and what the broker's loader made of each."""
@@ -89,7 +113,9 @@ def cleaned(request, tmp_path_factory):
         from confluent_kafka.admin import NewTopic
 
         admin = broker.admin()  # held: the futures need their client alive
-        for future in admin.create_topics([NewTopic("orders", TOPIC_PARTITIONS, 1)]).values():
+        topics = [NewTopic("orders", TOPIC_PARTITIONS, 1),
+                  NewTopic(STATES_TOPIC, len(STATES), 1, config={"cleanup.policy": "compact"})]  # fmt: skip
+        for future in admin.create_topics(topics).values():
             future.result(60)
         consumer = group_consumer(broker, GROUP)
         try:
@@ -98,11 +124,10 @@ def cleaned(request, tmp_path_factory):
                 commit_offsets(consumer, *partitions, metadata=METADATA)
         finally:
             consumer.close()
-        data = broker.log_dir
-    folder = partition_folder(data)
-    before = segments(folder)
-    assert len(before) >= 3, f"the commits rolled only {len(before)} segments"
-    with restarted(home, version, CLEANING):
+        folder = partition_folder(broker.log_dir)
+        before = segments(folder)
+        assert len(before) >= 3, f"the commits rolled only {len(before)} segments"
+        _let_the_cleaner_compact(broker)
         wait_until("the cleaner to compact the rolled segments", lambda: segments(folder) != before, 120)
         wait_until("the cleaner to settle", lambda: not leftovers(folder), 60)
     after = segments(folder)
@@ -124,29 +149,32 @@ def cleaned(request, tmp_path_factory):
         },
         "cleaned cut short": {**before, largest + ".cleaned": compacted[largest][: len(compacted[largest]) // 2]},
     }
+    assert tuple(states) == STATES
+    loaded = {name: broker.log_dir / f"{STATES_TOPIC}-{index}" for index, name in enumerate(STATES)}
     results = {}
     for name, files in states.items():
-        built = root / name.replace(" ", "-") / folder.name
+        built = root / name.replace(" ", "-") / folder.name  # named as the partition it was copied from
         built.mkdir(parents=True)
         for file, content in files.items():
             (built / file).write_bytes(content)
-        # the broker on this state: its loader settles the folder at start
-        for old in folder.iterdir():
-            if log_loader.is_segment_file(old.name) or old.suffix in (".index", ".timeindex", ".txnindex"):
-                old.unlink()
-        for file, content in files.items():
-            (folder / file).write_bytes(content)
-        with restarted(home, version, HELD):
-            wait_until("the broker to finish recovering the folder", lambda: not leftovers(folder), 60)
+        _replace_segments(loaded[name], files)
+    # the broker on every state at once: its loader settles each folder at start
+    with restarted(home, version):
+        wait_until(
+            "the broker to finish recovering the folders",
+            lambda: not any(leftovers(partition) for partition in loaded.values()),
+            60,
+        )
+    for name, partition in loaded.items():
         recovered = root / f"{name.replace(' ', '-')}-recovered" / folder.name
         recovered.mkdir(parents=True)
-        for file, content in segments(folder).items():
+        for file, content in segments(partition).items():
             (recovered / file).write_bytes(content)
-        results[name] = (built.parent, recovered.parent, len(before), len(compacted))
+        results[name] = ((root / name.replace(" ", "-")), recovered.parent, len(before), len(compacted))
     return root, results, {n: len(b) for n, b in before.items()}, replaced
 
 
-@pytest.mark.parametrize("state", ["swap beside", "swap beside deleted", "swap alone", "cleaned cut short"])
+@pytest.mark.parametrize("state", STATES)
 def test_a_folder_copied_mid_compaction_reads_as_what_the_brokers_loader_makes_of_it(cleaned, state):
     root, results, _, _ = cleaned
     built, recovered, _, _ = results[state]

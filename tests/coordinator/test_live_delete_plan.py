@@ -5,7 +5,8 @@ Real clients leave, on each version of KAFKA_VERSIONS, groups of every kind the 
 that dropped a topic from their subscription (classic, and KIP-848 from 4.0), groups that left, a
 standalone consumer's offsets, and groups whose names are shell syntax or look like the tool's own
 options. A Stable group's subscribed offsets must stay. Retention is the broker's default week here, so
-that no sweep deletes anything meanwhile: every deletion is the script's.
+that no sweep deletes anything meanwhile: every deletion is the script's. The log is audited by the
+version's own rules (--kafka-version).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def deleted(request, tmp_path_factory, spark) -> dict:
             log = broker.copy_offsets_log(folder / "log")
             runner = CliRunner()
             audited = runner.invoke(main, ["audit", "--input", str(log), "--output", str(folder / "audit"),
-                                           "--as-of", "now", "--quiet"])  # fmt: skip
+                                           "--as-of", "now", "--kafka-version", version, "--quiet"])  # fmt: skip
             assert audited.exit_code == 0, audited.output
             script = folder / "delete.sh"
             planned = runner.invoke(main, ["delete-plan", "--audit", str(folder / "audit"), "--script", str(script),

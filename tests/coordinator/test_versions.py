@@ -141,18 +141,19 @@ def _streams_records(members: int, validated: int | None, topology: int, stored:
     return rows, SCHEMA
 
 
-def judged_streams(spark, records, offsets, version: str):
-    """Streams records replayed and judged by one broker version's rules, end to end."""
+def judged_streams(spark, records, offsets, version: str | None):
+    """Streams records replayed and judged by one broker version's rules, end to end; with no version,
+    by each step's default."""
     rows, schema = records
-    broker = parse_version(version)
-    groups = replay.modern_groups(spark.createDataFrame(rows, schema), broker).withColumn(
+    broker = {} if version is None else {"version": parse_version(version)}
+    groups = replay.modern_groups(spark.createDataFrame(rows, schema), **broker).withColumn(
         "open_transaction", F.lit(False)
     )
     _, offset_frame = frames(spark, [], offsets)
     partitions = verdicts.partition_verdicts(
-        verdicts.judged_offsets(offset_frame, groups, broker), AS_OF, WEEK, 600000, version=broker
+        verdicts.judged_offsets(offset_frame, groups, **broker), AS_OF, WEEK, 600000, **broker
     )
-    by_group = verdicts.group_verdicts(partitions, groups, AS_OF, WEEK, 600000, broker)
+    by_group = verdicts.group_verdicts(partitions, groups, AS_OF, WEEK, 600000, **broker)
     return {(r.topic, r.partition): r for r in partitions.collect()}, by_group.collect()[0]
 
 
@@ -194,10 +195,22 @@ def test_kafka_4_4_keeps_an_empty_streams_group_whose_topology_description_is_st
 
 
 def test_the_newest_rules_are_the_default(spark):
-    group_frame, offset_frame = frames(spark, STATE, OFFSETS)
-    default = verdicts.judged_offsets(offset_frame, group_frame).select("rule").collect()
-    newest = verdicts.judged_offsets(offset_frame, group_frame, parse_version("4.4")).select("rule").collect()
-    assert default == newest
+    """Without --kafka-version an audit judges by the rules of the newest version the project knows,
+    the newest the live tests run (the Makefile's matrix): on a state that 4.4 judges unlike 4.3 (an Empty
+    streams group whose topology description is stored, which 4.4 keeps), the default gives 4.4's answer."""
+    from ci_gate import makefile_kafka_versions
+    from kafka_broker import version_tuple
+
+    from offset_audit.coordinator.versions import NEWEST_VERSION
+    from offset_audit.runs.config import load_settings
+
+    newest_run = max(makefile_kafka_versions(), key=version_tuple)
+    assert NEWEST_VERSION.number[:2] == version_tuple(newest_run)[:2] == (4, 4), newest_run
+    assert parse_version(load_settings(None).kafka_version) == NEWEST_VERSION
+    records, offsets = _streams_records(0, 1, 1, stored=3), [offset("s", topic="orders", commit=at(1))]
+    kept = {version: judged_streams(spark, records, offsets, version)[1].would_delete for version in ("4.3", "4.4")}
+    assert kept == {"4.3": True, "4.4": False}
+    assert judged_streams(spark, records, offsets, None)[1].would_delete is kept["4.4"]
 
 
 @pytest.mark.parametrize("text", ["1.1", "4.5", "5.0", "latest", "3", "3.9.x", ""])

@@ -1,7 +1,7 @@
 """Spark's Kafka source against a live broker: `--input-format kafka --bootstrap-server` reads
 __consumer_offsets from earliest to latest and must decode the same rows as the broker's own segment
-files, copied at the same moment. It runs in a session with the jars `make spark-jars` fetched but
-without Delta's extension, so tables go through the embedded delta-rs writer (tests/spark_jars.py),
+files, copied at the same moment. It runs in the session with the jars `make spark-jars` fetched
+(tests/spark_jars.py), whose tables it writes through the embedded delta-rs writer (--writer delta-rs),
 against the newest Kafka version `make kafka` fetched, with a --kafka-option passed through."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
 from kafka_broker import commit_offsets, group_consumer, kafka_broker, kafka_versions, version_tuple
-from live_services import Unavailable, live
+from live_services import live
 
 from offset_audit.cli.main import main
 from offset_audit.jvm import has_class
@@ -26,7 +26,7 @@ SETTINGS = {"offsets.retention.minutes": "10080"}
 
 def decoded(*args: str) -> tuple[dict, dict[str, list]]:
     output = args[args.index("--output") + 1]
-    result = CliRunner().invoke(main, ["decode", *args, "--json"])
+    result = CliRunner().invoke(main, ["decode", *args, "--writer", "delta-rs", "--json"])
     assert result.exit_code == 0, result.output
     tables = {}
     for name in ("offset_commits", "group_metadata", "group_members"):
@@ -35,16 +35,9 @@ def decoded(*args: str) -> tuple[dict, dict[str, list]]:
     return json.loads(result.stdout)["counts"], tables
 
 
+@pytest.mark.delta_spark
 def test_the_kafka_source_decodes_what_the_brokers_segments_hold(spark, tmp_path):
-    if not has_class(spark, KAFKA_SOURCE):
-        from spark_jars import run_with_spark_jars
-
-        try:
-            node = "tests/inputs/test_kafka_source.py::test_the_kafka_source_decodes_what_the_brokers_segments_hold"
-            run_with_spark_jars(node, delta=False)
-        except Unavailable as reason:
-            pytest.skip(str(reason))
-        return
+    assert has_class(spark, KAFKA_SOURCE), "the session with the Spark jars has no Kafka source"
     version = max(kafka_versions(), key=version_tuple)
     with live(kafka_broker(tmp_path / "broker", version, SETTINGS)) as broker:
         from confluent_kafka.admin import NewTopic

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from live_services import live, run_at_once, s3_server, sorted_rows, table_rows
+from live_services import SHORT_LIVED_JVM, live, run_at_once, s3_server, sorted_rows, table_rows
 
 from offset_audit.cli.main import main
 
@@ -143,6 +143,7 @@ def test_two_audits_at_once_into_one_output_both_commit(spark, s3, dumps, aws, t
     meeting.mkdir()
     (hooks / "sitecustomize.py").write_text(OVERLAP)
     environment = {**os.environ, **s3.environment, "PYTHONPATH": str(hooks), "OVERLAP_DIR": str(meeting)}
+    environment["SPARK_SUBMIT_OPTS"] = SHORT_LIVED_JVM  # each run's own short-lived session (live_services)
     command = [sys.executable, "-m", "offset_audit.cli.main", "audit", "--input", dumps["snapshot"], "--output", output]
     audits = run_at_once([[*command, "--snapshot-id", name] for name in ("first", "second")], environment, tmp_path,
                        timeout=600)  # fmt: skip

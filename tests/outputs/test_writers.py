@@ -2,8 +2,8 @@
 session with Delta configured), chosen with --writer.
 
 The tests marked delta_spark need a session that has delta-spark's jars, which the suite's own session
-cannot have beside it (one JVM, one SparkContext): the launcher below runs them in a pytest of their own
-(tests/spark_jars.py) and requires every one of them to pass. There:
+cannot have beside it (one JVM, one SparkContext): tests/test_spark_jars.py runs them in a pytest of their
+own (tests/spark_jars.py) and requires every one of them to pass. There:
 - the same dump gives the same rows through either writer (every table with --keep-decoded, the
   verdicts with default flags);
 - each writer appends to the tables the other wrote, and each reads the other's checkpoints;
@@ -24,19 +24,6 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offset_audit.cli.main import main
-
-MARKED = 8  # the delta_spark tests of this module: the launcher requires all of them to pass
-
-
-@pytest.mark.slow
-def test_the_writer_tests_pass_in_a_session_with_delta_spark():
-    from live_services import Unavailable
-    from spark_jars import run_marked_with_spark_jars
-
-    try:
-        run_marked_with_spark_jars("tests/outputs/test_writers.py", MARKED)
-    except Unavailable as reason:
-        pytest.skip(str(reason))
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +249,7 @@ delta._write_with_spark = _meet_then_write
 
 @pytest.mark.delta_spark
 def test_two_delta_spark_runs_into_one_folder_at_once_both_land(dump, tmp_path):
-    from live_services import run_at_once
+    from live_services import SHORT_LIVED_JVM, run_at_once
     from spark_jars import spark_jar_settings
 
     out, hooks, meeting = tmp_path / "together", tmp_path / "hooks", tmp_path / "meeting"
@@ -278,7 +265,13 @@ def test_two_delta_spark_runs_into_one_folder_at_once_both_land(dump, tmp_path):
     }
     conf = tmp_path / "conf.toml"
     conf.write_text("[spark]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in settings.items()))
-    environment = {**os.environ, "PYTHONPATH": str(hooks), "MEET_DIR": str(meeting)}
+    # SPARK_SUBMIT_OPTS: JVM flags for each run's own short-lived session (tests/live_services.SHORT_LIVED)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(hooks),
+        "MEET_DIR": str(meeting),
+        "SPARK_SUBMIT_OPTS": SHORT_LIVED_JVM,
+    }
     environment.pop("OFFSET_AUDIT_TEST_SESSION", None)
     command = [sys.executable, "-m", "offset_audit.cli.main", "audit", "--input", dump, "--output", str(out)]
     flags = ["--writer", "delta-spark", "--conf", str(conf), "--json"]

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka_broker import compile_against, java, kafka_versions, libs, version_tuple
+from kafka_broker import SHORT_LIVED, compile_against, java, kafka_versions, libs, version_tuple
 from live_services import Unavailable
 
 from offset_audit.share.assignor import ShareAssignorError
@@ -146,11 +146,11 @@ def _oracle_input(scenarios: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _oracle(version: str, tmp_path: Path, scenarios: list[dict]) -> dict[str, dict[str, set]]:
+def _oracle(version: str, scenarios: list[dict]) -> dict[str, dict[str, set]]:
     classpath = f"{libs(version)}/*"
-    compile_against(version, Path(__file__).with_name("ShareAssignorOracle.java"), tmp_path)
+    classes = compile_against(version, Path(__file__).with_name("ShareAssignorOracle.java"))
     run = subprocess.run(
-        [java(), "-cp", f"{tmp_path}:{classpath}", "ShareAssignorOracle"],
+        [java(), *SHORT_LIVED, "-cp", f"{classes}:{classpath}", "ShareAssignorOracle"],
         input=_oracle_input(scenarios), capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     answers: dict[str, dict[str, set] | str] = {}
@@ -170,12 +170,12 @@ def _balanced_versions() -> list[str]:
 
 
 @pytest.mark.parametrize("version", _balanced_versions() or ["4.4.0"])
-def test_random_groups_get_the_released_brokers_assignment(version, tmp_path):
+def test_random_groups_get_the_released_brokers_assignment(version):
     """400 random groups: homogeneous and not, previous assignments past the partition count, topics no
     longer subscribed, more members than partitions, and only initialised partitions assignable."""
     try:
         scenarios = [_random_scenario(random.Random(seed), seed) for seed in range(SCENARIOS)]
-        answers = _oracle(version, tmp_path, scenarios)
+        answers = _oracle(version, scenarios)
     except Unavailable as reason:
         pytest.skip(str(reason))
     differing, failed = [], 0

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka_broker import compile_against, java, kafka_versions, libs
+from kafka_broker import SHORT_LIVED, compile_against, java, kafka_versions, libs
 from live_services import Unavailable
 
 from offset_audit.share.java_order import TimelineKeys, string_hash
@@ -45,12 +45,12 @@ def _ours(ops: list[tuple[str, str]]) -> list[str]:
     return list(keys)
 
 
-def _oracle(version: str, tmp_path: Path, scripts: list[list[tuple[str, str]]]) -> list[list[str]]:
+def _oracle(version: str, scripts: list[list[tuple[str, str]]]) -> list[list[str]]:
     classpath = f"{libs(version)}/*"
-    compile_against(version, Path(__file__).with_name("TimelineOrderOracle.java"), tmp_path)
+    classes = compile_against(version, Path(__file__).with_name("TimelineOrderOracle.java"))
     lines = "".join(f"s{i} " + " ".join(f"{op} {key}" for op, key in ops) + "\n" for i, ops in enumerate(scripts))
     run = subprocess.run(
-        [java(), "-cp", f"{tmp_path}:{classpath}", "TimelineOrderOracle"],
+        [java(), *SHORT_LIVED, "-cp", f"{classes}:{classpath}", "TimelineOrderOracle"],
         input=lines, capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     return [line.split(" ")[1:] for line in run.stdout.splitlines()]
@@ -66,11 +66,11 @@ def test_keys_sharing_a_slot_walk_from_the_last_that_came():
 
 
 @pytest.mark.parametrize("version", kafka_versions())
-def test_random_joins_and_leaves_walk_as_the_brokers_timeline_hash_map(version, tmp_path):
+def test_random_joins_and_leaves_walk_as_the_brokers_timeline_hash_map(version):
     rng = random.Random(20261127)
     scripts = [_script(rng) for _ in range(SCRIPTS)]
     try:
-        theirs = _oracle(version, tmp_path, scripts)
+        theirs = _oracle(version, scripts)
     except Unavailable as reason:
         pytest.skip(str(reason))
     differing = [i for i, ops in enumerate(scripts) if _ours(ops) != theirs[i]]

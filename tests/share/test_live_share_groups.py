@@ -6,27 +6,45 @@ Share groups are on by default from Kafka 4.1 (the share.version feature, set wh
 formatted); 4.0's were a preview with other record layouts, switched on by unstable settings. So the tests
 run on the versions of KAFKA_VERSIONS from 4.1 on.
 
-Four groups read one topic of two partitions: one accepts 15 records, one releases 5, one rejects 3, and
-one keeps a member consuming everything while the logs are copied. A fifth group's three members join one
-by one on a topic of five partitions, so its broker computes a target assignment at each join. Checked:
+Five groups read one topic of two partitions: one accepts 15 records, one releases 5, one rejects 3, one
+keeps a member consuming everything while the logs are copied, and one (a consumer of the test's own,
+MixedAcknowledgements.java) releases the first record of each partition and rejects or accepts the rest,
+so that the records it answered stay past the start offset. A sixth group's three members join one by one
+on a topic of five partitions, so its broker computes a target assignment at each join. `share` judges
+the logs by the version's rules (--kafka-version). Checked:
 - start offsets (and, where the tool prints it, the lag) per share-partition, as
   `kafka-share-groups.sh --describe --offsets` lists them;
 - each group's state and member count, as `--describe --state` lists them;
 - deliveries, as the consumers printed them (print.delivery): a released record is Available with the
   delivery count the consumer saw, a rejected one Archived, an accepted one Acknowledged, or before the
-  start offset where the share-partition leader moved past it;
+  start offset where the share-partition leader moved past it; every record of the fifth group past its
+  start offset in the state it was answered with;
+- no findings on any of these groups, which have all settled;
 - every target assignment the broker wrote for the fifth group, as the version's SimpleAssignor computes
   it from the previous one (share/balanced_assignor.py, from 4.2).
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kafka_broker import Broker, java_command, kafka_broker, kafka_versions, version_tuple, wait_until
+from kafka_broker import (
+    SHORT_LIVED,
+    Broker,
+    compile_against,
+    java,
+    java_command,
+    kafka_broker,
+    kafka_versions,
+    libs,
+    version_tuple,
+    wait_until,
+)
 from live_services import _start, _stop, live, table_rows
 
 from offset_audit import constants as K
@@ -38,6 +56,9 @@ SHARE_VERSIONS = [v for v in kafka_versions() if version_tuple(v) >= (4, 1)]
 # What each group's console share consumer does: how many records it takes, and its flag.
 CONSUMERS = {"share-accept": (15, None), "share-release": (5, "--release"), "share-reject": (3, "--reject")}
 LIVE = "share-live"
+# Releases each partition's first record, rejects odd offsets and accepts the rest, in explicit mode.
+MIXED, MIXED_SOURCE = "share-mixed", Path(__file__).with_name("MixedAcknowledgements.java")
+ANSWERED = {"RELEASE": "Available", "REJECT": "Archived", "ACCEPT": "Acknowledged"}
 # Three members join one after another; each join is a new group epoch and target assignment.
 BALANCED, TASKS, TASK_PARTITIONS, BALANCED_MEMBERS = "share-balanced", "tasks", 5, 3
 
@@ -53,6 +74,8 @@ class Observed:
     tool_offsets: dict[tuple[str, str, int], tuple[int | None, int | None]]  # (start offset, lag or None)
     tool_states: dict[str, tuple[str, int]]  # state, members
     delivered: dict[str, list[tuple[int, int, int]]]  # group -> (partition, offset, delivery count) printed
+    answered: dict[tuple[int, int], tuple[str, int]]  # MIXED's last answer to each record, and its delivery
+    findings: list[dict]  # share_findings
     balanced_records: list[dict]  # BALANCED's records of __consumer_offsets, decoded, in log order
 
 
@@ -87,6 +110,24 @@ def _from_earliest(broker: Broker, groups: list[str]) -> None:
     admin = broker.admin()
     for future in admin.incremental_alter_configs(resources).values():
         future.result(60)
+
+
+def _answer_every_record(broker: Broker, version: str) -> dict[tuple[int, int], tuple[str, int]]:
+    """MIXED's consumer run over every record of JOBS: each record's last answer and delivery count."""
+    classes = compile_against(version, MIXED_SOURCE)
+    ran = subprocess.run(
+        [java(), *SHORT_LIVED, "-cp", f"{classes}:{libs(version)}/*",
+         f"-Dlog4j2.configurationFile={broker.folder / 'tools-log4j2.properties'}", MIXED_SOURCE.stem,
+         broker.bootstrap, MIXED, JOBS, str(2 * RECORDS), "120"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    answered = {}
+    for line in ran.stdout.splitlines():
+        fields = dict(part.split(":", 1) for part in line.split("\t"))
+        answered[int(fields["Partition"]), int(fields["Offset"])] = (fields["Ack"], int(fields["Delivery"]))
+    assert len(answered) == 2 * RECORDS, ran.stdout
+    return answered
 
 
 def _table(text: str, header: str) -> list[list[str]]:
@@ -171,7 +212,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             for i in range(RECORDS):
                 producer.produce(JOBS, b"job %d" % i, partition=partition)
         producer.flush(30)
-        _from_earliest(broker, [*CONSUMERS, LIVE])
+        _from_earliest(broker, [*CONSUMERS, LIVE, MIXED])
         delivered = {}
         for group, (count, flag) in CONSUMERS.items():
             args = [*_share_consumer_args(broker, group), "--max-messages", str(count), "--timeout-ms", "60000"]
@@ -179,6 +220,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
             assert consumed.returncode == 0, consumed.stderr[-2000:]
             delivered[group] = _printed(consumed.stdout)
             assert len(delivered[group]) == count, consumed.stdout
+        answered = _answer_every_record(broker, version)
         # A member that stays while the logs are copied: it takes every record, then idles.
         live_log = folder / "share-live.out"
         member = _start(
@@ -232,7 +274,7 @@ def observed(request, tmp_path_factory, spark) -> Observed:
     (folder / "ends.txt").write_text(ends.stdout)
     out = folder / "share"
     _cli("share", "--input", str(state_log), "--groups-input", str(groups_log), "--output", str(out),
-         "--end-offsets", str(folder / "ends.txt"), "--quiet")  # fmt: skip
+         "--end-offsets", str(folder / "ends.txt"), "--kafka-version", version, "--quiet")  # fmt: skip
     return Observed(
         version,
         table_rows(str(out / "share_partitions")).to_pylist(),
@@ -241,6 +283,8 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         tool_offsets,
         tool_states,
         delivered,
+        answered,
+        table_rows(str(out / "share_findings")).to_pylist(),
         sorted(
             (
                 r
@@ -260,7 +304,7 @@ def test_start_offsets_and_lag_are_what_kafka_share_groups_lists(observed):
     # The tool prints "-" where the state is initialised but nothing was fetched yet (stored as -1).
     listed = {key: start for key, (start, _) in observed.tool_offsets.items() if key[0] != BALANCED}
     assert {key: None if p["start_offset"] == -1 else p["start_offset"] for key, p in audited.items()} == listed
-    assert {key[0] for key, start in listed.items() if start is not None} == {*CONSUMERS, LIVE}
+    assert {key[0] for key, start in listed.items() if start is not None} == {*CONSUMERS, LIVE, MIXED}
     for p in audited.values():  # the lag is the end offset kafka-get-offsets printed minus the start offset
         assert p["share_lag"] == (None if p["start_offset"] == -1 else RECORDS - p["start_offset"]), p
     # From Kafka 4.2 the tool prints a lag that also leaves out the records already done beyond the
@@ -307,6 +351,22 @@ def test_rejected_records_are_archived_and_accepted_ones_acknowledged_or_done(ob
     for group, state in (("share-reject", "Archived"), ("share-accept", "Acknowledged")):
         found = {_state_of(observed, group, p, o) for p, o, _ in observed.delivered[group]}
         assert found <= {None, (state, 1)}, (group, found)
+
+
+def test_records_answered_past_the_start_offset_keep_the_state_they_were_answered_with(observed):
+    """MIXED released each partition's first record, so its start offset stays at 0 and every record it
+    rejected or accepted after it is in the state batches: Archived or Acknowledged, delivered once."""
+    states = {(p, o): _state_of(observed, MIXED, p, o) for p, o in observed.answered}
+    expected = {(p, o): (ANSWERED[answer], delivery) for (p, o), (answer, delivery) in observed.answered.items()}
+    assert states == expected
+    assert {state for state, _ in expected.values()} == set(ANSWERED.values())
+
+
+def test_the_settled_groups_have_no_findings(observed):
+    """Judged by the version's own rules, none of the groups the clients left settled is a thing to look
+    at: no assignment that differs from the version's assignor, no limit reached, no start offset moved
+    back."""
+    assert [f for f in observed.findings if f["group_id"] is not None] == []
 
 
 def _target_assignments(records: list[dict]):

@@ -1,6 +1,6 @@
 // A YARN cluster in one JVM (Hadoop's MiniYARNCluster: a ResourceManager and one NodeManager), for
 // tests/runs/test_cluster.py. Run as a single source file: java -cp ".jars/yarn/*:<log4j jars>"
-// MiniYarn.java CONF_DIR MEMORY_MB. It writes CONF_DIR/yarn-site.xml and core-site.xml for spark-submit
+// MiniYarn.java CONF_DIR MEMORY_MB [CONTAINER_JVM_FLAGS]. It writes CONF_DIR/yarn-site.xml and core-site.xml for spark-submit
 // (HADOOP_CONF_DIR), then CONF_DIR/ready, and runs until it is killed. Every service binds to 127.0.0.1.
 import java.io.File;
 import java.io.FileOutputStream;
@@ -29,6 +29,11 @@ public class MiniYarn {
     conf.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
     conf.setBoolean("yarn.nodemanager.pmem-check-enabled", false);
     conf.set("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", "100");
+    // the containers' JVMs (the application master, the executors) get the flags the NodeManager was
+    // started with for them: args[2], the flags of the test's short-lived JVMs
+    if (args.length > 2) {
+      conf.set("yarn.nodemanager.admin-env", "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,JAVA_TOOL_OPTIONS=" + args[2]);
+    }
     MiniYARNCluster cluster = new MiniYARNCluster("offset-audit", 1, 1, 1);
     cluster.init(conf);
     cluster.start();

@@ -1,0 +1,140 @@
+"""How pytest-xdist shares the suite among its workers (`make test` runs `-n 4 --dist loadgroup`): tests that
+share an expensive fixture go to one worker as one unit, and the units that take longest start first, so
+that the live stories' waiting (on retention, sweeps, joins) runs beside the CPU-bound tests.
+
+- A test that uses the `demo` or `audited` fixture (session-scoped: each worker would build its own)
+  joins the unit `demo`.
+- Otherwise a test that uses a module-scoped fixture joins its module's unit; where that fixture is
+  parametrized (a live broker of one Kafka version), the unit of that module and parameter, so that each
+  version's story runs beside the others.
+- Any other test is a unit of its own, which the next free worker takes.
+
+The units are this plugin's own scheduler's (`UnitScheduling`), not xdist_group marks: pytest-xdist 3.8's
+loadgroup finds a test's group in a suffix it writes into the test's id, which pytest 9.2's ids no longer
+take (pytest-dev/pytest-xdist#1386), so every test went its own way. Each worker writes the units it
+collected into a folder the controller made (UNITS_VARIABLE); the scheduler reads them once every worker
+has collected. A worker takes its next unit when one test of its unit is left (xdist's own scheduler:
+two), and UNIT_SECONDS orders the units, longest first (the measured seconds of each, from a run's
+timings file: tests/ci_timings.py); a unit it does not name comes after those it names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SHARED_SESSION_FIXTURES = ("demo", "audited")
+DEMO_UNIT = "demo"
+UNITS_VARIABLE = "OFFSET_AUDIT_XDIST_UNITS"
+# Seconds each unit took alone in the suite (wall clock, fixtures included), by unit or module; the
+# live modules' figures are per Kafka version. Measured on the 2-core machine; refresh them from
+# .ci/test-timings.tsv when a unit grows (docs/development.md).
+UNIT_SECONDS: dict[str, float] = {
+    "tests/runs/test_cluster.py": 680,
+    "tests/test_spark_jars.py::test_every_test_of_a_spark_native_route_passes_in_one_session_with_the_jars": 425,
+    "tests/coordinator/test_live_broker.py": 205,
+    "tests/coordinator/test_live_streams_group.py": 125,
+    "tests/outputs/test_object_store.py": 145,
+    "tests/coordinator/test_history.py": 120,
+    DEMO_UNIT: 95,
+    "tests/share/test_live_share_groups.py": 45,
+    "tests/views/test_hostile_names.py": 34,
+    "tests/coordinator/test_live_delete_plan.py": 25,
+    "tests/runs/test_audit.py": 27,
+    "tests/views/test_operator_commands.py": 23,
+    "tests/inputs/test_copies.py": 23,
+    "tests/runs/test_runs_table.py": 19,
+    "tests/coordinator/test_versions.py": 18,
+    "tests/coordinator/test_live_cleaner.py": 15,
+}
+
+
+def unit_of(item: pytest.Item) -> str | None:
+    """The unit a test belongs to, or None for a test any worker may run on its own."""
+    fixtures = item._fixtureinfo.name2fixturedefs
+    if any(name in fixtures for name in SHARED_SESSION_FIXTURES):
+        return DEMO_UNIT
+    scoped = sorted(
+        name for name, defs in fixtures.items() if defs and defs[-1].scope in ("package", "module", "class")
+    )
+    if not scoped:
+        return None
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    chosen = ",".join(f"{name}={params[name]}" for name in scoped if name in params)
+    module = item.nodeid.split("::", 1)[0]
+    return f"{module}:{chosen}" if chosen else module
+
+
+def seconds(item: pytest.Item, unit: str | None) -> float:
+    module = item.nodeid.split("::", 1)[0]
+    for key in (unit, item.nodeid.split("[", 1)[0], module):
+        if key in UNIT_SECONDS:
+            return UNIT_SECONDS[key]
+    return 0.0
+
+
+def _worker() -> str | None:
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller of a distributed run makes the folder its workers (started after this) write to."""
+    if _worker() is None and config.getoption("dist", "no") != "no":
+        os.environ[UNITS_VARIABLE] = tempfile.mkdtemp(prefix="offset-audit-xdist-units-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _worker() is None and config.getoption("dist", "no") != "no" and UNITS_VARIABLE in os.environ:
+        shutil.rmtree(os.environ.pop(UNITS_VARIABLE), ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a worker: the units longest first (the tests of a unit keep their order, which every worker
+    collects alike), and each test's unit written for the controller's scheduler."""
+    folder = os.environ.get(UNITS_VARIABLE)
+    if _worker() is None or folder is None:
+        return
+    units = {item.nodeid: unit_of(item) for item in items}
+    order: dict[str, tuple[float, int]] = {}
+    for index, item in enumerate(items):
+        order.setdefault(units[item.nodeid] or item.nodeid, (-seconds(item, units[item.nodeid]), index))
+    items.sort(key=lambda item: order[units[item.nodeid] or item.nodeid])
+    written = Path(folder) / f".{_worker()}.json"
+    written.write_text(json.dumps({nodeid: unit for nodeid, unit in units.items() if unit is not None}))
+    written.replace(Path(folder) / f"{_worker()}.json")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadgroup: the units above, and each worker's next unit given when one test is left."""
+    if config.getoption("dist") != "loadgroup" or UNITS_VARIABLE not in os.environ:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        units: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.units is None:  # every worker has collected, and written its file, by the first call
+                written = sorted(Path(os.environ[UNITS_VARIABLE]).glob("gw*.json"))
+                assert written, f"no worker wrote its units into {os.environ[UNITS_VARIABLE]}"
+                self.units = json.loads(written[0].read_text())
+            return self.units.get(nodeid, nodeid)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    return UnitScheduling(config, log)
