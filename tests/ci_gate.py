@@ -121,12 +121,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     refusals = []
     if dropped:
         refusals.append(
-            f"CI runs every slow test, but {len(dropped)} collected were deselected (-m, -k or --deselect, on the "
+            f"CI runs every slow test, but {len(dropped)} collected {'was' if len(dropped) == 1 else 'were'} "
+            "deselected (-m, -k or --deselect, on the "
             f"command line or in PYTEST_ADDOPTS), {', '.join(dropped[:3])} among them"
         )
     if marked:
         refusals.append(
-            f"CI accepts only the xfails tests/ci_gate.py lists, and {len(marked)} tests carry another: "
+            f"CI accepts only the xfails tests/ci_gate.py lists, and {_tests(len(marked))} another: "
             f"{', '.join(marked[:3])}"
         )
     if refusals:
@@ -190,3 +191,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     target = os.environ.get("OFFSET_AUDIT_SKIP_SUMMARY")
     if target:
         Path(target).write_text("\n".join(lines) + "\n")
+
+
+def _tests(count: int) -> str:
+    return "1 test carries" if count == 1 else f"{count} tests carry"

@@ -119,6 +119,8 @@ def slowest(path: Path, count: int = 30) -> str:
     """The `count` slowest tests of a timings file, as a table to read at the end of a CI log."""
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
+    if not rows:
+        return "timings: no test ran"
     rows.sort(key=lambda r: -float(r["wall_s"]))
     wall = sum(float(r["wall_s"]) for r in rows)
     lines = [

@@ -119,7 +119,7 @@ def test_in_ci_an_xfail_not_on_the_list_fails(pytester, monkeypatch):
     result = pytester.runpytest("-p", "ci_gate")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*CI accepts only the xfails tests/ci_gate.py lists, and 1 tests carry another*"])
+    result.stdout.fnmatch_lines(["*CI accepts only the xfails tests/ci_gate.py lists, and 1 test carries another*"])
 
 
 def test_outside_ci_an_xfail_stays_an_xfail(pytester, monkeypatch):
@@ -166,7 +166,7 @@ def test_in_ci_a_run_that_deselects_slow_tests_runs_none(marked_suite, monkeypat
         monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
     result = marked_suite.runpytest("-p", "ci_gate", *args)
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*CI runs every slow test, but 1 collected were deselected*test_against_a_broker*"])
+    result.stdout.fnmatch_lines(["*CI runs every slow test, but 1 collected was deselected*test_against_a_broker*"])
     result.assert_outcomes(errors=1)
 
 
@@ -241,7 +241,7 @@ def test_under_xdist_a_run_that_deselects_slow_tests_runs_none_and_says_why(mark
         monkeypatch.delenv(name)
     result = marked_suite.runpytest_subprocess("-p", "ci_gate", "-n", "2", "-m", "not slow", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*CI runs every slow test, but 1 collected were deselected*"])
+    result.stdout.fnmatch_lines(["*CI runs every slow test, but 1 collected was deselected*"])
     result.assert_outcomes(errors=1)
 
 
