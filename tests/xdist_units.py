@@ -70,9 +70,15 @@ def unit_of(item: pytest.Item) -> str | None:
     return f"{module}:{chosen}" if chosen else module
 
 
-def seconds(item: pytest.Item, unit: str | None) -> float:
-    module = item.nodeid.split("::", 1)[0]
-    for key in (unit, item.nodeid.split("[", 1)[0], module):
+# A test expected to take this long, with its unit's fixtures still to set up, gets the shortest unit
+# behind it (see UnitScheduling._reschedule).
+LONG_SECONDS = 60.0
+
+
+def seconds(nodeid: str, unit: str | None) -> float:
+    """What UNIT_SECONDS expects of the test's unit (by unit, test function or module), 0 when unknown."""
+    module = nodeid.split("::", 1)[0]
+    for key in (unit, nodeid.split("[", 1)[0], module):
         if key in UNIT_SECONDS:
             return UNIT_SECONDS[key]
     return 0.0
@@ -103,7 +109,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     units = {item.nodeid: unit_of(item) for item in items}
     order: dict[str, tuple[float, int]] = {}
     for index, item in enumerate(items):
-        order.setdefault(units[item.nodeid] or item.nodeid, (-seconds(item, units[item.nodeid]), index))
+        order.setdefault(units[item.nodeid] or item.nodeid, (-seconds(item.nodeid, units[item.nodeid]), index))
     items.sort(key=lambda item: order[units[item.nodeid] or item.nodeid])
     written = Path(folder) / f".{_worker()}.json"
     written.write_text(json.dumps({nodeid: unit for nodeid, unit in units.items() if unit is not None}))
@@ -128,13 +134,37 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             return self.units.get(nodeid, nodeid)
 
         def _reschedule(self, node) -> None:
+            """A worker runs a test only once it knows the next one (or that none follows), so it gets
+            its next unit when one test is left. Where that test is long and its unit has not started
+            (the jar session, a live fixture still to set up), the unit given waits all that time behind
+            it: then it gets the shortest unit, the queue's last, and the long units go to the workers
+            that free up first."""
             if node.shutting_down:
                 return
             if not self.workqueue:
                 node.shutdown()
                 return
-            if self._pending_of(self.assigned_work[node]) > 1:
+            assigned = self.assigned_work.get(node, {})
+            if self._pending_of(assigned) > 1:
                 return
+            waiting = [
+                (scope, nodeid)
+                for scope, tests in assigned.items()
+                if not all(tests.values())
+                for nodeid, done in tests.items()
+                if not done
+            ]
+            if waiting and not any(assigned[waiting[0][0]].values()):
+                scope, nodeid = waiting[0]
+                if seconds(nodeid, None if scope == nodeid else scope) >= LONG_SECONDS:
+                    self._assign_shortest_unit(node)
+                    return
             self._assign_work_unit(node)
+
+        def _assign_shortest_unit(self, node) -> None:
+            scope, tests = self.workqueue.popitem(last=True)
+            self.assigned_work.setdefault(node, {})[scope] = tests
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid) for nodeid, done in tests.items() if not done])
 
     return UnitScheduling(config, log)

@@ -365,8 +365,18 @@ def test_records_answered_past_the_start_offset_keep_the_state_they_were_answere
 def test_the_settled_groups_have_no_findings(observed):
     """Judged by the version's own rules, none of the groups the clients left settled is a thing to look
     at: no assignment that differs from the version's assignor, no limit reached, no start offset moved
-    back."""
-    assert [f for f in observed.findings if f["group_id"] is not None] == []
+    back. But on 4.1, whose hashing assignor walks HashMaps in an order the audit cannot reproduce, a
+    difference between the balanced group's stored and recomputed targets is a hint the audit says it
+    cannot settle (info, "a hint only"), and whether one shows depends on the members' ids."""
+    found = [f for f in observed.findings if f["group_id"] is not None]
+    hints = [
+        f
+        for f in found
+        if version_tuple(observed.version) < (4, 2)
+        and (f["group_id"], f["kind"], f["severity"]) == (BALANCED, "ASSIGNMENT_DIFFERS", "info")
+        and "a hint only" in f["message"]
+    ]
+    assert [f for f in found if f not in hints] == []
 
 
 def _target_assignments(records: list[dict]):
