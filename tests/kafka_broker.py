@@ -137,7 +137,7 @@ def compile_against(version: str, source: Path) -> Path:
             return folder
         shutil.rmtree(folder, ignore_errors=True)
         built = subprocess.run(
-            [str(javac), "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-cp", f"{libs(version)}/*",
+            [str(javac), *(f"-J{flag}" for flag in SHORT_LIVED), "-cp", f"{libs(version)}/*",
              "-d", str(folder), str(source)],
             capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
