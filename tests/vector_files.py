@@ -66,7 +66,8 @@ def load(name: str) -> list[Vector]:
 
 
 def all_vectors() -> list[Vector]:
-    return [v for name in ("offset_commits", "group_metadata", "modern_groups", "malformed") for v in load(name)]
+    files = ("offset_commits", "group_metadata", "modern_groups", "tagged_defaults", "malformed")
+    return [v for name in files for v in load(name)]
 
 
 def expected_value(spec: Any) -> Any:

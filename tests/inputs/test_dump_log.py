@@ -602,7 +602,7 @@ def test_an_internal_error_in_the_reader_is_a_crash_not_a_quarantine_row(monkeyp
         read_rows("dump_log_3_8.txt")
 
 
-JSON_VECTORS = [v for v in load("modern_groups") if v.json is not None]
+JSON_VECTORS = [v for name in ("modern_groups", "tagged_defaults") for v in load(name) if v.json is not None]
 
 
 @pytest.mark.parametrize("vector", JSON_VECTORS, ids=[v.name for v in JSON_VECTORS])

@@ -217,9 +217,10 @@ def modern_row(record_type: int, name: str, key: dict[str, Any], decoded: Decode
         row["pending_revocation_partitions"] = _assignment(f.get("PartitionsPendingRevocation"))
     if record_type == K.STREAMS_GROUP_METADATA:
         # Tags written by 4.2+ (validated) and 4.4+ (stored description); absent means their default -1.
-        # 4.2+ writes LastAssignmentConfigs (tag 1) in every one of these records, so without it the writer
-        # was 4.1, which recorded no readiness: null, not a -1 that says "not validated".
-        written_by_4_2 = f.get("ValidatedTopologyEpoch", -1) != -1 or f.get("LastAssignmentConfigs") is not None
+        # 4.2+ writes a non-empty LastAssignmentConfigs (tag 1) in every one of these records, so without it
+        # (absent reads as its default, []) the writer was 4.1, which recorded no readiness: null, not a -1
+        # that says "not validated".
+        written_by_4_2 = f.get("ValidatedTopologyEpoch", -1) != -1 or bool(f.get("LastAssignmentConfigs"))
         row["validated_topology_epoch"] = f.get("ValidatedTopologyEpoch", -1) if written_by_4_2 else None
         row["stored_description_topology_epoch"] = f.get("StoredDescriptionTopologyEpoch", -1)
     if record_type == K.STREAMS_GROUP_TOPOLOGY:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from offset_audit.layouts.defaults import default_value, fresh, is_mutable
 from offset_audit.layouts.spec import FieldSpec
 from offset_audit.layouts.wire import DecodeError, WireReader
 
@@ -77,11 +78,12 @@ def compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) 
     """A reader that returns the struct as a dict of the fields present in `version`.
 
     Tagged fields that are absent take their default, as Kafka's generated readers do: a tagged field
-    equal to its default is simply not written.
+    equal to its default is simply not written. The default is Kafka's (`offset_audit.layouts.defaults`):
+    an absent tagged array is [], and only a tag carrying the null marker is null.
     """
     plain: list[tuple[str, FieldReader]] = []
     tagged: dict[int, tuple[str, FieldReader]] = {}
-    tag_defaults: dict[str, Any] = {}
+    tag_defaults: dict[str, Any] = {}  # in the layout's order, which decoded_json keeps
     tags_of_other_versions: set[int] = set()
     for spec in fields:
         if version not in spec.versions:
@@ -92,9 +94,12 @@ def compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) 
             if not flexible or spec.tag is None:
                 raise ValueError(f"field {spec.name} is tagged in a non-flexible version {version}")
             tagged[spec.tag] = (spec.name, _field_reader(spec, version, True, tagged=True))
-            tag_defaults[spec.name] = spec.default
+            tag_defaults[spec.name] = default_value(spec, version)
         else:
             plain.append((spec.name, _field_reader(spec, version, flexible, tagged=False)))
+
+    # Lists and dicts: each record gets its own copy, as each Kafka message gets its own.
+    mutable = any(is_mutable(default) for default in tag_defaults.values())
 
     if not flexible:
 
@@ -105,7 +110,10 @@ def compile_struct(fields: tuple[FieldSpec, ...], version: int, flexible: bool) 
 
     def read_flexible(r: WireReader) -> dict:
         out = {name: read(r) for name, read in plain}
-        out.update(tag_defaults)
+        if mutable:
+            out.update((name, fresh(default)) for name, default in tag_defaults.items())
+        else:
+            out.update(tag_defaults)
         count = r.uvarint("tagged field count")
         for _ in range(count):
             tag = r.uvarint("tag")

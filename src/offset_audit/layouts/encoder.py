@@ -10,6 +10,7 @@ import struct
 import uuid as uuidlib
 from typing import Any
 
+from offset_audit.layouts.defaults import default_value
 from offset_audit.layouts.spec import FieldSpec, RecordLayout, ValueLayout, protocol_layout
 
 _FIXED = {
@@ -78,18 +79,21 @@ def encode_struct(
     values: dict[str, Any],
     extra_tags: list[tuple[int, bytes]] | None = None,
 ) -> bytes:
-    """Encode `values` (missing fields take their declared default). `extra_tags` adds unknown tagged
-    fields, which is how tests make records from a future Kafka."""
+    """Encode `values` (missing fields take their default, `offset_audit.layouts.defaults`). `extra_tags`
+    adds unknown tagged fields, which is how tests make records from a future Kafka."""
     out = bytearray()
     tags: list[tuple[int, bytes]] = list(extra_tags or [])
     for spec in fields:
         if version not in spec.versions:
             continue
-        value = values.get(spec.name, spec.default)
+        default = default_value(spec, version)
+        value = values.get(spec.name, default)
         if version in spec.tagged:
-            if value == spec.default or (value is None and spec.default is None):
+            payload = _encode_field(spec, value, version, True, tagged=True)
+            same_kind = (value is None) == (default is None)
+            if same_kind and payload == _encode_field(spec, default, version, True, tagged=True):
                 continue  # Kafka does not write a tagged field equal to its default.
-            tags.append((spec.tag, _encode_field(spec, value, version, True, tagged=True)))
+            tags.append((spec.tag, payload))
             continue
         out += _encode_field(spec, value, version, flexible, tagged=False)
     if flexible:

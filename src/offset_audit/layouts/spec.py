@@ -44,6 +44,10 @@ class Versions:
     def empty(self) -> bool:
         return self.low > self.high
 
+    def covers(self, other: Versions) -> bool:
+        """Every version of `other` is in this range (Kafka's Versions.contains(Versions))."""
+        return other.empty or (self.low <= other.low and other.high <= self.high)
+
 
 NO_VERSIONS = Versions(0, -1)
 
@@ -56,7 +60,9 @@ class FieldSpec:
     nullable: Versions = NO_VERSIONS
     tagged: Versions = NO_VERSIONS
     tag: int | None = None
-    default: Any = None
+    # Kafka's `default` as text: "" when none is given (the type's zero), "null", or a literal such as
+    # "-1" (offset_audit.layouts.defaults gives the value it stands for in a version).
+    default: str = ""
     fields: tuple[FieldSpec, ...] = ()
 
     @property
@@ -103,18 +109,32 @@ class StructLayout:
     fields: tuple[FieldSpec, ...]
 
 
+def _default_text(raw: Any) -> str:
+    """A JSON default as the text Kafka's generator reads: Jackson turns a JSON null into no default,
+    which is the type's zero, not null; numbers and booleans become their text."""
+    if raw is None:
+        return ""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    return str(raw)
+
+
 def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
+    from offset_audit.layouts import defaults
+
     versions = raw.get("versions", inherited_versions)
-    return FieldSpec(
+    spec = FieldSpec(
         name=raw["name"],
         type=raw["type"],
         versions=Versions.parse(versions),
         nullable=Versions.parse(raw.get("nullableVersions")),
         tagged=Versions.parse(raw.get("taggedVersions")),
         tag=raw.get("tag"),
-        default=raw.get("default"),
+        default=_default_text(raw.get("default")),
         fields=tuple(_field(f, versions) for f in raw.get("fields", ())),
     )
+    defaults.check(spec)
+    return spec
 
 
 def schemas_dir() -> Traversable:
