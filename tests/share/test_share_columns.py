@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 from vector_files import load
 
-from offset_audit.decoding.records import QUARANTINE
+from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.share.columns import KIND_CODES, ShareStateReader
+from offset_audit.share.columns import KIND_CODES, ShareStateReader, count_key
 from offset_audit.share.records import decode_share_state_record
 
 VECTORS = load("share_state")
@@ -81,6 +81,9 @@ def test_both_readers_give_the_same_records_and_quarantine_on_every_vector():
     assert _records(fast) == _records(generic)
     assert fast.quarantine == generic.quarantine
     assert fast.counts == generic.counts
+    tombstones = sum(n for key, n in fast.counts.items() if key[0] == SHARE_STATE and key[4])
+    assert tombstones == sum(v.record_class == SHARE_STATE and v.value is None for v in VECTORS) > 0
+    assert sum(fast.counts.values()) == len(VECTORS)
     for i, vector in enumerate(VECTORS):
         if vector.record_class == QUARANTINE:
             assert i not in _records(fast)
@@ -119,7 +122,7 @@ def test_other_topics_markers_and_reader_errors_are_not_decoded():
     )
     reader = ShareStateReader(RecordCodec(share_state_layouts()))
     reader.add(batch)
-    assert reader.counts == {"skipped": 2, QUARANTINE: 1}
+    assert reader.counts == {count_key("skipped"): 2, count_key(QUARANTINE): 1}
     [row] = reader.quarantine
     assert (row["reason"], row["skipped_bytes"], row["source_offset"]) == ("batch CRC mismatch", 61, 2)
     assert len(reader.columns()) == 0

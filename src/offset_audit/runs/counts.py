@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from offset_audit.decoding import records
 from offset_audit.decoding.decoder import SKIP_REASONS
-from offset_audit.layouts.spec import record_layouts
+from offset_audit.layouts.spec import RecordLayout, record_layouts
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import (
     TABLE_PROPERTIES,
@@ -124,9 +124,10 @@ class DecodeReport:
 RUNS_TABLE = "runs"
 
 
-def fill_counts(report: DecodeReport, counts: Counter) -> None:
-    """Record counts keyed (class, record type, value version, layout era, tombstone) into the report."""
-    names = {t: layout.name for t, layout in record_layouts().items()}
+def fill_counts(report: DecodeReport, counts: Counter, layouts: dict[int, RecordLayout] | None = None) -> None:
+    """Record counts keyed (class, record type, value version, layout era, tombstone) into the report;
+    `layouts` name the record types (those of __consumer_offsets unless given)."""
+    names = {t: layout.name for t, layout in (record_layouts() if layouts is None else layouts).items()}
     by_type: dict[tuple, list[int]] = {}
     for (cls, key_type, version, era, tombstone), n in counts.items():
         if cls in SKIP_REASONS:

@@ -90,8 +90,21 @@ class _Pieces:
     batches: list[dict[str, np.ndarray]] = field(default_factory=list)
 
 
+def count_key(
+    record_class: str,
+    record_type: int | None = None,
+    version: int | None = None,
+    era: str | None = None,
+    tombstone: bool = False,
+) -> tuple:
+    """A record count's key, as the decode stage keys its own (`offset_audit.runs.counts.fill_counts`):
+    class, record type, value version, layout era, tombstone."""
+    return (record_class, record_type, version, era, tombstone)
+
+
 class ShareStateReader:
-    """Reads the raw-record batches of one task into ShareColumns, quarantine rows and record counts."""
+    """Reads the raw-record batches of one task into ShareColumns, quarantine rows and record counts
+    (keyed by `count_key`)."""
 
     def __init__(self, codec: RecordCodec, use_fast_path: bool = True) -> None:
         self.codec = codec
@@ -103,6 +116,8 @@ class ShareStateReader:
         self._pieces = _Pieces()
         self.quarantine: list[dict[str, Any]] = []
         self.counts: Counter = Counter()
+        # The era of the layouts the fast path reads: the newest of each record type.
+        self._fast_era = {t: codec.layouts[t].values[0].era for t in _ARRAY_AT if t in codec.layouts}
 
     def _share_partition(self, fields: dict[str, Any]) -> int:
         name = (fields["GroupId"], fields["TopicId"], int(fields["Partition"]))
@@ -137,10 +152,11 @@ class ShareStateReader:
             # The share coordinator writes no transactions, but a marker must never be read as a state record.
             marker = pc.fill_null(pc.is_in(batch.column("transaction"), pa.array(["marker", "aborted"])), False)
             other |= marker.to_numpy(zero_copy_only=False)
-        self.counts[SKIPPED] += int(other.sum())
+        self.counts[count_key(SKIPPED)] += int(other.sum())
         pending = ~other
         if COPY_STATE in names:
-            self.counts.update(claim(batch.column(COPY_STATE), COPY_SKIPS, pending))
+            for skipped, n in claim(batch.column(COPY_STATE), COPY_SKIPS, pending).items():
+                self.counts[count_key(skipped)] += n
         if "source_error" in names:
             failed = batch.column("source_error").is_valid().to_numpy(zero_copy_only=False) & pending
             self._quarantine_read_errors(batch, failed)
@@ -175,7 +191,7 @@ class ShareStateReader:
                     "skipped_bytes": skipped[i].as_py(),
                 }
             )
-        self.counts[QUARANTINE] += int(failed.sum())
+        self.counts[count_key(QUARANTINE)] += int(failed.sum())
 
     def _read_fast(
         self, batch: pa.RecordBatch, candidates: np.ndarray, key_type: np.ndarray, key_share: np.ndarray
@@ -242,7 +258,13 @@ class ShareStateReader:
                 "delivery_count": _be(element, 17, 2),
             }
         )
-        self.counts[SHARE_STATE] += len(rows)
+        for record_type, era in self._fast_era.items():
+            of_type = key_type[rows] == record_type
+            for tombstone in (False, True):
+                n = int((of_type & (~live if tombstone else live)).sum())
+                if n:
+                    layout = (None, None) if tombstone else (0, era)
+                    self.counts[count_key(SHARE_STATE, record_type, *layout, tombstone)] += n
         return ok
 
     def _read_generic(self, batch: pa.RecordBatch, rows: np.ndarray) -> None:
@@ -255,10 +277,12 @@ class ShareStateReader:
                 self._generic_keys.clear()
             if decoded["record_class"] == QUARANTINE:
                 self.quarantine.append({**_coordinates(batch, i), **decoded, "skipped_bytes": None})
-                self.counts[QUARANTINE] += 1
+                unread = (decoded["record_type"], decoded["value_version"], None, decoded["is_tombstone"])
+                self.counts[count_key(QUARANTINE, *unread)] += 1
                 continue
             read.append({**_coordinates(batch, i), **decoded})
-        self.counts[SHARE_STATE] += len(read)
+            key = (decoded["record_type"], decoded.get("value_version"), decoded.get("layout_era"))
+            self.counts[count_key(SHARE_STATE, *key, decoded["is_tombstone"])] += 1
         if read:
             self._add_rows(read)
 

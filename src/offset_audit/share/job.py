@@ -44,7 +44,8 @@ _DECODED = parse_type(
     "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
     "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
     "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
-    "record_type:smallint,value_version:smallint,reason:string,key:binary,value:binary,skipped_bytes:bigint>"
+    "record_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,reason:string,key:binary,"
+    "value:binary,skipped_bytes:bigint>"
 )
 
 

@@ -92,6 +92,7 @@ def _quarantined(
         "record_class": QUARANTINE,
         "record_type": record_type,
         "value_version": value_version,
+        "is_tombstone": value is None,
         "reason": reason,
         "key": key,
         "value": value,

@@ -194,8 +194,9 @@ def share_summary(result, output: str) -> str:
     lines = [
         f"Share state of {terminal(report.input)} ({report.input_format}, Kafka {terminal(report.kafka_version)} "
         f"rules): {_n(len(parts))} share-partitions of {_n(len(groups))} share groups",
-        f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}, "
-        f"quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
+        f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}"
+        + (f" (of which tombstones {_n(report.tombstones)})" if report.tombstones else "")
+        + f", quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
         *format_notes(report),
     ]
     if parts:
