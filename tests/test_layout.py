@@ -100,6 +100,107 @@ def test_imports_point_down_the_flow(path):
     assert not wrong, f"{path.relative_to(PACKAGE)} ({here}) imports {wrong}; it may import {sorted(allowed)}"
 
 
+def _module_file(name: str) -> Path | None:
+    """The file of an offset_audit module or package a dotted name stands for; None for anything else
+    (a function or class imported by name, another library)."""
+    parts = name.split(".")
+    if parts[0] != "offset_audit":
+        return None
+    path = PACKAGE.joinpath(*parts[1:])
+    if (path / "__init__.py").exists():
+        return path / "__init__.py"
+    return path.with_suffix(".py") if path.with_suffix(".py").exists() else None
+
+
+def _import_graph() -> dict[Path, set[Path]]:
+    """Module -> the package modules it imports, at module level or inside functions alike: a lazy import
+    is a cycle all the same, only one that fails later."""
+    graph: dict[Path, set[Path]] = {}
+    for path in modules():
+        targets = {_module_file(name) for name in imports(path)}
+        graph[path] = {t for t in targets if t is not None and t != path}
+    return graph
+
+
+def _cycles(graph: dict[Path, set[Path]]) -> list[list[Path]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    on_stack: set[Path] = set()
+    found: list[list[Path]] = []
+
+    def visit(node: Path) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_back():
+    """No cycles, lazy imports and package __init__ files included: a package that re-exports its modules
+    while they import it back is one too."""
+    cycles = [[str(p.relative_to(PACKAGE)) for p in cycle] for cycle in _cycles(_import_graph())]
+    assert not cycles, cycles
+
+
+def test_the_cycle_check_sees_a_cycle():
+    a, b, c = (PACKAGE / f"{name}.py" for name in "abc")
+    assert _cycles({a: {b}, b: {c}, c: {a}}) == [[a, b, c]] and _cycles({a: {b}, b: {c}}) == []
+
+
+def test_no_subpackage_imports_another_ones_private_names():
+    wrong = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("offset_audit."):
+                theirs = room_of_module(node.module)
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private and theirs != room(path):
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {private} from {node.module}")
+    assert not wrong, wrong
+
+
+def _listed(doc: str, name: str) -> bool:
+    """Whether a docstring names a module in its list (`    name   what it holds`, several names on one
+    line separated by commas) or, for the top-level package, in its prose."""
+    return bool(re.search(rf"(?m)^\s+(?:[\w/]+,\s+)*{re.escape(name)}/?(?:\s|,|$)", doc))
+
+
+@pytest.mark.parametrize(
+    "package", sorted(p.parent for p in PACKAGE.rglob("__init__.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_every_package_docstring_lists_its_modules(package):
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    names = [p.stem for p in package.glob("*.py") if p.stem != "__init__"]
+    names += [p.name for p in package.iterdir() if (p / "__init__.py").exists()]
+    if package == PACKAGE:  # the vocabulary modules are named in a sentence
+        missing = [n for n in names if not re.search(rf"\b{n}\b", doc)]
+    else:
+        missing = [n for n in names if not _listed(doc, n)]
+    assert not missing, f"{package.relative_to(ROOT)}/__init__.py does not list {sorted(missing)}"
+
+
 def test_the_coordinator_does_no_io():
     for path in (PACKAGE / "coordinator").glob("*.py"):
         bad = [n for n in imports(path) if n.startswith(IO_MODULES)]

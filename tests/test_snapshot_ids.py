@@ -42,7 +42,7 @@ def test_the_form_takes_what_people_and_the_tool_write(value):
 
 
 def test_the_ids_the_tool_makes_have_the_form():
-    from offset_audit.runs.counts import DecodeReport
+    from offset_audit.decoding.report import DecodeReport
     from offset_audit.runs.snapshots import snapshot_id_for
 
     report = DecodeReport.start("audit", ["dump"], "parquet", "")

@@ -222,7 +222,7 @@ def test_a_version_outside_2_0_to_4_4_is_one_sentence(text):
 
 def test_records_newer_than_the_version_make_one_note():
     from offset_audit.coordinator.versions import newer_than
-    from offset_audit.runs.counts import TypeCount
+    from offset_audit.decoding.report import TypeCount
 
     dump = [
         TypeCount(1, "OffsetCommit", 3, None, 900, 0),

@@ -14,7 +14,9 @@ from repo_paths import TEXT_DUMPS
 from offset_audit.decoding.records import decode_record
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.textdumps import console as C
-from offset_audit.inputs.textdumps import json_stream, looks_like_console_dump, looks_like_dump_log, read_console_dump
+from offset_audit.inputs.textdumps import json_stream
+from offset_audit.inputs.textdumps.console import looks_like_console_dump, read_console_dump
+from offset_audit.inputs.textdumps.dump_log import looks_like_dump_log
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 

@@ -15,7 +15,9 @@ from vector_files import load
 from offset_audit.decoding.records import decode_record
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.textdumps import dump_log as D
-from offset_audit.inputs.textdumps import looks_like_console_dump, looks_like_dump_log, read_dump_log, reencode
+from offset_audit.inputs.textdumps import reencode
+from offset_audit.inputs.textdumps.console import looks_like_console_dump
+from offset_audit.inputs.textdumps.dump_log import looks_like_dump_log, read_dump_log
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.encoder import encode_key, encode_value
 from offset_audit.layouts.spec import record_layouts

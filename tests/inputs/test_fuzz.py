@@ -17,9 +17,10 @@ from vector_files import all_vectors
 
 from offset_audit.decoding import decoder, records
 from offset_audit.decoding.fastpath import decode_offset_commits
-from offset_audit.inputs.segments import read_segment
+from offset_audit.inputs.segments.reader import read_segment
 from offset_audit.inputs.segments.writer import record_batch
-from offset_audit.inputs.textdumps import read_console_dump, read_dump_log
+from offset_audit.inputs.textdumps.console import read_console_dump
+from offset_audit.inputs.textdumps.dump_log import read_dump_log
 from offset_audit.layouts.codec import RecordCodec
 
 SEED = 20261124

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offset_audit.cli.main import main
-from offset_audit.inputs.segments import read_segment
 from offset_audit.inputs.segments.crc import crc32c
+from offset_audit.inputs.segments.reader import read_segment
 from offset_audit.inputs.segments.writer import record_batch
 
 # Every test here runs on both segment readers (conftest.segment_path).
@@ -114,7 +114,7 @@ def _zeros_gzip(size: int) -> bytes:
 PROBE = """
 import json, re, sys
 import pyarrow as pa
-from offset_audit.inputs.segments import read_segment
+from offset_audit.inputs.segments.reader import read_segment
 
 def status(field):
     return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
-from offset_audit.inputs.segments import partition_from_path, read_segment
+from offset_audit.inputs.segments.reader import partition_from_path, read_segment
 
 # Every test here runs on both segment readers (conftest.segment_path).
 pytestmark = pytest.mark.usefixtures("segment_path")

@@ -6,9 +6,10 @@ import pyarrow as pa
 from vector_files import load
 
 from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
+from offset_audit.decoding.report import CountKey
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.share.columns import KIND_CODES, ShareStateReader, count_key
+from offset_audit.share.columns import KIND_CODES, ShareStateReader
 from offset_audit.share.records import decode_share_state_record
 
 VECTORS = load("share_state")
@@ -122,7 +123,7 @@ def test_other_topics_markers_and_reader_errors_are_not_decoded():
     )
     reader = ShareStateReader(RecordCodec(share_state_layouts()))
     reader.add(batch)
-    assert reader.counts == {count_key("skipped"): 2, count_key(QUARANTINE): 1}
+    assert reader.counts == {CountKey("skipped"): 2, CountKey(QUARANTINE): 1}
     [row] = reader.quarantine
     assert (row["reason"], row["skipped_bytes"], row["source_offset"]) == ("batch CRC mismatch", 61, 2)
     assert len(reader.columns()) == 0

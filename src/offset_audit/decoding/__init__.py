@@ -6,6 +6,8 @@
     fastpath     offset commits (nearly all of a dump) read column-wise with numpy
     records      one record -> its row, through the layouts: the generic path, which never raises
     compaction   each decode task's last raw record per key, as the log cleaner would leave it
+    report       what a run read, decoded, skipped and quarantined (DecodeReport), and the key every
+                 reader counts records by (CountKey); plain data, which the views read
 
 A new record type or version is a file in schemas/records/ (read by layouts/) and its byte vectors in
 tests/vectors/, not code here.

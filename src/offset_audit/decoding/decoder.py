@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from offset_audit.decoding import records
 from offset_audit.decoding.fastpath import decode_offset_commits
+from offset_audit.decoding.report import CountKey
 from offset_audit.inputs import copies
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
@@ -184,7 +185,7 @@ def _fast_commits(batch: pa.RecordBatch, fast, eras: dict[int, str]) -> tuple[pa
             version -= 1
             tombstone = version == -1
             era = None if tombstone else eras[key_type]
-            counts[(records.OFFSET_COMMIT, key_type, None if tombstone else version, era, tombstone)] += count
+            counts[CountKey(records.OFFSET_COMMIT, key_type, None if tombstone else version, era, tombstone)] += count
     return finalize("offset_commits", stage), counts
 
 
@@ -209,7 +210,7 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
     quarantined = []
     if copies.COPY_STATE in names:
         for skipped, n in claim(batch.column(copies.COPY_STATE), COPY_SKIPS, pending).items():
-            counts[(skipped, None, None, None, False)] += n
+            counts[CountKey(skipped)] += n
     if "source_error" in names:
         errors = batch.column("source_error")
         failed = errors.is_valid().to_numpy(zero_copy_only=False) & pending
@@ -228,11 +229,11 @@ def _set_aside(batch: pa.RecordBatch, pending: np.ndarray, counts: Counter) -> l
                     "skipped_bytes": skipped[i].as_py(),
                 }
             )
-        counts[(records.QUARANTINE, None, None, None, False)] += len(quarantined)
+        counts[CountKey(records.QUARANTINE)] += len(quarantined)
         pending &= ~failed
     if "transaction" in names:
         for skipped, n in claim(batch.column("transaction"), _TRANSACTION_SKIPS, pending).items():
-            counts[(skipped, None, None, None, False)] += n
+            counts[CountKey(skipped)] += n
     return quarantined
 
 
@@ -267,7 +268,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
     if "other_topic" in batch.schema.names:
         other_topic = batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
         pending &= ~other_topic
-        counts[(SKIPPED, None, None, None, False)] += int(other_topic.sum())
+        counts[CountKey(SKIPPED)] += int(other_topic.sum())
     quarantined = _set_aside(batch, pending, counts)
     keys = batch.column("key")
     values = batch.column("value")
@@ -282,10 +283,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
 
     rare: dict[str, list[dict[str, Any]]] = {name: [] for name in CLASS_TABLE.values()}
     rare["quarantine"] += quarantined
-    classified = [
-        {"class": records.QUARANTINE, "key": (records.QUARANTINE, None, None, None, False), "payload": q}
-        for q in quarantined
-    ]
+    classified = [{"class": records.QUARANTINE, "key": CountKey(records.QUARANTINE), "payload": q} for q in quarantined]
     rest = pa.array(np.flatnonzero(pending))
     generic_eras: list[str | None] = []
     if len(rest):
@@ -312,7 +310,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
                 payload["transaction"] = transaction
                 generic_eras.append(row.get("layout_era"))
             rare[CLASS_TABLE[cls]].append(payload)
-            summary = (
+            summary = CountKey(
                 cls,
                 row.get("key_type"),
                 row.get("value_version"),
@@ -320,7 +318,7 @@ def decode_batch(batch: pa.RecordBatch, codec: RecordCodec, use_fast_path: bool 
                 row["is_tombstone"],
             )
             if cls not in records.DECODED_CLASSES:
-                summary = (cls, row.get("key_type"), None, None, row["is_tombstone"])
+                summary = CountKey(cls, row.get("key_type"), None, None, row["is_tombstone"])
             counts[summary] += 1
             classified.append({"class": cls, "key": summary, "payload": payload})
     generic_commits = rare.pop("offset_commits")

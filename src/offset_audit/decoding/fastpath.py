@@ -57,21 +57,21 @@ class BinaryColumn:
 def key_types(keys: pa.Array) -> np.ndarray:
     """The record type (the key's int16 version) of every key; -1 for null or shorter keys."""
     column = BinaryColumn.of(keys)
-    return np.where(column.lengths >= 2, _read(column.data, column.starts, 2), -1)
+    return np.where(column.lengths >= 2, read_ints(column.data, column.starts, 2), -1)
 
 
-def _read(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+def read_ints(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Big-endian signed integers of `width` bytes at each position (positions clamped in bounds)."""
-    return _be(_window(data, pos, width), 0, width)
+    return be_ints(byte_windows(data, pos, width), 0, width)
 
 
-def _window(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+def byte_windows(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """The `width` bytes at each position as one (rows, width) matrix (positions clamped in bounds)."""
     pos = np.clip(pos, 0, len(data) - _PAD)
     return sliding_window_view(data, width)[pos]
 
 
-def _be(window: np.ndarray, start: int, width: int) -> np.ndarray:
+def be_ints(window: np.ndarray, start: int, width: int) -> np.ndarray:
     """Big-endian signed integers from columns start:start+width of a window matrix."""
     return np.ascontiguousarray(window[:, start : start + width]).view(f">i{width}").ravel().astype(np.int64)
 
@@ -100,7 +100,7 @@ def _gather_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
 
 
 def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
-    raw = _window(data, starts, 16)
+    raw = byte_windows(data, starts, 16)
     hexed = np.empty((len(starts), 32), np.uint8)
     hexed[:, 0::2] = _HEX[raw >> 4]
     hexed[:, 1::2] = _HEX[raw & 0x0F]
@@ -141,14 +141,14 @@ class _CommitKeys:
 
 def _decode_keys(keys: BinaryColumn) -> _CommitKeys:
     klen = keys.lengths
-    key_type = np.where(klen >= 2, _read(keys.data, keys.starts, 2), -1)
+    key_type = np.where(klen >= 2, read_ints(keys.data, keys.starts, 2), -1)
     ok = (klen >= 10) & ((key_type == K.LEGACY_OFFSET_COMMIT) | (key_type == K.OFFSET_COMMIT))
     # OffsetCommitKey: int16 type, string group, string topic, int32 partition (never flexible).
-    group_len = _read(keys.data, keys.starts + 2, 2)
+    group_len = read_ints(keys.data, keys.starts + 2, 2)
     topic_pos = keys.starts + 4 + group_len
-    topic_len = _read(keys.data, topic_pos, 2)
+    topic_len = read_ints(keys.data, topic_pos, 2)
     ok &= (group_len >= 0) & (topic_len >= 0) & (10 + group_len + topic_len == klen)
-    partition = _read(keys.data, topic_pos + 2 + topic_len, 4)
+    partition = read_ints(keys.data, topic_pos + 2 + topic_len, 4)
     group_len = np.where(ok, group_len, 0)
     topic_len = np.where(ok, topic_len, 0)
     groups, group_high = _gather_strings(keys.data, keys.starts + 4, group_len)
@@ -188,12 +188,12 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, allowed: np.ndarray 
     # Two gathers per batch: the fixed head of every value, then its tail after the metadata string.
     # head: version(0:2) offset(2:10), then v0-v2: metadata length (10:12); v3: leaderEpoch (10:14) and
     # metadata length (14:16); v4: leaderEpoch (10:14) and a compact length varint (14, 15).
-    head = _window(vdata, values.starts, 16)
-    version = np.where(vlen >= 2, _be(head, 0, 2), -1)
+    head = byte_windows(vdata, values.starts, 16)
+    version = np.where(vlen >= 2, be_ints(head, 0, 2), -1)
     ok &= tombstone | ((version >= 0) & (version <= 4))
-    offset = _be(head, 2, 8)
+    offset = be_ints(head, 2, 8)
     has_epoch = version >= 3
-    leader_epoch = np.where(has_epoch, _be(head, 10, 4), -1)
+    leader_epoch = np.where(has_epoch, be_ints(head, 10, 4), -1)
     flexible = version == 4
     # Compact length of metadata: a varint of one byte (< 127 bytes of metadata) or two (< 16383 bytes,
     # e.g. JSON checkpoints); longer varints are left to the generic reader.
@@ -202,18 +202,18 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, allowed: np.ndarray 
     two_bytes = (first & 0x80) != 0
     compact_len = np.where(two_bytes, (first & 0x7F) | (second << 7), first)
     ok &= ~(live & flexible) | (~two_bytes | ((second & 0x80) == 0)) & (compact_len >= 1)
-    meta_len = np.where(flexible, compact_len - 1, np.where(has_epoch, _be(head, 14, 2), _be(head, 10, 2)))
+    meta_len = np.where(flexible, compact_len - 1, np.where(has_epoch, be_ints(head, 14, 2), be_ints(head, 10, 2)))
     meta_start = values.starts + np.where(flexible, np.where(two_bytes, 16, 15), np.where(has_epoch, 16, 12))
     ok &= tombstone | (meta_len >= 0)
     # tail: commitTimestamp (0:8), then v1: expireTimestamp (8:16); v4: tagged fields, none (8: 00) or
     # only topicId (8: 01, 9: tag 00, 10: size 10, 11:27 the uuid).
     pos = meta_start + np.maximum(meta_len, 0)
-    tail = _window(vdata, pos, 27)
-    commit_ts = _be(tail, 0, 8)
+    tail = byte_windows(vdata, pos, 27)
+    commit_ts = be_ints(tail, 0, 8)
     has_expire = version == 1
-    expire_ts = np.where(has_expire, _be(tail, 8, 8), -1)
+    expire_ts = np.where(has_expire, be_ints(tail, 8, 8), -1)
     tag_count = np.where(flexible, tail[:, 8], 0)
-    has_topic_id = flexible & (tag_count == 1) & (_be(tail, 9, 2) == 0x0010)
+    has_topic_id = flexible & (tag_count == 1) & (be_ints(tail, 9, 2) == 0x0010)
     ok &= ~(live & flexible) | (tag_count == 0) | has_topic_id
     pos = pos + 8 + 8 * has_expire + np.where(flexible, 1, 0) + np.where(has_topic_id, 18, 0)
     ok &= tombstone | (pos == values.ends)

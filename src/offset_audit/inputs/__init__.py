@@ -4,7 +4,10 @@
                     workers read, the raw-record DataFrame)
     snapshot        Kafka-source snapshots (Parquet, Delta)
     kafka_topic     the live topic, through Spark's Kafka source
+    log_records     the one row shape every file-dump reader produces (LOG_RECORD_SCHEMA)
     log_files       the files of a log dump: segments, kafka-dump-log text, console-consumer text
+    log_frames      a log dump as one raw-record DataFrame (the route sessions with delta-spark take)
+    log_loader      a partition folder copied from a running broker, read as its log loader recovers it
     partition_folders   one partition's segment folders in one task: each read as the broker's
                     `log_loader` recovers it (the log cleaner's .swap, .cleaned and .deleted files), copies merged
     copies          the copies of one partition merged as the broker treats replicas (duplicates,

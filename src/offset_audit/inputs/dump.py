@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files
+from offset_audit.inputs import log_files, log_frames
 from offset_audit.inputs.kafka_topic import read_kafka
 from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
 from offset_audit.inputs.partition_folders import read_partition_raw
@@ -117,7 +117,8 @@ def _sniff(path: str, storage: Storage) -> str:
         head = handle.read(log_files.SNIFF_BYTES)
     if head.startswith(b"PAR1"):
         return "parquet"
-    from offset_audit.inputs.textdumps import looks_like_console_dump, looks_like_dump_log
+    from offset_audit.inputs.textdumps.console import looks_like_console_dump
+    from offset_audit.inputs.textdumps.dump_log import looks_like_dump_log
 
     text = head.decode("utf-8", errors="replace")
     first = text.lstrip().split("\n", 1)[0]
@@ -194,7 +195,7 @@ def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataF
 
     def load(path: str, input_format: str) -> DataFrame:
         if input_format == log_files.DUMP_LOG:
-            return log_files.raw_dataframe(spark, log_units([path], text_settings), markers)
+            return log_frames.raw_dataframe(spark, log_units([path], text_settings), markers)
         return load_raw_records(spark, [path], dataclasses.replace(settings, input_format=input_format))
 
     return merged_raw_records(formats, load)
@@ -237,9 +238,9 @@ def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings,
     if (merged := _merged(spark, inputs, settings)) is not None:
         return merged
     if settings.input_format == log_files.SEGMENTS:  # each partition's task finds its own markers
-        return log_files.raw_dataframe(spark, log_units(inputs, settings), Markers())
+        return log_frames.raw_dataframe(spark, log_units(inputs, settings), Markers())
     if settings.input_format in log_files.LOG_FORMATS:
-        return log_files.raw_dataframe(spark, *_log_units(spark, inputs, settings))
+        return log_frames.raw_dataframe(spark, *_log_units(spark, inputs, settings))
     return to_raw_records(read_snapshot(spark, inputs, settings.input_format, for_settings(settings)))
 
 

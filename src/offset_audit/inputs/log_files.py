@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.escaping import stored_text
@@ -141,11 +141,11 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
             fast=unit.fast_path,
         )
     elif unit.input_format == DUMP_LOG:
-        from offset_audit.inputs.textdumps import read_dump_log
+        from offset_audit.inputs.textdumps.dump_log import read_dump_log
 
         yield from read_dump_log(unit.path, unit.partition, batch_rows, unit.storage)
     else:
-        from offset_audit.inputs.textdumps import read_console_dump
+        from offset_audit.inputs.textdumps.console import read_console_dump
 
         yield from read_console_dump(unit.path, unit.partition, batch_rows, unit.storage)
 
@@ -234,38 +234,3 @@ def read_raw(unit: LogFile, markers: transactions.Markers, topic: str | None = N
         if batch.schema != LOG_RECORD_SCHEMA:
             batch = batch.cast(LOG_RECORD_SCHEMA)
         yield to_raw_batch(located_errors(batch, unit), markers, other)
-
-
-# The DataFrame route (sessions with delta-spark) reads the same units in the Python workers, one Spark
-# partition per file, the raw records arriving as Arrow batches.
-
-RAW_LOG_DDL = (
-    "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
-    "source_error string, source_note string, skipped_bytes bigint, transaction string, copy_state string, "
-    "source_topic string"
-)
-
-
-def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
-    """The log dump as a raw-record DataFrame (with the optional columns of log dumps). Segments are
-    read a partition at a time, as the direct route reads them, so that its copies are merged."""
-    from offset_audit.inputs.parquet_files import read_units
-
-    def labelled(topic: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
-        topics = pa.array([topic] * batch.num_rows, pa.string())
-        return batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
-
-    if units and units[0].input_format == SEGMENTS:
-        from offset_audit.inputs.partition_folders import partition_raw
-
-        def read_group(group: PartitionFiles) -> Iterator[pa.RecordBatch]:
-            for topic, batch in partition_raw(group, None):
-                yield labelled(topic, batch)
-
-        return read_units(spark, by_partition(units), read_group, RAW_LOG_DDL)
-
-    def read(unit: LogFile) -> Iterator[pa.RecordBatch]:
-        for batch in read_raw(unit, markers):
-            yield labelled(unit.topic, batch)
-
-    return read_units(spark, units, read, RAW_LOG_DDL)

@@ -2,6 +2,7 @@
 
     spec       schemas/records, schemas/share_state and schemas/protocol parsed into field specs
     wire       Kafka's primitive encodings read from bytes, with errors a person can act on
+    defaults   what a field holds when the bytes leave it out, as Kafka's message generator defines it
     compiler   field specs -> reader functions, built once per version
     codec      one coordinator record's key and value decoded by its layout
     encoder    records written in Kafka's wire format from the same layouts

@@ -16,9 +16,10 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from offset_audit.layouts.spec import FieldSpec
+if TYPE_CHECKING:
+    from offset_audit.layouts.spec import FieldSpec
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 

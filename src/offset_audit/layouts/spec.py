@@ -15,6 +15,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from offset_audit.layouts import defaults
+
 PRIMITIVES = ("bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes")
 
 
@@ -120,8 +122,6 @@ def _default_text(raw: Any) -> str:
 
 
 def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
-    from offset_audit.layouts import defaults
-
     versions = raw.get("versions", inherited_versions)
     spec = FieldSpec(
         name=raw["name"],

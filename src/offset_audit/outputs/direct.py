@@ -36,6 +36,7 @@ from offset_audit.decoding.decoder import (
     source_notes,
 )
 from offset_audit.decoding.fastpath import key_types
+from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
@@ -176,7 +177,7 @@ def _decode_and_write(
         if batch.num_rows:
             decode(batch)
     if latest is not None and (last := latest.result()) is not None:
-        counts[(SKIPPED_SUPERSEDED, None, None, None, False)] += latest.added - last.num_rows
+        counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
         for batch in last.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
             decode(batch)
     report = [{"kind": "read", "rows": read}]
@@ -275,7 +276,9 @@ def decode_to_files(
         elif row.kind == "read":
             read += row.rows
         else:
-            counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.rows
+            counts[CountKey(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
+                row.rows
+            )
     stamp = datetime_of(newest)
     return DecodedFiles(counts, files, stamp, notes, read)
 

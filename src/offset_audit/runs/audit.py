@@ -11,10 +11,11 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.coordinator import verdicts
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.counts import RUNS_TABLE, write_run
 from offset_audit.runs.snapshots import Written, resolve_as_of, snapshot_id_for, write_and_read_back
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings

@@ -14,11 +14,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.decoding import decoder
+from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.outputs.delta import write_delta, writes_with_delta_spark
 from offset_audit.outputs.direct import commit_decoded, decode_to_files
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, bytes_skipped, check_reconciles, fill_counts, write_run
+from offset_audit.runs.counts import RUNS_TABLE, bytes_skipped, check_reconciles, fill_counts, write_run
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join
 
@@ -91,7 +92,9 @@ def decode_dump(
     try:
         counts = Counter()
         for row in decoder.decode_counts(decoded).collect():
-            counts[(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += row.records
+            counts[CountKey(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
+                row.records
+            )
         fill_counts(report, counts)
         report.bytes_skipped = decoder.quarantine(decoded).agg(F.sum("skipped_bytes")).collect()[0][0] or 0
         if "source_note" in raw.columns:

@@ -13,10 +13,11 @@ from pyspark.sql import functions as F
 
 from offset_audit.coordinator import history
 from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.counts import RUNS_TABLE, write_run
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
 from offset_audit.runs.state import DECODED, broker_rules, decoded_tables

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -155,36 +156,38 @@ class Reporter:
         self.current = None
 
 
-_active: Reporter | None = None
+# The reporter of the run in progress, scoped to the `reporting` block that set it (and to its thread
+# and context: a second run in the same process, or a test, sees its own or none).
+_ACTIVE: ContextVar[Reporter | None] = ContextVar("offset_audit_progress", default=None)
 
 
 @contextmanager
 def reporting(enabled: bool, spark: Any = None, stream: IO[str] | None = None) -> Iterator[Reporter | None]:
     """Turn progress on for the block (a command's run); `enabled=False` (--quiet) keeps stderr quiet."""
-    global _active
     if not enabled:
         yield None
         return
     reporter = Reporter(stream or sys.stderr, spark)
     reporter.start_polling()
-    previous, _active = _active, reporter
+    token = _ACTIVE.set(reporter)
     try:
         yield reporter
     finally:
-        _active = previous
+        _ACTIVE.reset(token)
         reporter.close()
 
 
 def attach_spark(spark: Any) -> None:
     """The session, once it exists (it starts after the checks, inside the reporting block)."""
-    if _active is not None:
-        _active.spark = spark
+    reporter = _ACTIVE.get()
+    if reporter is not None:
+        reporter.spark = spark
 
 
 @contextmanager
 def stage(name: str, total: int | None = None, unit: str = "records") -> Iterator[None]:
     """Mark a stage of the run; the stage ends with the block (or when the next one begins)."""
-    reporter = _active
+    reporter = _ACTIVE.get()
     if reporter is None:
         yield
         return
@@ -196,11 +199,13 @@ def stage(name: str, total: int | None = None, unit: str = "records") -> Iterato
 
 
 def advance(n: int = 1) -> None:
-    if _active is not None:
-        _active.advance(n)
+    reporter = _ACTIVE.get()
+    if reporter is not None:
+        reporter.advance(n)
 
 
 def begin(name: str, total: int | None = None, unit: str = "records") -> None:
     """Start a stage that ends when the next begins (for straight-line code where a `with` would nest)."""
-    if _active is not None:
-        _active.begin(name, total, unit)
+    reporter = _ACTIVE.get()
+    if reporter is not None:
+        reporter.begin(name, total, unit)

@@ -17,6 +17,7 @@ from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.coordinator.replay import UNREADABLE_COLUMNS
 from offset_audit.coordinator.versions import BrokerVersion, parse_version
 from offset_audit.decoding.decoder import arrow_schema
+from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved
@@ -25,7 +26,7 @@ from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, fill_counts, write_run
+from offset_audit.runs.counts import RUNS_TABLE, fill_counts, write_run
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
@@ -82,9 +83,8 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
         raw = load_raw_records(spark, inputs, settings, share=True)
         decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            keys = ("record_class", "record_type", "value_version", "layout_era", "is_tombstone")
-            grouped = decoded.groupBy(*keys).count().collect()
-            _count(report, Counter({tuple(r[k] for k in keys): r["count"] for r in grouped}))
+            grouped = decoded.groupBy(*CountKey._fields).count().collect()
+            _count(report, Counter({CountKey(*(r[k] for k in CountKey._fields)): r["count"] for r in grouped}))
             quarantined = decoded.where(F.col("record_class") == QUARANTINE)
             quarantine = quarantined.select(*onepass.QUARANTINE_SCHEMA.names).toArrow()
             replayed = job.replay_share_state(decoded, limit).toArrow()
@@ -95,7 +95,7 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
 
 
 def _count(report: DecodeReport, counts: Counter) -> None:
-    """Counts keyed as the decode stage keys them (share.columns.count_key): by class, and by record type,
+    """Counts keyed as the decode stage keys them (CountKey): by class, and by record type,
     value version, layout era and tombstone, so the runs row reads as decode's and audit's do."""
     report.records_read = sum(counts.values())
     report.by_class = {SHARE_STATE: 0, QUARANTINE: 0}

@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import WriteResult, write_delta
-from offset_audit.runs.counts import DecodeReport
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 

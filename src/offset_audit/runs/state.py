@@ -18,13 +18,13 @@ from offset_audit.coordinator import replay, rules
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import TABLES, arrow_schema
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import writes_with_delta_spark
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.scratch import scratch_folder
 from offset_audit.runs import progress
-from offset_audit.runs.counts import DecodeReport
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings

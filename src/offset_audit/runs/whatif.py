@@ -10,9 +10,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import verdicts
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs.read_back import read_table
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, DecodeReport, write_run
+from offset_audit.runs.counts import RUNS_TABLE, write_run
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings

@@ -14,6 +14,7 @@ group coordinator holds, their assignment and the broker's limits (`offset-audit
     balanced_assignor  the 4.2+ SimpleAssignor's balanced builders
     java_order the JVM's HashMap and HashSet iteration, which the 4.2+ builders depend on
     limits     the group.share.* broker settings, checked, and the groups measured against them
+    state_findings  what the replayed state says about the brokers that wrote it
     tables     the share tables shaped in Arrow
 
 May import: the top-level modules, layouts, inputs, decoding, coordinator, views (kafka_commands: the

@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.decoding.decoder import COPY_SKIPS, claim
-from offset_audit.decoding.fastpath import BinaryColumn, _be, _read, _window
+from offset_audit.decoding.fastpath import BinaryColumn, be_ints, byte_windows, read_ints
 from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
+from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.share.records import SHARE_SNAPSHOT, SHARE_UPDATE, decode_share_state_record
@@ -90,21 +91,9 @@ class _Pieces:
     batches: list[dict[str, np.ndarray]] = field(default_factory=list)
 
 
-def count_key(
-    record_class: str,
-    record_type: int | None = None,
-    version: int | None = None,
-    era: str | None = None,
-    tombstone: bool = False,
-) -> tuple:
-    """A record count's key, as the decode stage keys its own (`offset_audit.runs.counts.fill_counts`):
-    class, record type, value version, layout era, tombstone."""
-    return (record_class, record_type, version, era, tombstone)
-
-
 class ShareStateReader:
     """Reads the raw-record batches of one task into ShareColumns, quarantine rows and record counts
-    (keyed by `count_key`)."""
+    (keyed by CountKey)."""
 
     def __init__(self, codec: RecordCodec, use_fast_path: bool = True) -> None:
         self.codec = codec
@@ -152,11 +141,11 @@ class ShareStateReader:
             # The share coordinator writes no transactions, but a marker must never be read as a state record.
             marker = pc.fill_null(pc.is_in(batch.column("transaction"), pa.array(["marker", "aborted"])), False)
             other |= marker.to_numpy(zero_copy_only=False)
-        self.counts[count_key(SKIPPED)] += int(other.sum())
+        self.counts[CountKey(SKIPPED)] += int(other.sum())
         pending = ~other
         if COPY_STATE in names:
             for skipped, n in claim(batch.column(COPY_STATE), COPY_SKIPS, pending).items():
-                self.counts[count_key(skipped)] += n
+                self.counts[CountKey(skipped)] += n
         if "source_error" in names:
             failed = batch.column("source_error").is_valid().to_numpy(zero_copy_only=False) & pending
             self._quarantine_read_errors(batch, failed)
@@ -191,7 +180,7 @@ class ShareStateReader:
                     "skipped_bytes": skipped[i].as_py(),
                 }
             )
-        self.counts[count_key(QUARANTINE)] += int(failed.sum())
+        self.counts[CountKey(QUARANTINE)] += int(failed.sum())
 
     def _read_fast(
         self, batch: pa.RecordBatch, candidates: np.ndarray, key_type: np.ndarray, key_share: np.ndarray
@@ -202,18 +191,18 @@ class ShareStateReader:
         tombstone = values.is_null
         snapshot = key_type == SHARE_SNAPSHOT
         array_at = np.where(snapshot, _ARRAY_AT[SHARE_SNAPSHOT], _ARRAY_AT[SHARE_UPDATE])
-        head = _window(data, values.starts, 30)  # _window reads at most fastpath._PAD bytes
-        ok = candidates & (tombstone | ((values.lengths >= 2) & (_be(head, 0, 2) == 0)))
+        head = byte_windows(data, values.starts, 30)  # byte_windows reads at most fastpath._PAD bytes
+        ok = candidates & (tombstone | ((values.lengths >= 2) & (be_ints(head, 0, 2) == 0)))
         # The StateBatches length: a compact varint of one byte (< 127 batches) or two.
         length_at = values.starts + array_at
-        varint = _window(data, length_at, 2).astype(np.int64)
+        varint = byte_windows(data, length_at, 2).astype(np.int64)
         two_bytes = (varint[:, 0] & 0x80) != 0
         compact = np.where(two_bytes, (varint[:, 0] & 0x7F) | (varint[:, 1] << 7), varint[:, 0])
         ok &= tombstone | ((~two_bytes | ((varint[:, 1] & 0x80) == 0)) & (compact >= 1))
         count = np.where(ok & ~tombstone, compact - 1, 0)
         batches_at = length_at + np.where(two_bytes, 2, 1)
         tail_at = batches_at + _BATCH_BYTES * count
-        tail = _window(data, tail_at, 7)
+        tail = byte_windows(data, tail_at, 7)
         no_tags = tail[:, 0] == 0
         completed_count = (tail[:, 0] == 1) & (tail[:, 1] == 0) & (tail[:, 2] == 4)  # tag 0, 4 bytes
         ok &= tombstone | ((no_tags | completed_count) & (tail_at + np.where(no_tags, 1, 7) == values.ends))
@@ -222,7 +211,7 @@ class ShareStateReader:
         owner = np.repeat(np.arange(len(count)), count)
         first_of_row = np.cumsum(count) - count
         element_at = batches_at[owner] + _BATCH_BYTES * (np.arange(len(owner)) - first_of_row[owner])
-        element = _window(data, element_at, _BATCH_BYTES)
+        element = byte_windows(data, element_at, _BATCH_BYTES)
         tagged = element[:, 19] != 0
         if tagged.any():
             ok[np.unique(owner[tagged])] = False
@@ -233,29 +222,29 @@ class ShareStateReader:
         live = ~tombstone[rows]
         snap = snapshot[rows]
         head = head[rows]
-        completed = np.where(completed_count[rows], _be(tail[rows], 3, 4), NO_DELIVERY_COMPLETE_COUNT)
+        completed = np.where(completed_count[rows], be_ints(tail[rows], 3, 4), NO_DELIVERY_COMPLETE_COUNT)
         self._pieces.records.append(
             {
                 "share_partition": key_share[rows],
                 "source_partition": _int_column(batch, "source_partition", rows),
                 "source_offset": _int_column(batch, "source_offset", rows),
                 "kind": np.where(live, np.where(snap, SNAPSHOT, UPDATE), TOMBSTONE),
-                "snapshot_epoch": np.where(live, _be(head, 2, 4), 0),
-                "state_epoch": np.where(live & snap, _be(head, 6, 4), 0),
-                "leader_epoch": np.where(live, np.where(snap, _be(head, 10, 4), _be(head, 6, 4)), 0),
-                "start_offset": np.where(live, np.where(snap, _be(head, 14, 8), _be(head, 10, 8)), 0),
-                "create_timestamp": np.where(live & snap, _be(head, 22, 8), 0),
-                "write_timestamp": np.where(live & snap, _read(data, values.starts[rows] + 30, 8), 0),
+                "snapshot_epoch": np.where(live, be_ints(head, 2, 4), 0),
+                "state_epoch": np.where(live & snap, be_ints(head, 6, 4), 0),
+                "leader_epoch": np.where(live, np.where(snap, be_ints(head, 10, 4), be_ints(head, 6, 4)), 0),
+                "start_offset": np.where(live, np.where(snap, be_ints(head, 14, 8), be_ints(head, 10, 8)), 0),
+                "create_timestamp": np.where(live & snap, be_ints(head, 22, 8), 0),
+                "write_timestamp": np.where(live & snap, read_ints(data, values.starts[rows] + 30, 8), 0),
                 "delivery_complete_count": np.where(live, completed, NO_DELIVERY_COMPLETE_COUNT),
             }
         )
         self._pieces.batch_counts.append(count[rows])
         self._pieces.batches.append(
             {
-                "first_offset": _be(element, 0, 8),
-                "last_offset": _be(element, 8, 8),
+                "first_offset": be_ints(element, 0, 8),
+                "last_offset": be_ints(element, 8, 8),
                 "delivery_state": element[:, 16].view(np.int8).astype(np.int64),
-                "delivery_count": _be(element, 17, 2),
+                "delivery_count": be_ints(element, 17, 2),
             }
         )
         for record_type, era in self._fast_era.items():
@@ -264,7 +253,7 @@ class ShareStateReader:
                 n = int((of_type & (~live if tombstone else live)).sum())
                 if n:
                     layout = (None, None) if tombstone else (0, era)
-                    self.counts[count_key(SHARE_STATE, record_type, *layout, tombstone)] += n
+                    self.counts[CountKey(SHARE_STATE, record_type, *layout, tombstone)] += n
         return ok
 
     def _read_generic(self, batch: pa.RecordBatch, rows: np.ndarray) -> None:
@@ -278,11 +267,11 @@ class ShareStateReader:
             if decoded["record_class"] == QUARANTINE:
                 self.quarantine.append({**_coordinates(batch, i), **decoded, "skipped_bytes": None})
                 unread = (decoded["record_type"], decoded["value_version"], None, decoded["is_tombstone"])
-                self.counts[count_key(QUARANTINE, *unread)] += 1
+                self.counts[CountKey(QUARANTINE, *unread)] += 1
                 continue
             read.append({**_coordinates(batch, i), **decoded})
             key = (decoded["record_type"], decoded.get("value_version"), decoded.get("layout_era"))
-            self.counts[count_key(SHARE_STATE, *key, decoded["is_tombstone"])] += 1
+            self.counts[CountKey(SHARE_STATE, *key, decoded["is_tombstone"])] += 1
         if read:
             self._add_rows(read)
 

@@ -5,6 +5,8 @@ folder's tables to text.
     describe         one snapshot in the shape of kafka-consumer-groups.sh --describe
     json_documents   what --json prints: one JSON document per command
     prometheus       an audited snapshot in Prometheus' text exposition format
+    metric_scope     which series `metrics` writes: granularity, filters, a sample budget
+    pushgateway      a snapshot's metrics pushed to a Prometheus Pushgateway
     html_report      the report page: charts and tables in one self-contained HTML file
     kafka_commands   Kafka tool command lines built from names in the dump (delete plans, share groups)
     audit_folder     an audit's output folder read with delta-rs and pyarrow: snapshots, tables, the
@@ -14,5 +16,6 @@ folder's tables to text.
 A new output format is a module here. Every name from the dump leaves through `escaping`, once per
 medium. Nothing here imports pyspark, directly or through what it imports.
 
-May import: the top-level modules, layouts, coordinator (its event names, which load no Spark).
+May import: the top-level modules, layouts, coordinator (its event names, which load no Spark), decoding
+(report: a run's counts, for type hints).
 """

@@ -15,7 +15,7 @@ from offset_audit.escaping import json_text
 from offset_audit.storage import join
 
 if TYPE_CHECKING:
-    from offset_audit.runs.counts import DecodeReport  # the run's counts: these views only read them
+    from offset_audit.decoding.report import DecodeReport  # the run's counts: these views only read them
 
 
 def iso(value: Any) -> Any:

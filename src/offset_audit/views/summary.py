@@ -13,7 +13,7 @@ from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, 
 from offset_audit.views.kafka_commands import delete_offsets
 
 if TYPE_CHECKING:
-    from offset_audit.runs.counts import DecodeReport  # the run's counts: these views only read them
+    from offset_audit.decoding.report import DecodeReport  # the run's counts: these views only read them
 
 
 def _n(value: int) -> str:

@@ -9,9 +9,10 @@ Modules, in the order bytes pass through them:
     legacy        magic 0/1 messages and compressed wrapper messages
     decoded       what a decoder returns: a batch's records as columns, or UntrustedBatch
     rows          rows gathered into Arrow batches of LOG_RECORD_SCHEMA
-    reader        the public entry points below
+    reader        the entry points: read_segment, partition_from_path
+    fast_walk     the common cases (magic 2 data batches, transaction markers) walked in compiled code
+    native        the C functions fast_walk calls: CRC-32C and decompression, loaded with ctypes
+    writer        magic-2 segments written, for `generate --format segments`, the bench and the tests
+
+Callers import the module they use (`inputs.segments.reader`); this package imports none of them.
 """
-
-from offset_audit.inputs.segments.reader import partition_from_path, read_segment
-
-__all__ = ["partition_from_path", "read_segment"]

@@ -5,9 +5,12 @@ turned back into the records they print: Arrow batches of LOG_RECORD_SCHEMA whos
 the record's bytes in Kafka's wire format, so everything after the reader treats a text dump exactly
 like records read from segments or from Kafka. What a format does not print is filled in the way that
 keeps the audit honest and is named in each row's source_note.
+
+    dump_log      `kafka-dump-log.sh --offsets-decoder` output back to records
+    console       `kafka-console-consumer.sh --formatter ...` output back to records
+    json_stream   the JSON objects of a stream that has no separator between them
+    reencode      record bytes rebuilt from what a text dump shows, with the project's own encoder
+    rows          the text readers' rows, cut into LOG_RECORD_SCHEMA batches
+
+Callers import the module they use (`inputs.textdumps.console`); this package imports none of them.
 """
-
-from offset_audit.inputs.textdumps.console import looks_like_console_dump, read_console_dump
-from offset_audit.inputs.textdumps.dump_log import looks_like_dump_log, read_dump_log
-
-__all__ = ["looks_like_console_dump", "looks_like_dump_log", "read_console_dump", "read_dump_log"]
