@@ -200,7 +200,7 @@ def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict
 # the file costs (VmHWM reset through /proc/self/clear_refs).
 _MEMORY_PROBE = """
 import json, re, sys
-from offset_audit.inputs.segments import read_segment
+from offset_audit.inputs.segments.reader import read_segment
 def status(field):
     return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
 fast = sys.argv[2] == "fast"
