@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from offset_audit.cli.main import main
 from offset_audit.views import html_report as report
+from offset_audit.views import report_charts as charts
+from offset_audit.views import report_numbers as numbers
 from offset_audit.views.audit_folder import Snapshot
 
 AS_OF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -84,7 +86,7 @@ def test_offsets_expiring_are_counted_per_day_after_as_of_by_rule():
         ("n", "t", 0, "SUBSCRIBED_TOPIC", None, False),  # never expires while the group stays as it is
         ("late", "t", 0, "EMPTY_GROUP", AS_OF + 3 * DAY, False),  # past the last day shown
     )
-    expiry = report.expiring_per_day(table, AS_OF, days=3)
+    expiry = numbers.expiring_per_day(table, AS_OF, days=3)
     assert expiry.starts == [AS_OF, AS_OF + DAY, AS_OF + 2 * DAY]
     assert expiry.by_rule == {"EMPTY_GROUP": [2, 1, 0], "SIMPLE_GROUP": [0, 0, 1], "UNSUBSCRIBED_TOPIC": [0, 0, 1]}
 
@@ -94,7 +96,7 @@ def test_the_expiry_chart_stacks_one_bar_series_per_rule_in_the_brokers_order():
         ("u", "t", 0, "UNSUBSCRIBED_TOPIC", AS_OF + HOUR, False),
         ("e", "t", 0, "EMPTY_GROUP", AS_OF + DAY + HOUR, False),
     )
-    chart = report.expiry_chart(table, AS_OF, days=2)
+    chart = charts.expiry_chart(table, AS_OF, days=2)
     traces = chart.figure["data"]
     assert [t["name"] for t in traces] == ["EMPTY_GROUP", "UNSUBSCRIBED_TOPIC"]
     assert [t["y"] for t in traces] == [[0, 1], [1, 0]]
@@ -103,7 +105,7 @@ def test_the_expiry_chart_stacks_one_bar_series_per_rule_in_the_brokers_order():
 
 
 def test_the_expiry_chart_says_so_when_nothing_expires_within_the_days():
-    chart = report.expiry_chart(offsets(("n", "t", 0, "SUBSCRIBED_TOPIC", None, False)), AS_OF, days=28)
+    chart = charts.expiry_chart(offsets(("n", "t", 0, "SUBSCRIBED_TOPIC", None, False)), AS_OF, days=28)
     assert chart.figure is None
     assert chart.note == "no offset expires in the 28 days after as_of."
 
@@ -116,20 +118,20 @@ def test_groups_are_counted_by_type_state_and_whether_the_sweep_removes_them():
         ("d", "consumer", "Stable", False),
         ("e", "classic", "Stable", None),  # no verdict reads as kept
     )
-    assert report.groups_by_verdict(table) == [
-        report.GroupCount("classic", "Empty", False, 1),
-        report.GroupCount("classic", "Empty", True, 2),
-        report.GroupCount("classic", "Stable", False, 1),
-        report.GroupCount("consumer", "Stable", False, 1),
+    assert numbers.groups_by_verdict(table) == [
+        numbers.GroupCount("classic", "Empty", False, 1),
+        numbers.GroupCount("classic", "Empty", True, 2),
+        numbers.GroupCount("classic", "Stable", False, 1),
+        numbers.GroupCount("consumer", "Stable", False, 1),
     ]
-    removed, kept = report.groups_chart(table).figure["data"]
+    removed, kept = charts.groups_chart(table).figure["data"]
     assert removed["x"] == ["classic · Empty", "classic · Stable", "consumer · Stable"]
     assert removed["y"] == [2, 0, 0]
     assert kept["y"] == [1, 1, 1]
 
 
 def test_the_whatif_curve_shows_retention_in_days_against_offsets_expired_and_groups_deleted():
-    chart = report.whatif_chart(whatif((10080, 40, 2), (1440, 90, 6), (43200, 5, 0)))
+    chart = charts.whatif_chart(whatif((10080, 40, 2), (1440, 90, 6), (43200, 5, 0)))
     expired, deleted = chart.figure["data"]
     assert expired["x"] == [1, 7, 30] and deleted["x"] == [1, 7, 30]
     assert expired["y"] == [90, 40, 5]
@@ -139,7 +141,7 @@ def test_the_whatif_curve_shows_retention_in_days_against_offsets_expired_and_gr
 
 
 def test_without_a_whatif_run_the_page_says_which_command_makes_one():
-    chart = report.whatif_chart(None)
+    chart = charts.whatif_chart(None)
     assert chart.figure is None
     assert chart.note.startswith("no what-if run in this folder: run offset-audit whatif ")
 
@@ -152,9 +154,9 @@ def test_lag_by_group_sums_partitions_and_keeps_the_stale_part():
         ("left", "t", 0, "SUBSCRIBED_TOPIC", None, False, 100, 0),
         ("unknown", "t", 0, "SUBSCRIBED_TOPIC", None, False, None, None),  # no end offset for it
     )
-    assert report.lag_by_group(table) == [report.GroupLag("busy", 1200, 0), report.GroupLag("left", 1000, 900)]
-    assert report.lag_by_group(table, top=1) == [report.GroupLag("busy", 1200, 0)]
-    consumed, stale = report.lag_chart(table).figure["data"]
+    assert numbers.lag_by_group(table) == [numbers.GroupLag("busy", 1200, 0), numbers.GroupLag("left", 1000, 900)]
+    assert numbers.lag_by_group(table, top=1) == [numbers.GroupLag("busy", 1200, 0)]
+    consumed, stale = charts.lag_chart(table).figure["data"]
     assert consumed["y"] == ["busy", "left"] and consumed["x"] == [1200, 100]
     assert stale["x"] == [0, 900]
 
@@ -164,13 +166,13 @@ def test_lag_sums_are_exact_past_the_largest_long():
     table = offsets(
         ("g", "t", 0, "SUBSCRIBED_TOPIC", None, False, huge, 0), ("g", "t", 1, "SUBSCRIBED_TOPIC", None, False, huge, 0)
     )
-    assert report.lag_by_group(table) == [report.GroupLag("g", 2**63, 0)]
+    assert numbers.lag_by_group(table) == [numbers.GroupLag("g", 2**63, 0)]
 
 
 def test_without_end_offsets_there_is_no_lag_chart():
     table = offsets(("g", "t", 0, "SUBSCRIBED_TOPIC", None, False))
-    assert report.lag_by_group(table) == []
-    assert report.lag_chart(table).note == "no lag in this snapshot: audit with --end-offsets FILE to see it."
+    assert numbers.lag_by_group(table) == []
+    assert charts.lag_chart(table).note == "no lag in this snapshot: audit with --end-offsets FILE to see it."
 
 
 def test_a_snapshots_totals_count_expired_offsets_those_expiring_within_a_week_and_lag():
@@ -180,24 +182,24 @@ def test_a_snapshots_totals_count_expired_offsets_those_expiring_within_a_week_a
         ("g", "t", 2, "EMPTY_GROUP", AS_OF + 8 * DAY, False, 30, 0),
         ("g", "t", 3, "SUBSCRIBED_TOPIC", None, False, None, None),
     )
-    totals = report.snapshot_totals(Snapshot("s1", AS_OF, 10080), table)
-    assert totals == report.SnapshotTotals("s1", AS_OF, offsets=4, expired=1, expiring_soon=1, lag=60)
+    totals = numbers.snapshot_totals(Snapshot("s1", AS_OF, 10080), table)
+    assert totals == numbers.SnapshotTotals("s1", AS_OF, offsets=4, expired=1, expiring_soon=1, lag=60)
     no_lag = offsets(("g", "t", 0, "EMPTY_GROUP", AS_OF - DAY, True))
-    assert report.snapshot_totals(Snapshot("s0", AS_OF, 10080), no_lag).lag is None
+    assert numbers.snapshot_totals(Snapshot("s0", AS_OF, 10080), no_lag).lag is None
 
 
 def test_history_draws_each_snapshot_by_as_of_and_needs_two_of_them():
-    first = report.SnapshotTotals("s1", AS_OF, 10, 1, 5, None)
-    second = report.SnapshotTotals("s2", AS_OF + 3 * DAY, 10, 4, 2, 1234)
-    expired, soon, lag = report.history_chart([first, second]).figure["data"]
+    first = numbers.SnapshotTotals("s1", AS_OF, 10, 1, 5, None)
+    second = numbers.SnapshotTotals("s2", AS_OF + 3 * DAY, 10, 4, 2, 1234)
+    expired, soon, lag = charts.history_chart([first, second]).figure["data"]
     assert expired["x"] == ["2026-03-01 12:00:00", "2026-03-04 12:00:00"]
     assert (expired["y"], soon["y"], lag["y"]) == ([1, 4], [5, 2], [None, 1234])
-    assert report.history_chart([first]).figure is None
+    assert charts.history_chart([first]).figure is None
 
 
 def test_partitions_of_a_candidate_are_written_as_ranges():
-    assert report.partition_ranges([7, 0, 1, 2, 3, 9, 10]) == "0-3, 7, 9-10"
-    assert report.partition_ranges([4]) == "4"
+    assert numbers.partition_ranges([7, 0, 1, 2, 3, 9, 10]) == "0-3, 7, 9-10"
+    assert numbers.partition_ranges([4]) == "4"
 
 
 def test_deletion_candidates_are_grouped_by_topic_and_ordered_by_priority_then_lag():
@@ -208,7 +210,7 @@ def test_deletion_candidates_are_grouped_by_topic_and_ordered_by_priority_then_l
         (1, "UNSUBSCRIBED_TOPIC_OF_ACTIVE_GROUP", "big", "gone", 3, 5000),
         (2, "EXPIRED_AWAITING_SWEEP", "done", "t", 2, None),
     )
-    rows = report.top_candidates(table)
+    rows = numbers.top_candidates(table)
     assert [(r["group_id"], r["topic"], r["partitions"], r["priority"], r["lag"]) for r in rows] == [
         ("big", "gone", "3", 1, 5000),
         ("app", "old", "0-1", 1, 20),
@@ -224,7 +226,7 @@ def test_the_soonest_expiries_are_those_not_yet_expired_first_to_go():
         ("soon", "t", 1, "SIMPLE_GROUP", AS_OF + HOUR, False),
         ("never", "t", 0, "SUBSCRIBED_TOPIC", None, False),
     )
-    rows = report.soonest_expiries(table)
+    rows = numbers.soonest_expiries(table)
     assert [(r["group_id"], r["partition"], r["rule"]) for r in rows] == [
         ("soon", 1, "SIMPLE_GROUP"),
         ("late", 0, "EMPTY_GROUP"),
@@ -253,8 +255,8 @@ def hostile_audit() -> report.Audit:
         groups=groups(*[(g, "classic", "Empty", True) for g in names]),
         candidates=candidates(*[(3, "INACTIVE_GROUP", g, QUOTED_TOPIC, 0, 100) for g in names]),
         history=[
-            report.SnapshotTotals("<i>old</i>", AS_OF - DAY, 2, 0, 2, None),
-            report.SnapshotTotals('snap"><script>window.pwned = 3</script>', AS_OF, 2, 0, 2, 300),
+            numbers.SnapshotTotals("<i>old</i>", AS_OF - DAY, 2, 0, 2, None),
+            numbers.SnapshotTotals('snap"><script>window.pwned = 3</script>', AS_OF, 2, 0, 2, 300),
         ],
     )
 
@@ -282,11 +284,11 @@ def test_names_from_the_dump_are_escaped_in_html_and_in_the_figures_json():
 
 def test_chart_text_uses_only_entities_plotly_decodes():
     # plotly decodes &amp; &lt; &gt; and numeric entities, once, and not &quot;
-    assert report.chart_text("a\"b'c&amp;<br>") == "a&#34;b&#x27;c&amp;amp;&lt;br&gt;"
+    assert charts.chart_text("a\"b'c&amp;<br>") == "a&#34;b&#x27;c&amp;amp;&lt;br&gt;"
 
 
 def test_chart_labels_are_escaped_for_plotly_which_reads_them_as_html():
-    chart = report.lag_chart(hostile_audit().partitions)
+    chart = charts.lag_chart(hostile_audit().partitions)
     ticks = chart.figure["layout"]["yaxis"]["ticktext"]
     assert "&lt;img src=x onerror=&#34;window.pwned = 2&#34;&gt;" in ticks
 
@@ -362,7 +364,7 @@ def test_group_lag_matches_group_verdicts_lag_total(audited):
     verdicts = read_snapshot(str(audited), "group_verdicts", newest)
     assert "lag_total" in verdicts.column_names, "group_verdicts lost its lag_total column"
     partitions = read_snapshot(str(audited), "partition_verdicts", newest, columns=report.PARTITION_COLUMNS)
-    summed = {g.group_id: g.lag for g in report.lag_by_group(partitions, top=10**6)}
+    summed = {g.group_id: g.lag for g in numbers.lag_by_group(partitions, top=10**6)}
     stored = {r["group_id"]: r["lag_total"] for r in verdicts.to_pylist() if r["lag_total"] is not None}
     assert stored and all(summed[g] == lag for g, lag in stored.items())
 
@@ -404,5 +406,5 @@ def test_hostile_names_show_as_text_and_run_nothing_in_chromium(tmp_path, chromi
     text = chromium.evaluate("document.body.innerText")
     assert SCRIPT_GROUP in text and IMG_GROUP in text and QUOTED_TOPIC in text
     ticks = chromium.evaluate("document.querySelector('#chart-lag').textContent")
-    assert IMG_GROUP in ticks and SCRIPT_GROUP[: report.AXIS_LABEL_CHARS - 1] + "…" in ticks  # cut on the axis
+    assert IMG_GROUP in ticks and SCRIPT_GROUP[: charts.AXIS_LABEL_CHARS - 1] + "…" in ticks  # cut on the axis
     assert chromium.problems() == []

@@ -12,9 +12,9 @@ from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage, is_remote, normalize, replace_file
-from offset_audit.views.html_report import DEFAULT_DAYS
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 from offset_audit.views.metric_scope import GRANULARITIES, MIN_SAMPLES
+from offset_audit.views.report_numbers import DEFAULT_DAYS
 
 # node_exporter's textfile collector reads only files named *.prom.
 TEXTFILE = (".prom", "the only files node_exporter's textfile collector reads")

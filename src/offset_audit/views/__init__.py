@@ -8,6 +8,8 @@ folder's tables to text.
     metric_scope     which series `metrics` writes: granularity, filters, a sample budget
     pushgateway      a snapshot's metrics pushed to a Prometheus Pushgateway
     html_report      the report page: charts and tables in one self-contained HTML file
+    report_numbers   the numbers the report page shows, from an audit folder's tables
+    report_charts    the report page's plotly charts of those numbers
     kafka_commands   Kafka tool command lines built from names in the dump (delete plans, share groups)
     audit_folder     an audit's output folder read with delta-rs and pyarrow: snapshots, tables, the
                      deletion plan, sums that cannot overflow

@@ -1,0 +1,212 @@
+"""The numbers the `report` page shows, each a pure function of an audit folder's pyarrow tables: offsets
+expiring per day, groups by verdict, what-if points, lag per group, every snapshot's totals, the top
+candidates and the soonest expiries. `report_charts` draws them; `html_report` lays out the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offset_audit.views.audit_folder import EXACT, Snapshot, exact, sums_per_group
+
+DEFAULT_DAYS = 28
+# The history chart's second line: offsets a dashboard will see vanish within a week.
+SOON_DAYS = 7
+TOP_ROWS = 20
+DAY_MS = 86_400_000
+# The rules under which an offset expires by time (rules.TIME_RULES, the broker's order). Named here
+# rather than imported: rules.py builds Spark columns, and the report must not load pyspark.
+EXPIRING_RULES = ("EXPLICIT_EXPIRE_TIMESTAMP", "EMPTY_GROUP", "SIMPLE_GROUP", "UNSUBSCRIBED_TOPIC")
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A datetime from a table or a test, as an aware UTC datetime (a naive one is UTC, as Delta's are)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _ms_after(column: pa.ChunkedArray, moment: datetime) -> pa.ChunkedArray:
+    """Milliseconds from `moment` to each timestamp of `column` (null stays null)."""
+    instants = column.cast(pa.timestamp("ms", "UTC"))
+    return pc.milliseconds_between(pa.scalar(as_utc(moment), pa.timestamp("ms", "UTC")), instants)
+
+
+def _pending(partitions: pa.Table) -> pa.Table:
+    """Offsets not yet expired that will expire by time (expires_at set; null is never)."""
+    not_expired = pc.invert(pc.fill_null(partitions["expired"], False))
+    return partitions.filter(pc.and_(not_expired, pc.is_valid(partitions["expires_at"])))
+
+
+@dataclass(frozen=True)
+class ExpiryDays:
+    """Offsets expiring per day after as_of: day k runs from as_of + k days for 24 hours."""
+
+    starts: list[datetime]
+    by_rule: dict[str, list[int]]  # rule -> offsets per day, rules that have some, in the broker's order
+
+
+def expiring_per_day(partitions: pa.Table, as_of: datetime, days: int = DEFAULT_DAYS) -> ExpiryDays:
+    """How many offsets not yet expired at `as_of` expire within each of the `days` days after it, by the
+    rule that decides their expiry (columns rule, expires_at, expired of partition_verdicts)."""
+    pending = _pending(partitions)
+    day = pc.floor(pc.divide(pc.cast(_ms_after(pending["expires_at"], as_of), pa.float64()), DAY_MS))
+    within = pc.and_(pc.greater_equal(day, 0), pc.less(day, days))
+    counted = pa.table({"rule": pending["rule"], "day": pc.cast(day, pa.int64())}).filter(within)
+    counts = counted.group_by(["rule", "day"], use_threads=False).aggregate([("day", "count")])
+    by_rule: dict[str, list[int]] = {}
+    for row in counts.to_pylist():
+        by_rule.setdefault(row["rule"], [0] * days)[row["day"]] += row["day_count"]
+    order = [*EXPIRING_RULES, *sorted(set(by_rule) - set(EXPIRING_RULES))]
+    start = as_utc(as_of)
+    return ExpiryDays(
+        starts=[start + timedelta(days=k) for k in range(days)],
+        by_rule={rule: by_rule[rule] for rule in order if rule in by_rule},
+    )
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    group_type: str | None
+    group_state: str | None
+    would_delete: bool
+    groups: int
+
+
+def groups_by_verdict(groups: pa.Table) -> list[GroupCount]:
+    """Groups by type, state and whether the next sweep removes them (group_verdicts.would_delete)."""
+    keyed = pa.table(
+        {
+            "group_type": groups["group_type"],
+            "group_state": groups["group_state"],
+            "would_delete": pc.fill_null(groups["would_delete"], False),
+        }
+    )
+    counts = keyed.group_by(["group_type", "group_state", "would_delete"], use_threads=False).aggregate(
+        [([], "count_all")]
+    )
+    rows = [
+        GroupCount(r["group_type"], r["group_state"], r["would_delete"], r["count_all"]) for r in counts.to_pylist()
+    ]
+    return sorted(rows, key=lambda r: (r.group_type or "", r.group_state or "", r.would_delete))
+
+
+@dataclass(frozen=True)
+class WhatIfPoint:
+    as_of: datetime
+    retention_minutes: int
+    offsets_expired: int
+    offsets_total: int
+    groups_deleted: int
+    groups_total: int
+
+
+def whatif_points(whatif: pa.Table) -> list[WhatIfPoint]:
+    """One what-if snapshot's scenarios, by as_of then retention."""
+    rows = whatif.sort_by([("as_of", "ascending"), ("retention_minutes", "ascending")]).to_pylist()
+    return [
+        WhatIfPoint(
+            as_utc(r["as_of"]),
+            r["retention_minutes"],
+            r["offsets_expired"],
+            r["offsets_total"],
+            r["groups_deleted"],
+            r["groups_total"],
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    group_id: str
+    lag: int
+    stale_lag: int  # the part of `lag` on partitions the group does not consume
+
+
+def _has_values(table: pa.Table, column: str) -> bool:
+    return column in table.column_names and table[column].null_count < table.num_rows
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)
+
+
+def lag_by_group(partitions: pa.Table, top: int = TOP_ROWS) -> list[GroupLag]:
+    """The `top` groups by lag (the sum over their partitions), with their stale lag; empty when the
+    audit had no end offsets (lag all null)."""
+    if not _has_values(partitions, "lag"):
+        return []
+    totals = sums_per_group(partitions, "lag", "stale_lag")
+    ordered = totals.sort_by([("lag_sum", "descending"), ("group_id", "ascending")]).slice(0, top)
+    return [GroupLag(r["group_id"], int(r["lag_sum"]), _int(r["stale_lag_sum"]) or 0) for r in ordered.to_pylist()]
+
+
+@dataclass(frozen=True)
+class SnapshotTotals:
+    """What the history chart shows of one snapshot."""
+
+    snapshot_id: str
+    as_of: datetime
+    offsets: int
+    expired: int
+    expiring_soon: int  # not expired, expiring within SOON_DAYS of as_of
+    lag: int | None  # null without end offsets
+
+
+def snapshot_totals(snapshot: Snapshot, partitions: pa.Table, soon_days: int = SOON_DAYS) -> SnapshotTotals:
+    """Totals of one snapshot's partition_verdicts (columns expires_at, expired, lag)."""
+    expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
+    pending = _pending(partitions)
+    soon = pc.less(_ms_after(pending["expires_at"], snapshot.as_of), soon_days * DAY_MS)
+    lag = _int(pc.sum(partitions["lag"].cast(EXACT)).as_py()) if _has_values(partitions, "lag") else None
+    return SnapshotTotals(
+        snapshot.snapshot_id,
+        as_utc(snapshot.as_of),
+        partitions.num_rows,
+        expired,
+        pc.sum(pc.cast(soon, pa.int64())).as_py() or 0,
+        lag,
+    )
+
+
+def partition_ranges(partitions: list[int]) -> str:
+    """`[0, 1, 2, 3, 7]` -> `0-3, 7`."""
+    spans: list[list[int]] = []
+    for number in sorted(set(partitions)):
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def top_candidates(candidates: pa.Table, top: int = TOP_ROWS) -> list[dict]:
+    """Deletion candidates by group, topic and reason (partitions together), most useful first: by
+    priority, then the most lag."""
+    keys = ["priority", "reason", "group_id", "topic"]
+    grouped = (
+        exact(candidates, "lag").group_by(keys, use_threads=False).aggregate([("partition", "list"), ("lag", "sum")])
+    )
+    rows = grouped.to_pylist()
+    rows.sort(key=lambda r: (r["priority"], -(r["lag_sum"] or 0), r["group_id"], r["topic"]))
+    return [
+        {
+            "group_id": r["group_id"],
+            "topic": r["topic"],
+            "partitions": partition_ranges(r["partition_list"]),
+            "reason": r["reason"],
+            "priority": r["priority"],
+            "lag": _int(r["lag_sum"]),
+        }
+        for r in rows[:top]
+    ]
+
+
+def soonest_expiries(partitions: pa.Table, top: int = TOP_ROWS) -> list[dict]:
+    """The offsets not yet expired that expire first."""
+    pending = _pending(partitions).select(["group_id", "topic", "partition", "rule", "expires_at"])
+    order = [("expires_at", "ascending"), ("group_id", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
+    return pending.sort_by(order).slice(0, top).to_pylist()
