@@ -13,6 +13,13 @@ from offset_audit.coordinator.versions import parse_version
 from offset_audit.decoding.records import modern_row
 from offset_audit.layouts.codec import DecodedValue
 from offset_audit.layouts.tables import table_schema
+from offset_audit.share.group_findings import (
+    assignment_findings,
+    broker_setting_findings,
+    limit_findings,
+    partition_source,
+)
+from offset_audit.share.group_table import share_group_rows
 from offset_audit.share.groups import (
     ASSIGNMENT_DIFFERS,
     ASSIGNMENT_NOT_COMPUTED,
@@ -28,12 +35,7 @@ from offset_audit.share.groups import (
     UNASSIGNED_PARTITION,
     UNREAD_BROKER_SETTING,
     ShareGroup,
-    assignment_findings,
-    broker_setting_findings,
-    limit_findings,
-    partition_source,
     replay_share_groups,
-    share_group_rows,
 )
 from offset_audit.share.java_order import TimelineKeys, string_hash
 from offset_audit.share.limits import DELIVERY_COUNT_LIMIT, MAX_GROUPS, MAX_SIZE, check_settings, effective_limits

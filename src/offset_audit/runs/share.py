@@ -195,8 +195,9 @@ def run_share(
     bootstrap: str = '"$BOOTSTRAP_SERVER"',
 ) -> ShareResult:
     """Replay every share-partition's state, audit the share groups, write the share tables."""
+    from offset_audit.share import group_findings, limits, state_findings
     from offset_audit.share import groups as share_groups
-    from offset_audit.share import limits, state_findings
+    from offset_audit.share.group_table import share_group_rows
 
     settings = resolved(settings, inputs, share=True)
     storage = for_settings(settings)
@@ -244,11 +245,11 @@ def run_share(
     partition_rows = tables["share_partitions"].to_pylist()
     groups = share_groups.replay_share_groups(group_rows)
     has_state = {r["group_id"] for r in partition_rows}
-    group_table = share_groups.share_group_rows(groups, has_state, bootstrap)
+    group_table = share_group_rows(groups, has_state, bootstrap)
     observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
-    findings = share_groups.broker_setting_findings(setting_findings)
-    findings += share_groups.assignment_findings(groups, version)
-    findings += share_groups.limit_findings(groups, observations, effective)
+    findings = group_findings.broker_setting_findings(setting_findings)
+    findings += group_findings.assignment_findings(groups, version)
+    findings += group_findings.limit_findings(groups, observations, effective)
     findings += state_findings.moved_back_findings(partition_rows)
     report.format_notes.update(state_findings.writer_notes(partition_rows, version))
     # The key columns of __consumer_offsets records whose value was unreadable: share state keys are

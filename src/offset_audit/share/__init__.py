@@ -9,7 +9,9 @@ group coordinator holds, their assignment and the broker's limits (`offset-audit
     onepass    the one Spark pass: read, decode and fold in the tasks
     job        the record-by-record route, and the KIP-932 draft's control records
     chain      the KIP-932 draft's checkpoint and delta chains
-    groups     share groups from __consumer_offsets (types 9-15), and what to act on
+    groups     share groups from __consumer_offsets (types 9-15), replayed as the coordinator loads them
+    group_table     the share_groups rows: each group, and the ones left behind with their delete command
+    group_findings  share_findings about groups: the stored assignment, the broker limits
     assignor   the target assignment 4.1's SimpleAssignor computes, and how a stored one compares
     balanced_assignor  the 4.2+ SimpleAssignor's balanced builders
     java_order the JVM's HashMap and HashSet iteration, which the 4.2+ builders depend on

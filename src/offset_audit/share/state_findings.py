@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from offset_audit.coordinator.versions import BrokerVersion
-from offset_audit.share.groups import finding_row
+from offset_audit.share.group_findings import finding_row
 
 START_OFFSET_MOVED_BACK = "START_OFFSET_MOVED_BACK"
 
