@@ -10,8 +10,9 @@
 Either way a commit is atomic: readers see the previous version of the table until it lands, and each
 writer reads and appends to the other's tables (protocol 1/2, no column mapping, no deletion vectors).
 Two runs committing to one table at once both land: delta-rs retries on the next version, and on S3
-commits with the store's conditional writes (put-if-absent); delta-spark's commits that conflict are
-written again (SPARK_COMMIT_ATTEMPTS). On S3 delta-spark's default log store is safe only within one
+commits with the store's conditional writes (put-if-absent); a commit of either writer whose conflict
+check fails (both replaced the whole table) is made again on the table as it now is
+(DELTA_RS_COMMIT_ATTEMPTS, SPARK_COMMIT_ATTEMPTS). On S3 delta-spark's default log store is safe only within one
 driver: concurrent drivers need its DynamoDB log store (docs/cluster.md).
 """
 
@@ -55,6 +56,11 @@ SPARK_TABLE_PROPERTIES = {**TABLE_PROPERTIES, "delta.enableDeletionVectors": "fa
 # at once) fails with one of io.delta.exceptions' Concurrent*/MetadataChanged/ProtocolChanged
 # exceptions, and is written again on the table as it now is, this many times at most.
 SPARK_COMMIT_ATTEMPTS = 10
+# delta-rs' commits likewise: a commit whose check against a concurrent one fails (CommitFailedError: two
+# audits into one folder both replace the whole decoded/ tables at once) is made again on the table as it
+# now is, with the same files. Replacing the whole table again is what the later run would have done
+# alone; replacing its own snapshot's partition touches nothing the other wrote.
+DELTA_RS_COMMIT_ATTEMPTS = 10
 _CONFLICTS = re.compile(
     r"io\.delta\.exceptions\.(Concurrent\w+|MetadataChanged|ProtocolChanged)Exception|DeltaConcurrentModificationException"
 )
@@ -339,13 +345,16 @@ def commit_files(
     options = storage.delta_options
     partition_filters = [(k, "=", v) for k, v in (replace_where or {}).items()] or None
     if DeltaTable.is_deltatable(table_dir, storage_options=options):
-        DeltaTable(table_dir, storage_options=options).create_write_transaction(
-            actions,
-            mode=mode,
-            schema=arrow_schema,
-            partition_by=partition_by,
-            partition_filters=partition_filters,
-            commit_properties=commit_properties(run_id),
+        _commit_again_on_conflict(
+            table_dir,
+            lambda: DeltaTable(table_dir, storage_options=options).create_write_transaction(
+                actions,
+                mode=mode,
+                schema=arrow_schema,
+                partition_by=partition_by,
+                partition_filters=partition_filters,
+                commit_properties=commit_properties(run_id),
+            ),
         )
     else:
         create_table_with_add_actions(
@@ -359,6 +368,27 @@ def commit_files(
             commit_properties=commit_properties(run_id),
         )
     return committed_version(table_dir, run_id, storage)
+
+
+def _commit_again_on_conflict(table_dir: str, commit) -> None:
+    """Run `commit` (which reads the table's newest version itself) until it lands, as delta-spark's
+    commits are (SPARK_COMMIT_ATTEMPTS), saying on stderr when another writer came first."""
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(1, DELTA_RS_COMMIT_ATTEMPTS + 1):
+        try:
+            commit()
+            return
+        except CommitFailedError as err:
+            if attempt == DELTA_RS_COMMIT_ATTEMPTS:
+                raise
+            reason = str(err).split("\n", 1)[0]
+            print(
+                f"offset-audit: {basename(table_dir)}: another writer committed first ({reason}); committed "
+                f"again on its commit (attempt {attempt + 1})",
+                file=sys.stderr,
+            )
+            time.sleep(random.uniform(0.1, 0.5) * attempt)
 
 
 _WRITTEN = parse_type("struct<path:string,rows:bigint,size:bigint,partition_value:string>")
