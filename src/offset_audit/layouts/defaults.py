@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
-_INT_RANGES = {
+# Kafka's integer types and the values each holds (the generator's and the JSON converters' range checks).
+INT_RANGES = {
     "int8": (-(1 << 7), (1 << 7) - 1),
     "int16": (-(1 << 15), (1 << 15) - 1),
     "uint16": (0, (1 << 16) - 1),
@@ -44,7 +45,7 @@ def _int(spec: FieldSpec, text: str) -> int:
         value = int(digits, base)
     except ValueError:
         raise InvalidDefault(f"invalid default for {spec.type} field {spec.name}: {text!r}") from None
-    low, high = _INT_RANGES[spec.type]
+    low, high = INT_RANGES[spec.type]
     if not low <= value <= high:
         raise InvalidDefault(f"invalid default for {spec.type} field {spec.name}: {text!r} is out of range")
     return value
@@ -90,7 +91,7 @@ def default_value(spec: FieldSpec, version: int) -> Any:
         return []
     if spec.is_struct:
         return {f.name: default_value(f, version) for f in spec.fields if version in f.versions}
-    if spec.type in _INT_RANGES:
+    if spec.type in INT_RANGES:
         return _int(spec, text)
     if spec.type == "bool":
         if text.lower() not in ("", "true", "false"):

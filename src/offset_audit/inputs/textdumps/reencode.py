@@ -24,23 +24,14 @@ from functools import cache, lru_cache
 from typing import Any
 
 from offset_audit import constants as K
+from offset_audit.layouts.defaults import INT_RANGES, ZERO_UUID
 from offset_audit.layouts.encoder import encode_consumer_protocol, encode_key, encode_struct, uvarint
 from offset_audit.layouts.spec import FieldSpec, RecordLayout, ValueLayout, protocol_layout, record_layouts
-
-ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 # ControlRecordType ids of the transaction markers (clients/.../ControlRecordType.java).
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
 CONTROL_TYPES = {"ABORT": CONTROL_ABORT, "COMMIT": CONTROL_COMMIT}
-
-_INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1),
-    "uint16": (0, (1 << 16) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1),
-}
 
 # The versions the offset-commit fast path writes (OffsetCommitValue, reference 2.3).
 OFFSET_COMMIT_VERSIONS = range(0, 5)
@@ -181,8 +172,8 @@ _STRUCT_READERS: dict[tuple[int, int], tuple[tuple[FieldSpec, ...], StructReader
 def _primitive_reader(type_: str) -> Callable[[Any, str], Any]:
     """Checks one JSON scalar against a Kafka type and returns the encoder's value; `where` names it in
     errors."""
-    if type_ in _INT_RANGES:
-        low, high = _INT_RANGES[type_]
+    if type_ in INT_RANGES:
+        low, high = INT_RANGES[type_]
 
         def read_int(value: Any, where: str) -> int:
             # type() and not isinstance(): JSON true must not pass as the integer 1.
