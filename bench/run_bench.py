@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
@@ -173,7 +173,7 @@ def bench_segments(spark, records: int, seed: int, compression: str, parquet_dec
 def bench_share(spark, records: int, seed: int, parquet_decode_s: float) -> dict:
     """`share` on a generated __share_group_state dump (the share groups of a 300k-record cluster) of
     `records` records, against `decode` of a Parquet __consumer_offsets dump of as many records."""
-    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.share_world import generate_share_state
     from offset_audit.runs.share import run_share
 
     path = cached(

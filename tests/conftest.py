@@ -88,7 +88,7 @@ def audited(spark, tmp_path_factory) -> Path:
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.runs.audit import run_audit
     from offset_audit.runs.config import load_settings
     from offset_audit.runs.whatif import run_whatif

@@ -303,3 +303,55 @@ def test_every_name_the_package_defines_is_used_by_the_package():
     unused = {name: where for name, where in defined.items() if read.get(name, 0) <= 0}
     assert set(unused) - set(USED_BY_TESTS_ONLY) == set(), unused
     assert set(USED_BY_TESTS_ONLY) <= set(unused), "used by the package now: take it off USED_BY_TESTS_ONLY"
+
+
+CITATION = re.compile(r"\b[Rr]eference (\d+(?:\.\d+)?)\b")
+HEADING = re.compile(r"(?m)^#{2,3} (\d+(?:\.\d+)?)[. ]")
+
+
+def _unresolved(texts: dict[str, str], reference: str) -> list[str]:
+    """`file:line: reference N.N` for each citation with no heading numbered N.N in the reference, and for
+    each mention of the seeds (the KIP texts outside the repository), which nobody who clones can follow."""
+    headings = set(HEADING.findall(reference))
+    wrong = []
+    for name, text in texts.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            wrong += [f"{name}:{number}: reference {n}" for n in CITATION.findall(line) if n not in headings]
+            if re.search(r"\bseeds?[ /]0\d\d", line):
+                wrong.append(f"{name}:{number}: cites a seed; cite the reference section that says it")
+    return wrong
+
+
+def test_every_citation_resolves_to_a_section_of_the_reference():
+    """Comments cite "reference 4.3"; docs/reference.md must hold a section numbered 4.3."""
+    paths = [*modules(), *(ROOT / "schemas").rglob("*.json"), *ROOT.joinpath("jobs").rglob("*.py")]
+    paths += [p for p in DOCS.glob("*.md") if p.name != "reference.md"] + [ROOT / "README.md"]
+    texts = {str(p.relative_to(ROOT)): p.read_text() for p in paths}
+    assert not _unresolved(texts, (DOCS / "reference.md").read_text())
+
+
+def test_the_citation_check_sees_a_dangling_citation():
+    reference = "# Reference\n\n## 2. Records\n\n### 2.9 Share state\n"
+    assert _unresolved({"a.py": "# see reference 2.9 and reference 2"}, reference) == []
+    assert _unresolved({"a.py": "x\n# reference 2.10 (seed 004)"}, reference) == [
+        "a.py:2: reference 2.10",
+        "a.py:2: cites a seed; cite the reference section that says it",
+    ]
+
+
+def test_no_two_modules_share_a_file_name_unless_each_names_the_other():
+    """A file name says what a module holds; two alike are allowed only where they mirror each other by
+    design, and each module's docstring names the other's path, so a reader who opens one finds both."""
+    by_name: dict[str, list[Path]] = {}
+    for path in modules():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(path)
+    wrong = []
+    for paths in (p for p in by_name.values() if len(p) > 1):
+        for path in paths:
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            others = [
+                str(o.relative_to(PACKAGE)) for o in paths if o != path and str(o.relative_to(PACKAGE)) not in doc
+            ]
+            wrong += [f"{path.relative_to(PACKAGE)} shares its name with {other}" for other in others]
+    assert not wrong, wrong

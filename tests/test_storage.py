@@ -78,7 +78,7 @@ def test_a_malformed_storage_option_is_one_sentence(flag, tmp_path):
 
 
 def test_relative_paths_reach_the_run_absolute(spark, tmp_path, monkeypatch):
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     generate_dump(str(tmp_path / "dump"), 200, seed=3)
     monkeypatch.chdir(tmp_path)

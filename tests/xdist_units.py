@@ -42,7 +42,7 @@ UNIT_SECONDS: dict[str, float] = {
     "tests/outputs/test_object_store.py": 145,
     "tests/coordinator/test_history.py": 120,
     DEMO_UNIT: 95,
-    "tests/share/test_live_share_groups.py": 45,
+    "tests/coordinator/share/test_live_share_groups.py": 45,
     "tests/views/test_hostile_names.py": 34,
     "tests/coordinator/test_live_delete_plan.py": 25,
     "tests/runs/test_audit.py": 27,

@@ -5,8 +5,8 @@ it may import (tests/test_layout.py holds it to that):
 
     inputs/       where raw records come from: snapshots, log segments, text dumps, the live topic
     decoding/     raw records -> typed rows of every decode table, or quarantine rows
-    coordinator/  the broker's model, no I/O: replay, rules, verdicts, history
-    share/        KIP-932 share groups: share-partition state, assignment, limits
+    coordinator/  the group coordinator's model, no I/O: replay, rules, verdicts, history, share groups
+    share_coordinator/  the share coordinator's model, no I/O: each share-partition's state (KIP-932)
     outputs/      Delta tables written (delta-rs or delta-spark), and read back
     views/        what people and programs read, no Spark: summaries, describe, JSON, metrics, HTML
     runs/         each command end to end; the SparkSession, settings, progress, preflight checks

@@ -95,7 +95,7 @@ def test_decode_prints_a_summary_that_adds_up(spark, tmp_path):
     the per-type lines) and are what the tables and the runs row hold."""
     from deltalake import DeltaTable
 
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     generate_dump(str(tmp_path / "dump"), 800, seed=2, corrupt=8)  # the eighth is of an unknown type
     result = run("decode", "--input", str(tmp_path / "dump"), "--output", str(tmp_path / "out"))
@@ -129,7 +129,7 @@ def test_generate_command(tmp_path):
 def test_whatif_and_audit_flags_reach_the_jobs(spark, tmp_path):
     from deltalake import DeltaTable
 
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     generate_dump(str(tmp_path / "dump"), 600, seed=3)
     result = run(
@@ -199,7 +199,7 @@ def test_anything_else_from_a_task_keeps_its_traceback(spark):
 
 @pytest.fixture(scope="module")
 def small_dump(tmp_path_factory):
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path_factory.mktemp("small") / "dump"
     generate_dump(str(folder), 300, seed=5)

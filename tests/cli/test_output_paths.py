@@ -90,7 +90,7 @@ def test_the_output_folder_of_a_run_gets_the_same_check(no_spark, small_dump, tm
 
 @pytest.fixture(scope="module")
 def small_dump(tmp_path_factory):
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path_factory.mktemp("small") / "dump"
     generate_dump(str(folder), 300, seed=5)

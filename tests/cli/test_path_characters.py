@@ -46,7 +46,7 @@ def test_an_audit_folder_delta_rs_cannot_read_is_refused_naming_the_character(no
 def test_every_other_character_is_a_path_for_every_command(spark, tmp_path):
     """One folder named with all of TAKEN holds the dump, the tables, the report, the metrics and the
     script; every command finds them there and writes nothing anywhere else."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path / TAKEN
     folder.mkdir()
@@ -85,7 +85,7 @@ def test_an_input_that_exists_is_that_path_not_a_pattern(spark, tmp_path):
     (neither by the tool's own glob nor by Spark's)."""
     import json
 
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     generate_dump(str(tmp_path / "in?x"), 2_000, seed=5)
     generate_dump(str(tmp_path / "in-x"), 2_000, seed=6)
@@ -103,7 +103,7 @@ def test_a_file_url_is_the_path_after_it_with_no_url_escapes(spark, tmp_path):
     """file:// takes the same characters as a bare path, and '%41' in it is those three characters."""
     import json
 
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path / f"in {TAKEN} %41"
     generate_dump(str(folder), 2_000, seed=5)

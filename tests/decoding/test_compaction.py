@@ -10,7 +10,7 @@ import pytest
 from vector_files import hex_bytes
 
 from offset_audit.decoding.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
-from offset_audit.decoding.fastpath import key_types
+from offset_audit.decoding.fast_commits import key_types
 
 
 def commits(rows: list[tuple]) -> pa.Table:
@@ -147,7 +147,7 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
     """Superseded records are never decoded (the second one is not even valid), yet the newest record
     timestamp still counts them: here the oldest record in the log has the newest timestamp."""
     from offset_audit.decoding.decoder import SKIPPED_SUPERSEDED
-    from offset_audit.outputs.direct import decode_to_files
+    from offset_audit.outputs.fast_write import decode_to_files
 
     base = 1_700_000_000_000
     rows = [

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 
 from offset_audit.coordinator.partitioner import java_string_hash, partition_for
 from offset_audit.decoding import records
-from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.layouts.codec import RecordCodec
 
 

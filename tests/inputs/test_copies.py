@@ -295,7 +295,7 @@ def test_kafka_dump_log_text_of_two_brokers_counts_once_and_a_marker_in_another_
 def test_share_state_segments_of_two_brokers_are_replayed_once(spark, tmp_path):
     """`share` reads __share_group_state folders through the same merge: the leader's and a follower's
     copies give the share tables of one copy, and the second copy's records are counted as duplicates."""
-    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.share_world import generate_share_state
     from offset_audit.generator.writers import snapshot_to_segments
     from offset_audit.runs.config import load_settings
     from offset_audit.runs.share import run_share

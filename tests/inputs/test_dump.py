@@ -7,7 +7,7 @@ import pytest
 from deltalake import write_deltalake
 
 from offset_audit.errors import UserError
-from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.inputs.snapshot import read_snapshot, to_raw_records
 
 

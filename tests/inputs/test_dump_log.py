@@ -567,7 +567,7 @@ def test_bytes_that_are_not_utf8_anywhere_in_a_line_cost_that_line_only(tmp_path
 
 
 def test_a_line_beyond_the_length_bound_is_one_error_row_and_reading_goes_on(tmp_path):
-    from offset_audit.inputs.textdumps.rows import bounded_lines
+    from offset_audit.inputs.textdumps.text_rows import bounded_lines
 
     path = tmp_path / "long.txt"
     good = "| offset: 5 CreateTime: 1 keySize: 12 valueSize: 28 sequence: -1 headerKeys: [] key: "

@@ -42,7 +42,7 @@ def rows(table: pa.Table) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def small_dump(tmp_path_factory):
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path_factory.mktemp("small") / "dump"
     generate_dump(str(folder), 300, seed=5)
@@ -390,7 +390,7 @@ def test_group_lag_totals_sum_the_partitions_whose_lag_is_known(spark):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A generated dump with the kafka-get-offsets.sh files of its cluster, and the same offsets as CSV."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     root = tmp_path_factory.mktemp("cluster")
     ends, starts = root / "latest.txt", root / "earliest.txt"

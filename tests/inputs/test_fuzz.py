@@ -16,7 +16,7 @@ from repo_paths import TEXT_DUMPS
 from vector_files import all_vectors
 
 from offset_audit.decoding import decoder, records
-from offset_audit.decoding.fastpath import decode_offset_commits
+from offset_audit.decoding.fast_commits import decode_offset_commits
 from offset_audit.inputs.segments.reader import read_segment
 from offset_audit.inputs.segments.writer import record_batch
 from offset_audit.inputs.textdumps.console import read_console_dump

@@ -150,7 +150,7 @@ def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(
     """The generated dump (every record type, corrupt records included) written as segment files of
     another shape must decode to the very same tables as the Kafka-source snapshot it came from, on the
     compiled segment walker and on the Python reader alone (decode.fast_path)."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.generator.writers import snapshot_to_segments
 
     generate_dump(str(tmp_path / "snapshot"), 1500, seed=5, corrupt=6)

@@ -23,7 +23,7 @@ DECODE_TABLES = ["offset_commits", "group_metadata", "group_members", "modern_gr
 @pytest.fixture(scope="module")
 def dumps(s3, tmp_path_factory):
     """The same records as a Parquet snapshot and as log segments, locally and in the bucket."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.generator.writers import snapshot_to_segments
 
     folder = tmp_path_factory.mktemp("dumps")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.outputs.scratch import OWNER, PREFIX, UNOWNED_GRACE_SECONDS, clear_dead_scratch
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings

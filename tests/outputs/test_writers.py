@@ -29,7 +29,7 @@ from offset_audit.cli.main import main
 @pytest.fixture(scope="module")
 def dump(spark, tmp_path_factory) -> str:
     """A generated dump; asks for the session first, so every command of this module runs in it."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     path = tmp_path_factory.mktemp("writers") / "dump"
     generate_dump(str(path), 4000, seed=11, corrupt=2)
@@ -102,7 +102,7 @@ def test_with_default_flags_either_writer_gives_the_same_verdicts_even_where_a_l
     """delta-rs runs decode each task's last record of a key, delta-spark runs decode every record: the
     verdicts must not depend on it, also for a key whose newest record is damaged, which only the
     delta-rs run leaves undecoded before it."""
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     dump = tmp_path / "dump"
     generate_dump(str(dump), 4000, seed=7, corrupt=12)

@@ -87,7 +87,7 @@ def checkout(tmp_path_factory):
         if any(sign in built.stderr for sign in PIP_UNREACHABLE):
             pytest.skip(f"`make package` could not fetch the executors' packages from PyPI: {said}")
         pytest.fail(f"`make package` could not build {command[-1]}: {said}")
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     generate_dump(str(folder / "dump"), RECORDS, seed=7, corrupt=12)
     return folder

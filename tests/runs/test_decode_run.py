@@ -6,7 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.decoding.decoder import TABLES as DECODE_TABLES
-from offset_audit.generator.dump import generate_dump
+from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
 
@@ -107,9 +107,9 @@ def test_dataframe_route_writes_the_same_tables_as_the_direct_route(spark, dump,
 
 
 def test_direct_route_from_a_dataframe_source_equals_the_pieces_route(spark, dump, decoded, tmp_path):
-    """Live Kafka and object stores reach the one-pass decoder as a DataFrame, not as file pieces."""
+    """Live Kafka and object stores reach the fast route as a DataFrame, not as file pieces."""
     from offset_audit.inputs.dump import load_raw_records
-    from offset_audit.outputs.direct import commit_decoded, decode_to_files
+    from offset_audit.outputs.fast_write import commit_decoded, decode_to_files
 
     report, output = decoded
     result = decode_to_files(

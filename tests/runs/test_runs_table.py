@@ -9,8 +9,8 @@ import pytest
 from deltalake import DeltaTable
 
 from offset_audit.coordinator import verdicts
-from offset_audit.generator.dump import generate_dump
-from offset_audit.generator.share import generate_share_state
+from offset_audit.generator.demo_dump import generate_dump
+from offset_audit.generator.share_world import generate_share_state
 from offset_audit.outputs.delta import RUN_ID_KEY
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings

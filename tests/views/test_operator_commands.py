@@ -22,7 +22,7 @@ def run(*args):
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory):
-    from offset_audit.generator.dump import generate_dump
+    from offset_audit.generator.demo_dump import generate_dump
 
     folder = tmp_path_factory.mktemp("ops") / "dump"
     generate_dump(str(folder), 3_000, seed=11, corrupt=2)
@@ -231,7 +231,7 @@ def test_describe_one_topic(no_spark, audited):
 
 
 def test_share_json_is_one_document(spark, tmp_path):
-    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.share_world import generate_share_state
 
     state = tmp_path / "share-state"
     generate_share_state(str(state), 2_000, seed=3, world_records=3_000, corrupt=1)

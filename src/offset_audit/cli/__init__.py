@@ -10,6 +10,6 @@
 
 Nothing outside cli/ parses flags; jobs/ (spark-submit) calls main.
 
-May import: the top-level modules, layouts, inputs, decoding, coordinator, share, outputs, views, runs,
+May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views, runs,
 generator.
 """

@@ -92,8 +92,8 @@ def generate(
     __share_group_state for the same cluster's share groups."""
     import tempfile
 
-    from offset_audit.generator.dump import generate_dump
-    from offset_audit.generator.share import generate_share_state
+    from offset_audit.generator.demo_dump import generate_dump
+    from offset_audit.generator.share_world import generate_share_state
     from offset_audit.generator.writers import snapshot_to_segments
 
     offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}

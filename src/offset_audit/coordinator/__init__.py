@@ -10,7 +10,16 @@ expiry sweep and OffsetDelete would do with it. Pure functions of DataFrames (th
     events       offset_history's event and cause names
     partitioner  which __consumer_offsets partition holds a group
 
+KIP-932 share groups, as the group coordinator holds them (`modern/share` in Kafka's group-coordinator):
+    share_groups     the share group records (types 9-15), replayed as the coordinator loads them
+    share_assignor   the target assignment 4.1's SimpleAssignor computes, and how a stored one compares
+    share_balanced_assignor   the 4.2+ SimpleAssignor's balanced builders
+    java_order       the JVM's HashMap and HashSet iteration, which the 4.2+ builders depend on
+    share_limits     the group.share.* broker settings checked, and the groups measured against them
+    share_findings   share_findings rows about groups: the stored assignment, the broker limits
+
 A new broker rule goes in rules.py (and, if it changes what is loaded, replay.py).
 
-May import: the top-level modules, layouts, decoding. Never inputs, outputs, views, runs or cli.
+May import: the top-level modules, layouts, decoding. Never inputs, outputs, views, runs or cli. (The
+share limits name share_coordinator's StateBatch in type hints only.)
 """

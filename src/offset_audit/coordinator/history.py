@@ -5,7 +5,7 @@ coordinator wrote is judged against the state the coordinator held just before i
 own code: the records of the group before the tombstone (its log prefix) go through the same replay
 (`replay.coordinator_groups`, last record wins) and the same rules (`verdicts.judged_offsets`,
 `rules.expires_at_ms`, `rules.is_expired`) at the tombstone's time. One implementation of the rules;
-history only chooses the moments.
+history only chooses the moments. (runs/history.py, named after the command, runs this one.)
 
 A prefix is per judged moment: every such moment gets its own copy of the group's earlier records,
 under a synthetic group id (`<position>\\0<group id>`), so that the unchanged replay functions rebuild

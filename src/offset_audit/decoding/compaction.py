@@ -27,7 +27,7 @@ _V1_OFFSET_KEY = b"\x00\x01"
 def compaction_keys(keys: pa.Array, key_types: np.ndarray) -> pa.Array:
     """The bytes under which raw records replace each other: the key itself, except that an offset
     commit key of version 0 counts as version 1 (same layout, and the same key to the coordinator).
-    `key_types` is `offset_audit.decoding.fastpath.key_types(keys)`."""
+    `key_types` is `offset_audit.decoding.fast_commits.key_types(keys)`."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     v0 = key_types == 0

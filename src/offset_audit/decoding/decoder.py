@@ -8,7 +8,7 @@ Two transports carry its result, chosen by the writer (see `offset_audit.outputs
 - `decode_records` + the table functions below: a DataFrame of offset-commit columns plus a JSON
   payload for the rare records, projected into one DataFrame per table. Pure DataFrame -> DataFrame;
   used with delta-spark sessions and in tests.
-- `offset_audit.outputs.direct`: one Spark pass in which each task decodes and writes its Parquet files
+- `offset_audit.outputs.fast_write`: one Spark pass in which each task decodes and writes its Parquet files
   itself, so decoded rows never travel back to the JVM (measured: `make bench`).
 """
 
@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 )
 
 from offset_audit.decoding import records
-from offset_audit.decoding.fastpath import decode_offset_commits
+from offset_audit.decoding.fast_commits import decode_offset_commits
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs import copies
 from offset_audit.layouts.codec import RecordCodec

@@ -27,7 +27,7 @@ GROUP_METADATA = "group_metadata"
 MODERN = "modern"
 OTHER = "other"
 QUARANTINE = "quarantine"
-# __share_group_state records (offset_audit.share.records), counted by the share command.
+# __share_group_state records (offset_audit.decoding.share_records), counted by the share command.
 SHARE_STATE = "share_state"
 RECORD_CLASSES = (OFFSET_COMMIT, GROUP_METADATA, MODERN, OTHER, QUARANTINE)
 # Classes whose records were decoded into a typed table (the others are kept raw).

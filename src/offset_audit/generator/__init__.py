@@ -4,10 +4,10 @@
     classic    classic groups' GroupMetadata records, and deleted groups' tombstones
     consumer   KIP-848 consumer groups' records
     streams    streams groups' records
-    share      share groups' records, and their state in __share_group_state
+    share_world  share groups' records, and their state in __share_group_state
     commits    the offset commits, in time-ordered chunks
     corrupt    records a broken producer, disk or copy could leave
-    dump       the __consumer_offsets dump end to end (generate_dump)
+    demo_dump  the __consumer_offsets dump end to end (generate_dump)
     writers    Kafka-source snapshot files, log segments rewritten from them, end offsets
 
 May import: the top-level modules, layouts, inputs, coordinator.

@@ -18,6 +18,7 @@
     transactions    COMMIT/ABORT markers: each transactional record committed, aborted or pending
     end_offsets, kafka_end_offsets   the partitions' log start and end offsets, for lag
     parquet_files   Parquet read by the Python workers as a DataFrame
+    broker_properties   a broker's server.properties, read as java.util.Properties.load reads it
 
 A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches (or a snapshot's
 columns), and a name in `dump.detect_format`. Only inputs/ and outputs/ touch files, Kafka or Delta.

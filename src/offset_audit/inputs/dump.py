@@ -43,8 +43,8 @@ KIP932_JSON = "kip932-json"
 @dataclass(frozen=True)
 class FileUnits:
     """Input that Python workers read themselves, one unit per task slot: pieces of local snapshot
-    files, or the files of a log dump. Skipping the JVM-to-Python transfer is what makes the one-pass
-    decoder fast (see `make bench`)."""
+    files, or the files of a log dump. Skipping the JVM-to-Python transfer is what makes the fast
+    route fast (see `make bench`)."""
 
     units: list[Any]
     read: Callable[[Any], Iterator[pa.RecordBatch]]  # a unit -> raw-record batches for the decoder
@@ -245,7 +245,7 @@ def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings,
 
 
 def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
-    """What the one-pass decoder reads: files Python workers read directly (local snapshots, log
+    """What the fast route reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
     several = settings.input_format in MERGED_FORMATS and len(_expand(inputs, for_settings(settings))) > 1

@@ -1,7 +1,7 @@
 """Decodes one coordinator record's key and value with the layouts in `schemas/records/`.
 
 This is the generic path: every record type and version, with exact errors. The vectorised reader in
-`offset_audit.decoding.fastpath` handles the common offset commits faster and defers to this one for anything
+`offset_audit.decoding.fast_commits` handles the common offset commits faster and defers to this one for anything
 unusual, and both are tested against the same byte vectors.
 """
 

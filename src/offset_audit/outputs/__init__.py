@@ -3,8 +3,9 @@
     delta        a DataFrame or an Arrow table written as a Delta table, by one of two routes behind one
                  function: format("delta") where the session has delta-spark, else Parquet files written
                  by the tasks and committed by delta-rs
-    direct       the decode pass that writes its own files: each task decodes and writes, the driver commits
+    fast_write   the decode pass that writes its own files: each task decodes and writes, the driver commits
     scratch      a run's scratch folder in the output, and the clearing of what dead runs left behind
+    share_tables the share tables shaped in Arrow from the replay's rows
     read_back    a Delta table this project wrote, read back as a DataFrame (with or without Delta's jars)
 
 A new output table is a file in schemas/tables/ (its columns, documented in docs/tables.md) and a call

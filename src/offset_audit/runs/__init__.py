@@ -7,6 +7,8 @@ stderr, and the checks made before Spark starts.
     whatif       the state judged under other retentions and at other times
     history      the log replayed forward into offset_history
     share        KIP-932 share groups: share-partition state, cleanup, assignment, limits
+    share_fast_replay   __share_group_state replayed in one Spark pass: read, decode and fold in the tasks
+    share_replay     the record-by-record share replay in Spark, and the KIP-932 draft's control records
     snapshots    a snapshot's as_of, its id, and its rows replaced in one commit per table
     counts       what a run read, decoded, skipped and quarantined (they must add up), and its runs row
     session      the one place a SparkSession is built (local, or spark-submit's)
@@ -17,5 +19,6 @@ stderr, and the checks made before Spark starts.
 The SparkSession is created here and passed in; every transformation it runs lives in the packages
 above. A new command is a module here, a view for what it prints, and a click command in cli/.
 
-May import: the top-level modules, layouts, inputs, decoding, coordinator, share, outputs, views.
+May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs,
+views.
 """

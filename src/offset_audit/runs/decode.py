@@ -17,7 +17,7 @@ from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
 from offset_audit.outputs.delta import write_delta, writes_with_delta_spark
-from offset_audit.outputs.direct import commit_decoded, decode_to_files
+from offset_audit.outputs.fast_write import commit_decoded, decode_to_files
 from offset_audit.runs import progress
 from offset_audit.runs.counts import RUNS_TABLE, bytes_skipped, check_reconciles, fill_counts, write_run
 from offset_audit.settings import Settings

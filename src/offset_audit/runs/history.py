@@ -1,6 +1,9 @@
-"""The history command end to end: decode everything -> offset_history (history.py) -> Delta, and what
-the summary needs: each group's reach back in time, causes counted, and the retentions that agree
-with every tombstone the sweep wrote."""
+"""The history command end to end: decode everything -> offset_history (coordinator/history.py) -> Delta,
+and what the summary needs: each group's reach back in time, causes counted, and the retentions that
+agree with every tombstone the sweep wrote.
+
+Named as coordinator/history.py is by design: each module of runs/ is named after the command it runs.
+"""
 
 from __future__ import annotations
 

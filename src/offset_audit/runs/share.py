@@ -1,5 +1,6 @@
-"""`offset-audit share`: orchestration only (the logic is in share/: onepass, job, state, chain, groups,
-assignor and limits)."""
+"""`offset-audit share`: orchestration only. The Spark passes are share_fast_replay and share_replay, the
+share-partition state's rules are in share_coordinator/, the share groups' (assignment, limits) in
+coordinator/, the tables' shapes in outputs/share_tables."""
 
 from __future__ import annotations
 
@@ -18,22 +19,22 @@ from offset_audit.coordinator.replay import UNREADABLE_COLUMNS
 from offset_audit.coordinator.versions import BrokerVersion, parse_version
 from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.decoding.report import CountKey, DecodeReport
+from offset_audit.decoding.share_records import QUARANTINE, SHARE_STATE
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
+from offset_audit.inputs.broker_properties import load_broker_config
 from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved
 from offset_audit.inputs.end_offsets import end_offsets_table
 from offset_audit.layouts.spec import share_state_layouts
+from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
-from offset_audit.runs import progress
+from offset_audit.runs import progress, share_fast_replay, share_replay
 from offset_audit.runs.counts import RUNS_TABLE, fill_counts, write_run
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
-from offset_audit.share import job, onepass
-from offset_audit.share import tables as share_tables
-from offset_audit.share.records import QUARANTINE, SHARE_STATE
-from offset_audit.share.state import DELIVERY_STATE_NAMES
+from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
 from offset_audit.storage import for_settings, join
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
@@ -68,30 +69,36 @@ class ShareResult:
 def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
     """__share_group_state records -> (replayed rows, quarantined records, the log the cut-offs name).
 
-    `[decode] fast_path` (the default) reads and folds the records in one pass (share/onepass.py);
+    `[decode] fast_path` (the default) reads and folds the records in one pass (runs/share_fast_replay.py);
     false replays them record by record (decode, group by share-partition, replay), the reference the
     fast route is tested against."""
-    settings = dataclasses.replace(settings, topic=job.SHARE_STATE_TOPIC)
+    settings = dataclasses.replace(settings, topic=share_replay.SHARE_STATE_TOPIC)
     if settings.fast_path:
         source = raw_source(spark, inputs, settings)
-        done = onepass.replay_dump(
-            spark, source, lambda: load_raw_records(spark, inputs, settings, share=True), limit, job.SHARE_STATE_TOPIC
+        done = share_fast_replay.replay_dump(
+            spark,
+            source,
+            lambda: load_raw_records(spark, inputs, settings, share=True),
+            limit,
+            share_replay.SHARE_STATE_TOPIC,
         )
         _count(report, done.counts)
         replayed, quarantine = done.replayed, done.quarantine
     else:
         raw = load_raw_records(spark, inputs, settings, share=True)
-        decoded = job.decode_share_state(raw, job.SHARE_STATE_TOPIC).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = share_replay.decode_share_state(raw, share_replay.SHARE_STATE_TOPIC).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         try:
             grouped = decoded.groupBy(*CountKey._fields).count().collect()
             _count(report, Counter({CountKey(*(r[k] for k in CountKey._fields)): r["count"] for r in grouped}))
             quarantined = decoded.where(F.col("record_class") == QUARANTINE)
-            quarantine = quarantined.select(*onepass.QUARANTINE_SCHEMA.names).toArrow()
-            replayed = job.replay_share_state(decoded, limit).toArrow()
+            quarantine = quarantined.select(*share_fast_replay.QUARANTINE_SCHEMA.names).toArrow()
+            replayed = share_replay.replay_share_state(decoded, limit).toArrow()
         finally:
             decoded.unpersist()
     report.bytes_skipped = pc.sum(quarantine.column("skipped_bytes")).as_py() or 0
-    return replayed, quarantine, job.SHARE_STATE_TOPIC
+    return replayed, quarantine, share_replay.SHARE_STATE_TOPIC
 
 
 def _count(report: DecodeReport, counts: Counter) -> None:
@@ -106,7 +113,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
     """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
     state is in its own topic's log)."""
     files = log_units(inputs, dataclasses.replace(settings, input_format=KIP932_JSON))
-    lines = job.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
+    lines = share_replay.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         errors = lines.where(F.col("error").isNotNull())
@@ -126,7 +133,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
             F.encode("text", "utf-8").alias("value"),
             F.lit(None).cast("bigint").alias("skipped_bytes"),
         ).toArrow()
-        replayed = job.replay_kip932(lines, limit, settings.fast_path).toArrow()
+        replayed = share_replay.replay_kip932(lines, limit, settings.fast_path).toArrow()
     finally:
         lines.unpersist()
     return replayed, quarantine, None
@@ -135,8 +142,8 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
 def _observations(partition_rows: list[dict], batches: pa.Table, delivery_count_limit: int) -> dict[str, list]:
     """Each share group's partitions as the limits check reads them: in-flight records from the
     recovered state, and the batches at the delivery limit (the only ones that check looks at)."""
-    from offset_audit.share.limits import SharePartitionObservation
-    from offset_audit.share.state import StateBatch
+    from offset_audit.coordinator.share_limits import SharePartitionObservation
+    from offset_audit.share_coordinator.share_partition import StateBatch
 
     at_limit: dict[tuple, list] = {}
     for b in batches.filter(pc.greater_equal(batches.column("delivery_count"), delivery_count_limit)).to_pylist():
@@ -195,16 +202,17 @@ def run_share(
     bootstrap: str = '"$BOOTSTRAP_SERVER"',
 ) -> ShareResult:
     """Replay every share-partition's state, audit the share groups, write the share tables."""
-    from offset_audit.share import group_findings, limits, state_findings
-    from offset_audit.share import groups as share_groups
-    from offset_audit.share.group_table import share_group_rows
+    from offset_audit.coordinator import share_findings, share_groups
+    from offset_audit.coordinator import share_limits as limits
+    from offset_audit.share_coordinator import state_findings
+    from offset_audit.views.share_group_rows import share_group_rows
 
     settings = resolved(settings, inputs, share=True)
     storage = for_settings(settings)
     report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
     version = share_broker_version(settings.kafka_version)
     report.kafka_version = version.label
-    limits_config = limits.load_broker_config(broker_config) if broker_config else {}
+    limits_config = load_broker_config(broker_config) if broker_config else {}
     setting_findings = limits.check_settings(limits_config)
     try:
         effective = limits.effective_limits(limits_config)
@@ -247,9 +255,9 @@ def run_share(
     has_state = {r["group_id"] for r in partition_rows}
     group_table = share_group_rows(groups, has_state, bootstrap)
     observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
-    findings = group_findings.broker_setting_findings(setting_findings)
-    findings += group_findings.assignment_findings(groups, version)
-    findings += group_findings.limit_findings(groups, observations, effective)
+    findings = share_findings.broker_setting_findings(setting_findings)
+    findings += share_findings.assignment_findings(groups, version)
+    findings += share_findings.limit_findings(groups, observations, effective)
     findings += state_findings.moved_back_findings(partition_rows)
     report.format_notes.update(state_findings.writer_notes(partition_rows, version))
     # The key columns of __consumer_offsets records whose value was unreadable: share state keys are

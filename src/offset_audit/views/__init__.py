@@ -11,6 +11,7 @@ folder's tables to text.
     report_numbers   the numbers the report page shows, from an audit folder's tables
     report_charts    the report page's plotly charts of those numbers
     kafka_commands   Kafka tool command lines built from names in the dump (delete plans, share groups)
+    share_group_rows   the share_groups rows: each group, and the ones left behind with their delete command
     audit_folder     an audit's output folder read with delta-rs and pyarrow: snapshots, tables, the
                      deletion plan, sums that cannot overflow
     table_docs       docs/tables.md's table sections, from schemas/tables/
@@ -18,6 +19,6 @@ folder's tables to text.
 A new output format is a module here. Every name from the dump leaves through `escaping`, once per
 medium. Nothing here imports pyspark, directly or through what it imports.
 
-May import: the top-level modules, layouts, coordinator (its event names, which load no Spark), decoding
-(report: a run's counts, for type hints).
+May import: the top-level modules, layouts, coordinator (its event names and share groups, which load no
+Spark), decoding (report: a run's counts, for type hints).
 """

@@ -8,7 +8,7 @@ Modules, in the order bytes pass through them:
     record_batch  magic 2 batches and their varint records, control (transaction marker) records
     legacy        magic 0/1 messages and compressed wrapper messages
     decoded       what a decoder returns: a batch's records as columns, or UntrustedBatch
-    rows          rows gathered into Arrow batches of LOG_RECORD_SCHEMA
+    batch_rows    rows gathered into Arrow batches of LOG_RECORD_SCHEMA
     reader        the entry points: read_segment, partition_from_path
     fast_walk     the common cases (magic 2 data batches, transaction markers) walked in compiled code
     native        the C functions fast_walk calls: CRC-32C and decompression, loaded with ctypes

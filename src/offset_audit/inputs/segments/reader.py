@@ -20,11 +20,11 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from offset_audit.inputs.segments.batch_rows import RowBuffer
 from offset_audit.inputs.segments.decoded import UntrustedBatch
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES, Frame, Skipped, iter_frames
 from offset_audit.inputs.segments.legacy import decode_legacy_message
 from offset_audit.inputs.segments.record_batch import decode_default_batch
-from offset_audit.inputs.segments.rows import RowBuffer
 from offset_audit.storage import LOCAL, Storage, basename, is_remote, parent
 
 DEFAULT_BATCH_ROWS = 50_000

@@ -10,7 +10,7 @@ keeps the audit honest and is named in each row's source_note.
     console       `kafka-console-consumer.sh --formatter ...` output back to records
     json_stream   the JSON objects of a stream that has no separator between them
     reencode      record bytes rebuilt from what a text dump shows, with the project's own encoder
-    rows          the text readers' rows, cut into LOG_RECORD_SCHEMA batches
+    text_rows     the text readers' rows, cut into LOG_RECORD_SCHEMA batches
 
 Callers import the module they use (`inputs.textdumps.console`); this package imports none of them.
 """

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from offset_audit import constants as K
 from offset_audit.inputs.textdumps import json_stream, reencode
-from offset_audit.inputs.textdumps.rows import Row, batches, checked, join_notes
+from offset_audit.inputs.textdumps.text_rows import Row, batches, checked, join_notes
 from offset_audit.storage import LOCAL, Storage
 
 NOTE_CONSOLE = "console formatter: no record timestamp, partition, offset or transaction flags"

@@ -31,7 +31,7 @@ import pyarrow as pa
 from offset_audit import constants as K
 from offset_audit.inputs.segments.decoded import NO_TIMESTAMP
 from offset_audit.inputs.textdumps import reencode
-from offset_audit.inputs.textdumps.rows import (
+from offset_audit.inputs.textdumps.text_rows import (
     LongLine,
     Row,
     batches,

@@ -1,0 +1,301 @@
+"""Decode and write in one Spark pass: the default route to Delta when the session has no Delta jars.
+
+Each task decodes its Arrow batches with `offset_audit.decoding.decoder.decode_batch` and writes the rows of every
+table straight to Parquet files inside the table folders with pyarrow; it returns only the names,
+sizes and row counts of its files and its record counts. The driver then commits each table's files
+with delta-rs. Compared with turning the decoded rows back into Spark rows and letting Spark write
+them, this skips two conversions of every offset commit (see `make bench` in the README).
+
+Only files reported by successful tasks are committed; files of a failed or speculative attempt stay
+out of the Delta log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
+from offset_audit.decoding.decoder import (
+    SKIPPED_SUPERSEDED,
+    TABLES,
+    arrow_schema,
+    decode_batch,
+    for_decode,
+    source_notes,
+)
+from offset_audit.decoding.fast_commits import key_types
+from offset_audit.decoding.report import CountKey
+from offset_audit.inputs.dump import FileUnits
+from offset_audit.layouts.codec import RecordCodec
+from offset_audit.layouts.spec import record_layouts
+from offset_audit.layouts.tables import parse_type
+from offset_audit.outputs.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
+from offset_audit.storage import LOCAL, Storage, join
+from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
+
+ROW_GROUP_ROWS = 131_072
+# The tables the coordinator state is rebuilt from: "latest" as-of is their newest record.
+STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
+
+# What each task reports back, one small row each: its files, its record counts, how many raw records
+# it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
+# epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
+TASK_REPORT = parse_type(
+    "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
+    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
+)
+_REPORT_ARROW = to_arrow_schema(TASK_REPORT)
+
+
+class _TableFile:
+    """One task's Parquet file for one table, written in row groups of ROW_GROUP_ROWS through pyarrow
+    (a local file, or an object in an S3-compatible store)."""
+
+    def __init__(self, path: str, schema: pa.Schema, storage: Storage) -> None:
+        self.path = path
+        self.schema = schema
+        self.storage = storage
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.rows = 0
+        self.size = 0
+        self.sink = None
+        self.writer: pq.ParquetWriter | None = None
+
+    def add(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        if self.pending_rows >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending_rows:
+            return
+        if self.writer is None:
+            self.sink = self.storage.open_output_stream(self.path)
+            # Dictionary encoding pays off for the repetitive strings (group, topic, metadata), not for
+            # offsets and timestamps, which are nearly all distinct.
+            strings = [f.name for f in self.schema if pa.types.is_string(f.type)]
+            self.writer = pq.ParquetWriter(self.sink, self.schema, compression="snappy", use_dictionary=strings)
+        self.writer.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP_ROWS)
+        self.rows += self.pending_rows
+        self.pending, self.pending_rows = [], 0
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is not None:
+            self.writer.close()
+            self.size = self.sink.tell()
+            self.sink.close()
+
+
+def _newer(stamp: int | None, newest: int | None) -> int | None:
+    return stamp if newest is None or (stamp is not None and stamp > newest) else newest
+
+
+def _newest_shown(millis: pa.Array | pa.ChunkedArray, newest: int | None) -> int | None:
+    """The newest of `millis` that a date can show (as_of is a date; a record timestamp beyond 9999
+    cannot be one, so it never becomes "latest")."""
+    shown = pc.and_(pc.greater_equal(millis, MIN_MS), pc.less_equal(millis, MAX_MS))
+    return _newer(pc.max(pc.if_else(shown, millis, pa.scalar(None, pa.int64()))).as_py(), newest)
+
+
+def _newest(table: pa.Table, newest: int | None) -> int | None:
+    return _newest_shown(table.column("record_timestamp_ms"), newest)
+
+
+def _newest_state_record(batch: pa.RecordBatch, state: np.ndarray, newest: int | None) -> int | None:
+    """The newest timestamp among the raw records marked `state` (their key type is one the state is
+    rebuilt from): superseded records are never decoded, so they are judged by their key."""
+    if not state.any():
+        return newest
+    return _newest_shown(batch.column("record_timestamp_ms").filter(pa.array(state)), newest)
+
+
+def _decode_and_write(
+    batches: Iterator[pa.RecordBatch],
+    run_dirs: dict[str, str],
+    layouts,
+    use_fast_path: bool,
+    compact: bool,
+    storage: Storage,
+) -> list[dict]:
+    """One task: decode raw batches, write each table's rows to this task's file for it, report.
+
+    With `compact`, the task first keeps only its last raw record of each key and decodes those at the
+    end; the others are counted as skipped, superseded (see `offset_audit.decoding.compaction`).
+    """
+    context = TaskContext.get()
+    prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
+    codec = RecordCodec(layouts)
+    files = {
+        name: _TableFile(join(run_dirs[name], f"{prefix}.parquet"), arrow_schema(name), storage) for name in TABLES
+    }
+    latest = LatestPerKey((RAW_KEY,)) if compact else None
+    state_types = np.array(sorted(layouts), np.int64)
+    counts: Counter = Counter()
+    notes: Counter = Counter()
+    newest: int | None = None
+    read = 0
+
+    def decode(batch: pa.RecordBatch) -> None:
+        nonlocal newest
+        decoded = decode_batch(batch, codec, use_fast_path)
+        counts.update(decoded.counts)
+        for name in TABLES:
+            table = decoded.table(name)
+            if table.num_rows:
+                if name in STATE_TABLES:
+                    newest = _newest(table, newest)
+                files[name].add(table)
+
+    for batch in batches:
+        read += batch.num_rows
+        notes.update(source_notes(batch))  # before compaction: superseded records count too
+        if latest is not None:
+            held = compactable(batch)
+            if held.any():
+                kept = batch if held.all() else batch.filter(pa.array(held))
+                types = key_types(kept.column("key"))
+                # The newest record of the state must count the records that will be superseded too.
+                newest = _newest_state_record(kept, np.isin(types, state_types), newest)
+                keys = compaction_keys(kept.column("key"), types)
+                latest.add(pa.Table.from_batches([kept]).append_column(RAW_KEY, keys))
+                batch = batch.slice(0, 0) if held.all() else batch.filter(pa.array(~held))
+        if batch.num_rows:
+            decode(batch)
+    if latest is not None and (last := latest.result()) is not None:
+        counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
+        for batch in last.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
+            decode(batch)
+    report = [{"kind": "read", "rows": read}]
+    report += [{"kind": "newest", "rows": newest}] if newest is not None else []
+    report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
+    for name, file in files.items():
+        file.close()
+        if file.rows:
+            report.append({"kind": "file", "table_name": name, "path": file.path, "rows": file.rows, "size": file.size})
+    for (cls, key_type, version, era, tombstone), n in counts.items():
+        report.append(
+            {
+                "kind": "count",
+                "record_class": cls,
+                "key_type": key_type,
+                "value_version": version,
+                "layout_era": era,
+                "is_tombstone": tombstone,
+                "rows": n,
+            }
+        )
+    return report
+
+
+@dataclass
+class DecodedFiles:
+    """What one decode pass produced: record counts keyed (class, key type, version, era, tombstone),
+    the uncommitted files of each table, the newest record timestamp of the state tables, how many
+    records carry each source note, and how many raw records the tasks read."""
+
+    counts: Counter
+    files: dict[str, list[DataFile]]
+    newest_record: datetime | None
+    notes: Counter
+    records_read: int
+
+
+def decode_to_files(
+    spark: SparkSession,
+    source: DataFrame | FileUnits,
+    output: str,
+    topic: str,
+    use_fast_path: bool = True,
+    compact_commits_to: str | None = None,
+    storage: Storage = LOCAL,
+) -> DecodedFiles:
+    """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
+
+    `source` is either a raw-record DataFrame (live Kafka, object stores: Spark reads, Arrow batches
+    travel to the Python workers) or units of local files (snapshot pieces, log dump files) that the
+    Python workers read themselves (faster: no JVM-to-Python transfer). The files are not yet
+    committed: the caller checks the counts first, then calls `commit_decoded`.
+
+    `compact_commits_to` (a scratch folder) makes every task decode only its last record of each key
+    and write its commits there: what the audit's replay needs, not the commit history.
+    """
+    for name in TABLES:
+        check_table_dir(join(output, name), storage)
+    run_dirs = {name: new_run_dir(join(output, name)) for name in TABLES}
+    compact = compact_commits_to is not None
+    if compact:
+        run_dirs["offset_commits"] = compact_commits_to
+    layouts = record_layouts()
+
+    if isinstance(source, FileUnits):
+        read = source.read
+
+        def unit_task(units: Iterator) -> Iterator[dict]:
+            batches = (batch for unit in units for batch in read(unit))
+            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage)
+
+        # One task per core, balanced by weight (FileUnits.slices); with `compact`, fewer tasks also
+        # means fewer copies of each key for the replay to sort through.
+        reports = [Row(**r) for r in source.run(spark, unit_task).collect()]
+    else:
+
+        def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield pa.RecordBatch.from_pylist(
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage), schema=_REPORT_ARROW
+            )
+
+        reports = for_decode(source, topic).mapInArrow(arrow_task, TASK_REPORT).collect()
+
+    counts: Counter = Counter()
+    files: dict[str, list[DataFile]] = {name: [] for name in TABLES}
+    newest = None
+    notes: Counter = Counter()
+    read = 0
+    for row in reports:
+        if row.kind == "file":
+            files[row.table_name].append(DataFile(row.path, row.rows, row.size))
+        elif row.kind == "newest":
+            newest = row.rows if newest is None else max(newest, row.rows)
+        elif row.kind == "note":
+            notes[row.table_name] += row.rows
+        elif row.kind == "read":
+            read += row.rows
+        else:
+            counts[CountKey(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
+                row.rows
+            )
+    stamp = datetime_of(newest)
+    return DecodedFiles(counts, files, stamp, notes, read)
+
+
+def commit_decoded(
+    output: str,
+    files: dict[str, list[DataFile]],
+    tables: tuple[str, ...] = TABLES,
+    run_id: str | None = None,
+    storage: Storage = LOCAL,
+) -> dict[str, WriteResult]:
+    """Replace each decode table's rows with its new files, one Delta commit per table (each carrying
+    `run_id`)."""
+    results = {}
+    for name in tables:
+        table_dir = join(output, name)
+        version = commit_files(table_dir, files[name], arrow_schema(name), run_id=run_id, storage=storage)
+        rows = sum(f.rows for f in files[name])
+        results[name] = WriteResult(name, table_dir, rows, len(files[name]), "delta-rs", version=version)
+    return results
