@@ -355,3 +355,42 @@ def test_no_two_modules_share_a_file_name_unless_each_names_the_other():
             ]
             wrong += [f"{path.relative_to(PACKAGE)} shares its name with {other}" for other in others]
     assert not wrong, wrong
+
+
+# Writing a table or a file: the libraries that do it, and the calls.
+WRITING_MODULES = ("deltalake", "pyarrow.parquet")
+WRITING_CALLS = re.compile(
+    r"\b(open_output_stream|write_deltalake|write_table|replace_file|write_text|write_bytes)\(|\.write\."
+)
+# Who may: outputs/ owns what the job writes and reads back; the views read an audit folder through one
+# reader; inputs/ reads the dumps (and writes log segments for the generator); the generator writes
+# dumps; cli/docs rewrites the repository's own docs; storage.py is the primitive they all write through.
+MAY_WRITE = ("outputs", "inputs", "generator")
+EXEMPT = ("views/audit_folder.py", "cli/docs.py", "storage.py")
+
+
+def _io_outside_outputs(path: Path, text: str, imported: tuple[str, ...]) -> list[str]:
+    name = str(path.relative_to(PACKAGE))
+    if room(path) in MAY_WRITE or name in EXEMPT:
+        return []
+    found = [f"{name} imports {m}" for m in imported if m.startswith(WRITING_MODULES)]
+    found += [
+        f"{name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if WRITING_CALLS.search(line)
+    ]
+    return found
+
+
+def test_tables_and_files_are_written_only_in_outputs():
+    """One owner for what the job writes: a new table or file means a function in outputs/, called with
+    the run's writer, so the writer choice, commit retries and whole-file writes live in one place."""
+    wrong = [line for p in modules() for line in _io_outside_outputs(p, p.read_text(), imports(p))]
+    assert not wrong, wrong
+
+
+def test_the_io_check_sees_a_write():
+    runs, outputs = PACKAGE / "runs" / "x.py", PACKAGE / "outputs" / "x.py"
+    assert _io_outside_outputs(runs, "with s.open_output_stream(p) as f:\n", ()) == [
+        "runs/x.py:1: with s.open_output_stream(p) as f:"
+    ]
+    assert _io_outside_outputs(runs, "", ("deltalake",)) == ["runs/x.py imports deltalake"]
+    assert _io_outside_outputs(outputs, "pq.write_table(t, p)\n", ("pyarrow.parquet",)) == []

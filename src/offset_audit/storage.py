@@ -213,30 +213,3 @@ def storage_options(configured: Mapping[str, str], environment: Mapping[str, str
     options = {name: environment[name] for name in AWS_VARIABLES if environment.get(name)}
     options.update(configured)
     return options
-
-
-def replace_file(path: str, data: bytes, mode: int | None = None, executable: bool = False) -> None:
-    """Write a local file whole: into a temporary file beside it, flushed to disk, then renamed over
-    it, so a reader (a browser, node_exporter's collector, a shell) sees the old file or the new one,
-    never half of one, and a symlink at `path` is replaced, not written through. `mode` is the file's
-    permissions; by default what open() would give under the umask (mkstemp's own are private to the
-    owner), with the execute bits the umask allows where `executable`."""
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".offset-audit-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = (0o777 if executable else 0o666) & ~umask
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise

@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
-from offset_audit.outputs.delta import DataFile, commit_files, has_delta, write_delta
+from offset_audit.outputs.delta import (
+    DELTA_RS,
+    DELTA_SPARK,
+    DataFile,
+    TableWriter,
+    choose_writer,
+    commit_files,
+    has_delta,
+    write_delta,
+)
+
+RS = TableWriter(DELTA_RS)
 
 
 def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp_path):
@@ -13,24 +24,28 @@ def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp
     write_delta(
         spark.createDataFrame([(1, "s1"), (2, "s1"), (3, "s2")], "x int, snap string"),
         path,
+        RS,
         partition_by=["snap"],
     )
     result = write_delta(
         spark.createDataFrame([(9, "s1")], "x int, snap string"),
         path,
+        RS,
         partition_by=["snap"],
         replace_where={"snap": "s1"},
     )
     assert result.route == "delta-rs" and result.rows == 1
     rows = sorted((r["x"], r["snap"]) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
     assert rows == [(3, "s2"), (9, "s1")]
-    write_delta(spark.createDataFrame([(4, "s3")], "x int, snap string"), path, mode="append", partition_by=["snap"])
+    write_delta(
+        spark.createDataFrame([(4, "s3")], "x int, snap string"), path, RS, mode="append", partition_by=["snap"]
+    )
     assert DeltaTable(path).count() == 3
 
 
 def test_delta_rs_route_writes_no_spark_markers(spark, tmp_path):
     path = tmp_path / "t"
-    write_delta(spark.createDataFrame([(1,)], "x int"), str(path))
+    write_delta(spark.createDataFrame([(1,)], "x int"), str(path), RS)
     assert not list(path.rglob("_SUCCESS")) and not list(path.rglob(".*.crc"))
 
 
@@ -53,7 +68,7 @@ def test_tables_checkpoint_every_ten_commits(tmp_path):
 
 def test_empty_frames_still_make_a_table_with_the_schema(spark, tmp_path):
     path = str(tmp_path / "t")
-    write_delta(spark.createDataFrame([], "x int, ts timestamp"), path)
+    write_delta(spark.createDataFrame([], "x int, ts timestamp"), path, RS)
     table = DeltaTable(path)
     assert table.count() == 0 and [f.name for f in table.schema().fields] == ["x", "ts"]
 
@@ -62,18 +77,17 @@ def test_empty_frames_still_make_a_table_with_the_schema(spark, tmp_path):
 def test_delta_spark_route(spark, tmp_path):
     """With delta-spark's jars (make spark-jars) and its extension, tables are written through
     format("delta"); run in the session with the jars (tests/spark_jars.py)."""
-    from offset_audit.outputs.delta import WRITER_CONF
-
     assert has_delta(spark), "the session with the Spark jars has no delta-spark"
-    spark.conf.unset(WRITER_CONF)  # the route of a session with Delta where no run chose a writer (--writer)
+    writer = choose_writer(spark, "auto")  # a session with Delta where the run chose no writer (--writer)
+    assert writer.route == DELTA_SPARK
     path = str(tmp_path / "t")
-    result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, force_route="delta-spark")
+    result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, writer)
     assert result.rows == 1 and DeltaTable(path).count() == 1
     import pyarrow as pa
 
     from offset_audit.outputs.delta import write_arrow
 
-    small = write_arrow(spark, pa.table({"x": pa.array([5, 6], pa.int32()), "s": ["b", "c"]}), path, run_id="r")
+    small = write_arrow(spark, pa.table({"x": pa.array([5, 6], pa.int32()), "s": ["b", "c"]}), path, writer, run_id="r")
     assert small.route == "delta-spark" and small.rows == 2 and small.version == 1
 
 
@@ -83,7 +97,7 @@ def test_partition_values_that_are_no_safe_folder_name_are_kept_exactly(spark, t
     path = tmp_path / "t"
     odd = ["../../escape", "a b/c", "é", None]
     frame = spark.createDataFrame([(i, v) for i, v in enumerate(odd)], "x int, snap string")
-    write_delta(frame, str(path), partition_by=["snap"])
+    write_delta(frame, str(path), RS, partition_by=["snap"])
     rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
     assert sorted((r["x"], r["snap"]) for r in rows) == sorted(enumerate(odd), key=lambda r: r[0])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
@@ -96,7 +110,7 @@ def test_a_folder_of_other_files_is_never_taken_over_as_a_table(spark, tmp_path)
     path.mkdir()
     (path / "data.csv").write_text("mine")
     with pytest.raises(UserError, match="not a Delta table"):
-        write_delta(spark.createDataFrame([(1,)], "x int"), str(path))
+        write_delta(spark.createDataFrame([(1,)], "x int"), str(path), RS)
     assert [p.name for p in path.iterdir()] == ["data.csv"]
 
 
@@ -108,13 +122,13 @@ def test_write_arrow_replaces_the_table_and_names_the_version_of_its_run(spark, 
 
     path = str(tmp_path / "t")
     schema = pa.schema([("x", pa.int32()), ("ts", pa.timestamp("us", tz="UTC"))])
-    first = write_arrow(spark, pa.table({"x": [1, 2], "ts": [None, None]}, schema), path, run_id="run-1")
+    first = write_arrow(spark, pa.table({"x": [1, 2], "ts": [None, None]}, schema), path, RS, run_id="run-1")
     assert (first.rows, first.files, first.route, first.version) == (2, 1, "delta-rs", 0)
-    second = write_arrow(spark, schema.empty_table(), path, run_id="run-2")
+    second = write_arrow(spark, schema.empty_table(), path, RS, run_id="run-2")
     assert (second.rows, second.files, second.version) == (0, 0, 1)
     table = DeltaTable(path)
     assert table.count() == 0 and [f.name for f in table.schema().fields] == ["x", "ts"]
-    third = write_arrow(spark, pa.table({"x": [7], "ts": [None]}, schema), path, run_id="run-3")
+    third = write_arrow(spark, pa.table({"x": [7], "ts": [None]}, schema), path, RS, run_id="run-3")
     assert third.version == 2 and DeltaTable(path).to_pyarrow_table().column("x").to_pylist() == [7]
 
 
@@ -128,22 +142,19 @@ def test_write_arrow_never_takes_over_a_folder_of_other_files(spark, tmp_path):
     path.mkdir()
     (path / "data.csv").write_text("mine")
     with pytest.raises(UserError, match="not a Delta table"):
-        write_arrow(spark, pa.table({"x": [1]}), str(path))
+        write_arrow(spark, pa.table({"x": [1]}), str(path), RS)
     assert [p.name for p in path.iterdir()] == ["data.csv"]
 
 
 def test_a_run_that_chose_delta_spark_is_never_written_by_delta_rs_instead(spark):
-    """The run's writer is kept on the session (runs.session.start_spark); in a session without Delta,
-    delta-spark is refused again where a table would be written, rather than quietly written by delta-rs."""
+    """The run's writer is chosen once when it starts (runs.session.table_writer); in a session without
+    Delta, delta-spark is refused again there, rather than quietly written by delta-rs."""
     from offset_audit.errors import UserError
-    from offset_audit.outputs.delta import WRITER_CONF, writes_with_delta_spark
 
-    try:
-        spark.conf.set(WRITER_CONF, "delta-spark")
+    if not has_delta(spark):
         with pytest.raises(UserError, match="--writer delta-spark needs a Spark session with Delta"):
-            writes_with_delta_spark(spark)
-        spark.conf.set(WRITER_CONF, "delta-rs")
-        assert writes_with_delta_spark(spark) is False
-    finally:
-        spark.conf.unset(WRITER_CONF)
-    assert writes_with_delta_spark(spark) is has_delta(spark)
+            choose_writer(spark, "delta-spark")
+    else:
+        assert choose_writer(spark, "delta-spark").route == DELTA_SPARK
+    assert choose_writer(spark, "delta-rs").route == DELTA_RS
+    assert choose_writer(spark, "auto").delta_spark is has_delta(spark)

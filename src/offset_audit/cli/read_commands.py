@@ -11,7 +11,8 @@ import click
 from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options, pairs, snapshot_id_option
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
-from offset_audit.storage import Storage, is_remote, normalize, replace_file
+from offset_audit.outputs.text_files import write_metrics_file, write_page, write_script
+from offset_audit.storage import normalize
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 from offset_audit.views.metric_scope import GRANULARITIES, MIN_SAMPLES
 from offset_audit.views.report_numbers import DEFAULT_DAYS
@@ -100,9 +101,7 @@ def delete_plan(
         return
     text = "\n".join(delete_plan_lines(snapshot, candidates, bootstrap_server)) + "\n"
     if script:
-        # Whole or not at all, as the report and the metrics file: a rename over the path (never through a
-        # symlink there), executable as far as the umask lets files be.
-        replace_file(script, text.encode("utf-8"), executable=True)
+        write_script(script, text)
     if as_json:
         click.echo(dumps(delete_plan_document(audit.path, snapshot, candidates, script)))
     elif script:
@@ -141,23 +140,11 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) 
     output = normalize(output)
     preflight.check_output_path(output, "--output", audit.storage)
     page = render(read_audit(audit.path, snapshot_id, audit.storage), days)
-    written = _write_page(output, page.html, audit.storage)
+    written = write_page(output, page.html, audit.storage)
     click.echo(
         f"wrote {terminal(output)} ({written // 1024:,} KiB): {page.drawn} charts, "
         f"snapshot {terminal(page.snapshot_id)}"
     )
-
-
-def _write_page(output: str, html: str, storage: Storage) -> int:
-    """Write the page whole: locally through a temporary file renamed over `output`, so a reader never
-    sees half a page. Returns its size in bytes."""
-    data = html.encode("utf-8")
-    if is_remote(output):
-        with storage.open_output_stream(output) as stream:
-            stream.write(data)
-        return len(data)
-    replace_file(output, data)
-    return len(data)
 
 
 @click.command()
@@ -263,7 +250,5 @@ def metrics(
         if not gateway:
             click.echo(result.text, nl=False)
         return
-    # Renamed over the target (a scrape sees the old file or the new one), readable by all: node_exporter
-    # usually runs as another user.
-    replace_file(output, result.text.encode("utf-8"), mode=0o644)
+    write_metrics_file(output, result.text)
     click.echo(f"wrote {result.samples} samples of {result.groups} groups to {terminal(output)}", err=True)

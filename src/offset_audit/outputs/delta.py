@@ -69,9 +69,8 @@ _CONFLICTS = re.compile(
 RUN_ID_KEY = "offset_audit.run_id"
 
 
-# The run's choice of writer (settings.WRITERS), kept on the session by runs.session.start_spark for every
-# stage that writes: "auto" when unset.
-WRITER_CONF = "spark.offset_audit.writer"
+DELTA_SPARK = "delta-spark"
+DELTA_RS = "delta-rs"
 
 
 def has_delta(spark: SparkSession) -> bool:
@@ -81,17 +80,31 @@ def has_delta(spark: SparkSession) -> bool:
     return "DeltaSparkSessionExtension" in extensions and has_class(spark, "org.apache.spark.sql.delta.DeltaLog")
 
 
-def writes_with_delta_spark(spark: SparkSession) -> bool:
-    """Whether this run's tables go through format("delta"): the session has Delta and the run did not
-    choose delta-rs. A run that chose delta-spark on a session without Delta is refused before Spark
-    starts (runs.preflight); here it is refused again rather than written by the other writer."""
-    writer = spark.conf.get(WRITER_CONF, "auto") or "auto"
-    if writer == "delta-rs":
-        return False
+@dataclass(frozen=True)
+class TableWriter:
+    """How one run writes its tables: the route, chosen once per run (`choose_writer`) and handed to every
+    write, and the store the tables live in. A value rather than a session setting, so a write says
+    which writer it uses where it is called, and two runs in one session cannot see each other's."""
+
+    route: str  # DELTA_SPARK or DELTA_RS
+    storage: Storage = LOCAL
+
+    @property
+    def delta_spark(self) -> bool:
+        return self.route == DELTA_SPARK
+
+
+def choose_writer(spark: SparkSession, writer: str, storage: Storage = LOCAL) -> TableWriter:
+    """The run's writer for its --writer / [output] writer choice ("auto", "delta-spark", "delta-rs"):
+    "auto" writes through format("delta") where the session has Delta. A run that chose delta-spark on a
+    session without Delta is refused before Spark starts (runs.preflight); here it is refused again
+    rather than written by the other writer."""
+    if writer == DELTA_RS:
+        return TableWriter(DELTA_RS, storage)
     delta = has_delta(spark)
-    if writer == "delta-spark" and not delta:
+    if writer == DELTA_SPARK and not delta:
         raise UserError(DELTA_SPARK_MISSING)
-    return delta
+    return TableWriter(DELTA_SPARK if delta else DELTA_RS, storage)
 
 
 DELTA_SPARK_MISSING = (
@@ -130,13 +143,12 @@ def check_table_dir(table_dir: str, storage: Storage = LOCAL) -> None:
 def write_delta(
     df: DataFrame,
     path: str,
+    writer: TableWriter,
     *,
     mode: str = "overwrite",
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
-    force_route: str | None = None,
     run_id: str | None = None,
-    storage: Storage = LOCAL,
 ) -> WriteResult:
     """Write `df` to the Delta table at `path` (a local path or s3:// URI, see offset_audit.storage).
 
@@ -144,26 +156,26 @@ def write_delta(
     map, when given), "append" adds to them. With `run_id` the commit carries it, and the result says
     which version it made.
     """
-    route = force_route or ("delta-spark" if writes_with_delta_spark(df.sparkSession) else "delta-rs")
-    if route == "delta-spark":
+    if writer.delta_spark:
         return _write_with_spark(df, path, mode, partition_by, replace_where, run_id)
-    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, storage)
+    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, writer.storage)
 
 
 def write_arrow(
     spark: SparkSession,
     table: pa.Table,
     path: str,
+    writer: TableWriter,
     *,
     run_id: str | None = None,
-    storage: Storage = LOCAL,
 ) -> WriteResult:
     """Replace the Delta table at `path` with `table`, a small table already on the driver (the share
     tables: one row per share-partition at most). Without Delta jars the driver writes its one Parquet
     file and delta-rs commits it: no Spark job, which for seven small tables cost about 1 s a run, more
     than decoding a million records. A session with Delta writes it through Spark, as write_delta does."""
-    if writes_with_delta_spark(spark):
+    if writer.delta_spark:
         return _write_with_spark(spark.createDataFrame(table), path, "overwrite", None, None, run_id)
+    storage = writer.storage
     check_table_dir(path, storage)
     files = []
     if table.num_rows:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from functools import reduce
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -43,3 +45,12 @@ def read_table(spark: SparkSession, folder: str, name: str, storage: Storage = L
             frame = frame.withColumn(column, F.lit(value).cast(schema[column].dataType))
         frames.append(frame.select(*schema.names))
     return reduce(DataFrame.unionByName, frames)
+
+
+def bytes_skipped(quarantine_files: list, storage: Storage = LOCAL) -> int:
+    """The bytes the quarantine rows of these files stand for (log segment stretches holding no batch)."""
+    total = 0
+    for file in quarantine_files:
+        column = pq.read_table(storage.parquet_source(file.path), columns=["skipped_bytes"]).column(0)
+        total += int(pc.sum(column).as_py() or 0)
+    return total

@@ -18,8 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
+from offset_audit.decoding.compaction import latest_commits
+from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.storage import LOCAL, Storage, is_remote, join
 
 PREFIX = "_replay-"
@@ -98,3 +102,14 @@ def _owner_alive(folder: Path) -> bool:
         except BlockingIOError:
             return True
     return False
+
+
+def merge_latest_commits(files: list[str], scratch: str, storage: Storage) -> str:
+    """The decode tasks' compacted commits as one file of one record per key (see
+    `offset_audit.decoding.compaction.latest_commits`); only for a small state, which the driver holds easily."""
+    schema = arrow_schema("offset_commits")
+    parts = [pq.read_table(storage.parquet_source(file), schema=schema) for file in files]
+    path = join(scratch, "latest-commits.parquet")
+    with storage.open_output_stream(path) as sink:
+        pq.write_table(latest_commits(pa.concat_tables(parts)), sink)
+    return path

@@ -9,9 +9,9 @@ stderr, and the checks made before Spark starts.
     share        KIP-932 share groups: share-partition state, cleanup, assignment, limits
     share_fast_replay   __share_group_state replayed in one Spark pass: read, decode and fold in the tasks
     share_replay     the record-by-record share replay in Spark, and the KIP-932 draft's control records
-    snapshots    a snapshot's as_of, its id, and its rows replaced in one commit per table
-    counts       what a run read, decoded, skipped and quarantined (they must add up), and its runs row
-    session      the one place a SparkSession is built (local, or spark-submit's)
+    snapshots    a snapshot's as_of (--as-of) and its id
+    counts       what a run read, decoded, skipped and quarantined, filled in and checked to add up
+    session      the one place a SparkSession is built (local, or spark-submit's), and the run's writer
     config       conf/default.toml, --conf and the flags -> Settings
     progress     which stage runs, on stderr
     preflight    every check of options, paths and inputs that runs before Spark starts

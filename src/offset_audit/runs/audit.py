@@ -14,12 +14,14 @@ from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.inputs.end_offsets import read_end_offsets
+from offset_audit.outputs.delta import TableWriter
+from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.snapshot_tables import Written, write_and_read_back
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, write_run
-from offset_audit.runs.snapshots import Written, resolve_as_of, snapshot_id_for, write_and_read_back
+from offset_audit.runs.session import table_writer
+from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings
-from offset_audit.storage import for_settings
 
 AUDIT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
 
@@ -76,14 +78,15 @@ def run_audit(
     keep_decoded: bool = False,
 ) -> AuditResult:
     report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
-    with coordinator_state(spark, inputs, output, settings, report, keep_decoded) as state:
-        return _judge(spark, state, inputs, output, settings, report, snapshot_id, end_offsets)
+    writer = table_writer(spark, settings)
+    with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
+        return _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
 
 
 def _judge(
     spark: SparkSession,
     state: CoordinatorState,
-    inputs: list[str],
+    writer: TableWriter,
     output: str,
     settings: Settings,
     report: DecodeReport,
@@ -92,13 +95,12 @@ def _judge(
 ) -> AuditResult:
     as_of = resolve_as_of(settings.as_of, state.newest_record)
     snapshot = snapshot_id_for(report, state.newest_record, as_of, snapshot_id)
-    storage = for_settings(settings)
-    ends = read_end_offsets(spark, end_offsets, storage) if end_offsets is not None else None
+    ends = read_end_offsets(spark, end_offsets, writer.storage) if end_offsets is not None else None
     retention, interval = settings.retention_minutes, settings.check_interval_ms
 
     def written(frame: DataFrame, table: str) -> Written:
         progress.begin(f"judging and writing {table}")
-        return write_and_read_back(spark, frame, output, table, snapshot, report, storage)
+        return write_and_read_back(spark, frame, output, table, snapshot, report, writer)
 
     version = broker_rules(settings, report)
     judged = verdicts.judged_offsets(state.offsets, state.groups, version)
@@ -114,7 +116,7 @@ def _judge(
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
-    write_run(spark, report, output, storage)
+    write_run(spark, writer, report, output)
     return result
 
 

@@ -16,12 +16,15 @@ from pyspark.sql import functions as F
 from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
-from offset_audit.outputs.delta import write_delta, writes_with_delta_spark
+from offset_audit.outputs.delta import TableWriter, write_delta
 from offset_audit.outputs.fast_write import commit_decoded, decode_to_files
+from offset_audit.outputs.read_back import bytes_skipped
+from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, bytes_skipped, check_reconciles, fill_counts, write_run
+from offset_audit.runs.counts import check_reconciles, fill_counts
+from offset_audit.runs.session import table_writer
 from offset_audit.settings import Settings
-from offset_audit.storage import for_settings, join
+from offset_audit.storage import join
 
 
 def written_tables() -> list[str]:
@@ -46,6 +49,7 @@ def decode_dump(
     output: str,
     settings: Settings,
     report: DecodeReport,
+    writer: TableWriter,
     route: str | None = None,
     compact_commits_to: str | None = None,
 ) -> Decoded:
@@ -58,9 +62,9 @@ def decode_dump(
     offset_commits, which is then committed empty.
     """
     settings = resolved(settings, inputs)
-    storage = for_settings(settings)
+    storage = writer.storage
     report.input_format = settings.input_format
-    route = route or ("dataframe" if writes_with_delta_spark(spark) else "direct")
+    route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
         source = raw_source(spark, inputs, settings)
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
@@ -102,7 +106,7 @@ def decode_dump(
             report.format_notes = {row.source_note: row["count"] for row in notes}
         check_reconciles(report)
         for name, build in decoder.TABLE_BUILDERS.items():
-            written = write_delta(build(decoded), join(output, name), run_id=report.run_id, storage=storage)
+            written = write_delta(build(decoded), join(output, name), writer, run_id=report.run_id)
             report.wrote(name, written)
     finally:
         decoded.unpersist()
@@ -114,8 +118,9 @@ def run_decode(
 ) -> DecodeReport:
     """The decode command: every decode table under `output`, and its row in `output/runs`."""
     report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
-    decode_dump(spark, inputs, output, settings, report, route)
+    writer = table_writer(spark, settings)
+    decode_dump(spark, inputs, output, settings, report, writer, route)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
-    write_run(spark, report, output, for_settings(settings))
+    write_run(spark, writer, report, output)
     return report

@@ -19,13 +19,15 @@ from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.read_back import read_table
+from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.snapshot_tables import write_snapshot
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, write_run
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
+from offset_audit.runs.session import table_writer
+from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import DECODED, broker_rules, decoded_tables
 from offset_audit.settings import Settings
-from offset_audit.storage import for_settings, join
+from offset_audit.storage import join
 from offset_audit.timestamps import datetime_of
 
 HISTORY_TABLE = "offset_history"
@@ -101,9 +103,10 @@ def run_history(
     snapshot_id: str | None = None,
 ) -> HistoryResult:
     report = DecodeReport.start("history", inputs, settings.input_format, settings.bootstrap_servers)
-    storage = for_settings(settings)
+    writer = table_writer(spark, settings)
+    storage = writer.storage
     decoded_dir = join(output, DECODED)
-    decoded = decode_dump(spark, inputs, decoded_dir, settings, report)
+    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer)
     report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
     report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
     log = history.DecodedLog(
@@ -122,13 +125,13 @@ def run_history(
         "retention_minutes", F.lit(settings.retention_minutes)
     )
     progress.begin(f"writing {HISTORY_TABLE}")
-    write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, storage)
+    write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, writer)
     result = HistoryResult(report, snapshot, settings.retention_minutes, groups=list(groups or []))
     _summarise(spark, result, output, snapshot, storage, groups, settings.check_interval_ms)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
-    write_run(spark, report, output, storage)
+    write_run(spark, writer, report, output)
     return result
 
 

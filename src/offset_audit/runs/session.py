@@ -23,11 +23,15 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from offset_audit.errors import JavaMissing
 from offset_audit.settings import Settings
+
+if TYPE_CHECKING:
+    from offset_audit.outputs.delta import TableWriter
 
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.master": "local[*]",
@@ -291,12 +295,10 @@ def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
     """The run's SparkSession, its progress shown; under spark-submit, with shuffles sized to the dump and
     the cluster (each setting chosen is said on stderr)."""
     from offset_audit.inputs.dump import input_bytes
-    from offset_audit.outputs.delta import WRITER_CONF
     from offset_audit.runs import progress
 
     progress.begin("starting Spark")
     spark = get_spark(settings.spark)
-    spark.conf.set(WRITER_CONF, settings.writer)  # every stage that writes reads it (outputs.delta)
     progress.attach_spark(spark)
     if under_spark_submit():
         size = input_bytes(inputs, settings)
@@ -305,3 +307,11 @@ def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
             dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
             print(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", file=sys.stderr)
     return spark
+
+
+def table_writer(spark: SparkSession, settings: Settings) -> TableWriter:
+    """The run's writer, chosen once when the run starts and handed to every stage that writes."""
+    from offset_audit.outputs.delta import choose_writer
+    from offset_audit.storage import for_settings
+
+    return choose_writer(spark, settings.writer, for_settings(settings))

@@ -29,9 +29,11 @@ from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
+from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.runs import progress, share_fast_replay, share_replay
-from offset_audit.runs.counts import RUNS_TABLE, fill_counts, write_run
+from offset_audit.runs.counts import fill_counts
 from offset_audit.runs.decode import decode_dump
+from offset_audit.runs.session import table_writer
 from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
@@ -208,7 +210,8 @@ def run_share(
     from offset_audit.views.share_group_rows import share_group_rows
 
     settings = resolved(settings, inputs, share=True)
-    storage = for_settings(settings)
+    writer = table_writer(spark, settings)
+    storage = writer.storage
     report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
     version = share_broker_version(settings.kafka_version)
     report.kafka_version = version.label
@@ -234,7 +237,7 @@ def run_share(
         group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
         # --input-format and --topic describe the share-state input; the groups dump is detected.
         group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
-        decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report)
+        decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report, writer)
         report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
         modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
         share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
@@ -268,9 +271,9 @@ def run_share(
     problems = tables["share_problems"].slice(0, 20).to_pylist()
     progress.begin(f"writing {len(SHARE_TABLES)} share tables")
     for name in SHARE_TABLES:
-        written = write_arrow(spark, tables[name], join(output, name), run_id=report.run_id, storage=storage)
+        written = write_arrow(spark, tables[name], join(output, name), writer, run_id=report.run_id)
         report.wrote(name, written)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
-    write_run(spark, report, output, storage)  # last: a run without its row did not finish
+    write_run(spark, writer, report, output)  # last: a run without its row did not finish
     return ShareResult(report, dict(report.table_rows), partition_rows, group_table, findings, problems)

@@ -8,27 +8,24 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.coordinator import replay, rules
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
-from offset_audit.decoding.compaction import latest_commits
-from offset_audit.decoding.decoder import TABLES, arrow_schema
+from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import writes_with_delta_spark
+from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
-from offset_audit.outputs.scratch import scratch_folder
+from offset_audit.outputs.scratch import merge_latest_commits, scratch_folder
 from offset_audit.runs import progress
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings
-from offset_audit.storage import LOCAL, Storage, for_settings, join
+from offset_audit.storage import LOCAL, Storage, join
 
 DECODED = "decoded"
 # Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
@@ -133,7 +130,13 @@ def load_state(
 
 @contextmanager
 def coordinator_state(
-    spark: SparkSession, inputs: list[str], output: str, settings: Settings, report: DecodeReport, keep_decoded: bool
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    writer: TableWriter,
+    keep_decoded: bool,
 ) -> Iterator[CoordinatorState]:
     """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block.
 
@@ -143,14 +146,14 @@ def coordinator_state(
     decode and keep everything; the state is the same either way (`replay.unreadable_records`).
     """
     decoded_dir = join(output, DECODED)
-    storage = for_settings(settings)
+    storage = writer.storage
     with ExitStack() as stack:
         scratch = None
-        if not keep_decoded and not writes_with_delta_spark(spark):
+        if not keep_decoded and not writer.delta_spark:
             # Removed when the block ends, also when decoding or loading fails; a later run clears it
             # if this process is killed (offset_audit.outputs.scratch).
             scratch = stack.enter_context(scratch_folder(output, storage))
-        decoded = decode_dump(spark, inputs, decoded_dir, settings, report, compact_commits_to=scratch)
+        decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer, compact_commits_to=scratch)
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
         report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
         files = decoded.compacted_commits
@@ -161,7 +164,7 @@ def coordinator_state(
         commits, latest = None, False
         if files is not None:
             if small and files:
-                files, latest = [_merge_on_driver(files, scratch, storage)], True
+                files, latest = [merge_latest_commits(files, scratch, storage)], True
             commits = read_parquet_files(spark, files, table_schema("offset_commits").struct(), storage)
         transactions = report.input_format in TRANSACTIONAL_FORMATS
         progress.begin("rebuilding the coordinator's groups and offsets")
@@ -184,14 +187,3 @@ def coordinator_state(
                 yield state
             finally:
                 state.release()
-
-
-def _merge_on_driver(files: list[str], scratch: str, storage: Storage) -> str:
-    """The decode tasks' compacted commits as one file of one record per key (see
-    `offset_audit.decoding.compaction.latest_commits`); only for a small state, which the driver holds easily."""
-    schema = arrow_schema("offset_commits")
-    parts = [pq.read_table(storage.parquet_source(file), schema=schema) for file in files]
-    path = join(scratch, "latest-commits.parquet")
-    with storage.open_output_stream(path) as sink:
-        pq.write_table(latest_commits(pa.concat_tables(parts)), sink)
-    return path

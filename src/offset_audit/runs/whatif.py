@@ -11,13 +11,16 @@ from pyspark.sql import functions as F
 
 from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
+from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
+from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.snapshot_tables import write_snapshot
 from offset_audit.runs import progress
-from offset_audit.runs.counts import RUNS_TABLE, write_run
-from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for, write_snapshot
+from offset_audit.runs.session import table_writer
+from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings
-from offset_audit.storage import Storage, for_settings
+from offset_audit.storage import Storage
 
 WHATIF_TABLES = ("whatif", "whatif_groups")
 
@@ -39,14 +42,15 @@ def run_whatif(
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
     report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
-    with coordinator_state(spark, inputs, output, settings, report, keep_decoded) as state:
-        return _compare(spark, state, inputs, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
+    writer = table_writer(spark, settings)
+    with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
+        return _compare(spark, state, writer, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
 
 
 def _compare(
     spark: SparkSession,
     state: CoordinatorState,
-    inputs: list[str],
+    writer: TableWriter,
     output: str,
     settings: Settings,
     report: DecodeReport,
@@ -64,7 +68,7 @@ def _compare(
     groups = groups.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         table = verdicts.whatif(groups)
-        storage = for_settings(settings)
+        storage = writer.storage
         rows = [r.asDict() for r in table.collect()]
         write_snapshot(
             _with_earlier_scenarios(spark, table, output, "whatif", snapshot, storage),
@@ -72,17 +76,17 @@ def _compare(
             "whatif",
             snapshot,
             report,
-            storage,
+            writer,
         )
         if per_group:
             kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, storage)
-            write_snapshot(kept, output, "whatif_groups", snapshot, report, storage)
+            write_snapshot(kept, output, "whatif_groups", snapshot, report, writer)
     finally:
         groups.unpersist()
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
-    write_run(spark, report, output, for_settings(settings))
+    write_run(spark, writer, report, output)
     return report, rows
 
 

@@ -27,6 +27,8 @@ turns uint64 mixed with int64 into floats.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -58,6 +60,54 @@ _OFFSET_SAFE = 2**63 - 2**31 - 1
 _TIMESTAMP_SAFE = 2**62
 
 
+class Native(NamedTuple):
+    """What `walk` and `scan_control` call: the C functions (or their stand-ins) and what they need."""
+
+    crc_tables: np.ndarray  # slicing-by-8 CRC-32C tables; empty when libcrc32c is used
+    crc32c: Any  # crc32c_value
+    zstd_decompress: Any
+    zstd_is_error: Any
+    zstd_context: int  # 0: no libzstd
+    inflate_reset: Any
+    inflate: Any
+    gzip_stream: np.ndarray  # zlib's z_stream, as words (empty: no zlib)
+    gzip_stream_words32: np.ndarray
+    gzip_fields: np.ndarray  # the z_stream field indexes
+    lz4_decompress: Any
+    lz4_is_error: Any
+    lz4_reset: Any
+    lz4_context: int  # 0: no liblz4
+    lz4_sizes: np.ndarray  # its two size words
+
+
+class Walked(NamedTuple):
+    """What `walk` gives: how it stopped, the bytes of buf the taken batches fill, the records decoded,
+    then one column per record (the first `records` rows of each are set)."""
+
+    how: int  # END, MORE, SLOW or FULL
+    consumed: int
+    records: int
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    key_starts: np.ndarray  # a start from len(buf) on is in `out`
+    key_lengths: np.ndarray  # -1: null
+    value_starts: np.ndarray
+    value_lengths: np.ndarray
+    producer_ids: np.ndarray
+    producer_epochs: np.ndarray
+    transactional: np.ndarray
+    positions: np.ndarray  # the record's batch's position in the file
+
+
+class Scanned(NamedTuple):
+    """What `scan_control` gives: how it stopped and the bytes taken, as `walk`, and the file positions of
+    the control batches it stepped over."""
+
+    how: int
+    consumed: int
+    control_positions: np.ndarray
+
+
 def _crc32c_tables() -> np.ndarray:
     """Slicing-by-8 tables of CRC-32C (Castagnoli, reflected polynomial 0x82F63B78)."""
     tables = np.zeros((8, 256), np.int64)
@@ -78,15 +128,12 @@ CRC32C_TABLES = _crc32c_tables()
 _NO_TABLES = np.zeros((0, 256), np.int64)
 
 
-def native_functions() -> tuple:
-    """What `walk` and `scan_control` are given as `native`: the CRC tables (empty when libcrc32c is
-    used), crc32c_value, libzstd's decompress, is-error and context (context 0: no libzstd), and zlib's
-    inflateReset and inflate with the gzip stream (empty: no zlib) and its field indexes, and liblz4's
-    decompress, is-error, reset, context (0: no liblz4) and its two size words."""
+def native_functions() -> Native:
+    """What `walk` and `scan_control` are given as `native`, from what this machine's libraries offer."""
     from offset_audit.inputs.segments import native
 
     tables = _NO_TABLES if native.CRC32C_AVAILABLE else CRC32C_TABLES
-    return (
+    return Native(
         tables,
         native.CRC32C,
         native.ZSTD_DECOMPRESS,
@@ -423,14 +470,14 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
     fast path takes, from the start of buf up to the first it does not; zstd batches are inflated into
     `out`. `native`: `native_functions()`, the C functions (or their stand-ins) the walk calls.
 
-    Returns (how, consumed, records, columns...): `how` is END, MORE, SLOW or FULL, `consumed` the bytes
-    of buf the taken batches fill, then per record: offset, timestamp, key start and length, value start
-    and length (length -1: null; a start from len(buf) on is in `out`), producer id, producer epoch,
-    transactional, batch position in the file.
+    Returns a `Walked`.
     """
-    tables, crc_function, zstd_decompress, zstd_is_error, zstd_context = native[:5]
-    inflate_reset, inflate, gzip_words, gzip_words32, gzip_fields = native[5:10]
-    lz4_decompress, lz4_is_error, lz4_reset, lz4_context, lz4_sizes = native[10:]
+    tables, crc_function = native.crc_tables, native.crc32c
+    zstd_decompress, zstd_is_error, zstd_context = native.zstd_decompress, native.zstd_is_error, native.zstd_context
+    inflate_reset, inflate, gzip_words = native.inflate_reset, native.inflate, native.gzip_stream
+    gzip_words32, gzip_fields = native.gzip_stream_words32, native.gzip_fields
+    lz4_decompress, lz4_is_error, lz4_reset = native.lz4_decompress, native.lz4_is_error, native.lz4_reset
+    lz4_context, lz4_sizes = native.lz4_context, native.lz4_sizes
     has_zstd = zstd_context != 0
     has_gzip = len(gzip_words) > 0
     has_lz4 = lz4_context != 0
@@ -583,7 +630,7 @@ def walk(buf, n, file_position, file_size, max_batch_bytes, out, native):
             positions[batch_row] = file_position + pos
         row = next_row
         pos = end
-    return (
+    return Walked(
         how,
         header_end,
         row,
@@ -605,10 +652,10 @@ def scan_control(buf, n, file_position, file_size, max_batch_bytes, native):
     """The transaction pass's walk: every magic 2 batch of buf[:n] whose CRC verifies is stepped over
     without being read, and the file positions of the control batches among them are returned.
 
-    Returns (how, consumed, positions): as `walk`; the Python reader reads the control batches (a few
-    per transaction) and everything the scan stops at.
+    Returns a `Scanned`; the Python reader reads the control batches (a few per transaction) and
+    everything the scan stops at.
     """
-    tables, crc_function = native[0], native[1]
+    tables, crc_function = native.crc_tables, native.crc32c
     address = np.uint64(buf.ctypes.data)
     positions = np.empty(n // (12 + _MIN_V2_SIZE) + 1, np.int64)
     found = 0
@@ -625,7 +672,7 @@ def scan_control(buf, n, file_position, file_size, max_batch_bytes, native):
             positions[found] = file_position + pos
             found += 1
         pos += total
-    return how, pos, positions[:found]
+    return Scanned(how, pos, positions[:found])
 
 
 @njit(cache=True, nogil=True)

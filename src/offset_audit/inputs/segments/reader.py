@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,9 @@ from offset_audit.inputs.segments.batch_rows import RowBuffer
 from offset_audit.inputs.segments.decoded import UntrustedBatch
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES, Frame, Skipped, iter_frames
 from offset_audit.inputs.segments.legacy import decode_legacy_message
+
+if TYPE_CHECKING:
+    from offset_audit.inputs.segments import fast_walk
 from offset_audit.inputs.segments.record_batch import decode_default_batch
 from offset_audit.storage import LOCAL, Storage, basename, is_remote, parent
 
@@ -173,9 +177,10 @@ def _read_fast(
             for control_position in controls.tolist():
                 _python_path(segment_file, size, rows, max_batch_bytes, True, control_position, 1)
         else:
-            how, consumed, count, *columns = fast_walk.walk(chunk, filled, position, size, max_batch_bytes, out, native)
-            if count:
-                _add_walked(rows, chunk, out, count, columns)
+            walked = fast_walk.walk(chunk, filled, position, size, max_batch_bytes, out, native)
+            how, consumed = walked.how, walked.consumed
+            if walked.records:
+                _add_walked(rows, chunk, out, walked)
         position += consumed
         # What the walker did not take is kept for the next call (it stopped at a chunk or `out` boundary).
         held = held - consumed if how in (fast_walk.MORE, fast_walk.FULL) and consumed else 0
@@ -206,17 +211,20 @@ def _python_path(
     return position
 
 
-def _add_walked(rows: RowBuffer, chunk: np.ndarray, out: np.ndarray, count: int, columns: list) -> None:
+def _add_walked(rows: RowBuffer, chunk: np.ndarray, out: np.ndarray, walked: fast_walk.Walked) -> None:
     """The records the walker decoded, into the rows."""
     from offset_audit.inputs.segments import fast_walk
 
-    offsets, timestamps, key_starts, key_lengths, value_starts, value_lengths, *per_batch = columns
+    count = walked.records
     rows.add_records(
-        offsets[:count],
-        timestamps[:count],
-        _binary(fast_walk.gather_bytes(chunk, out, key_starts, key_lengths, count)),
-        _binary(fast_walk.gather_bytes(chunk, out, value_starts, value_lengths, count)),
-        *(column[:count] for column in per_batch),
+        walked.offsets[:count],
+        walked.timestamps[:count],
+        _binary(fast_walk.gather_bytes(chunk, out, walked.key_starts, walked.key_lengths, count)),
+        _binary(fast_walk.gather_bytes(chunk, out, walked.value_starts, walked.value_lengths, count)),
+        walked.producer_ids[:count],
+        walked.producer_epochs[:count],
+        walked.transactional[:count],
+        walked.positions[:count],
     )
 
 
