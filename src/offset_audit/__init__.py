@@ -7,7 +7,7 @@ it may import (tests/test_layout.py holds it to that):
     decoding/     raw records -> typed rows of every decode table, or quarantine rows
     coordinator/  the group coordinator's model, no I/O: replay, rules, verdicts, history, share groups
     share_coordinator/  the share coordinator's model, no I/O: each share-partition's state (KIP-932)
-    outputs/      Delta tables written (delta-rs or delta-spark), and read back
+    outputs/      every table and file the job writes (Delta by delta-rs or delta-spark), and reading back
     views/        what people and programs read, no Spark: summaries, describe, JSON, metrics, HTML
     runs/         each command end to end; the SparkSession, settings, progress, preflight checks
     cli/          the click commands: flags -> settings -> a run or a view

@@ -7,7 +7,8 @@ read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from offset_audit import constants as K
 
@@ -20,35 +21,82 @@ WRITERS = ("auto", "delta-rs", "delta-spark")
 
 
 @dataclass(frozen=True)
-class Settings:
-    input_format: str = "auto"
+class InputSettings:
+    """[input]: what the dump is."""
+
+    format: str = "auto"
     # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
     partition: int | None = None
     topic: str = K.OFFSETS_TOPIC
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """[kafka]: the live cluster read through Spark's Kafka source, and the broker version that judges."""
+
     bootstrap_servers: str = ""
     isolation_level: str = "read_committed"
-    kafka_options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+    # The broker version whose expiry rules judge the dump (offset_audit.coordinator.versions).
+    version: str = "4.4"
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """[decode]: the decoder's switches."""
+
     fast_path: bool = True
     # decode.max_batch_mib in bytes: the most one log-segment batch may take, stored or inflated.
     max_batch_bytes: int = 64 << 20
-    spark: dict[str, str] = field(default_factory=dict)
-    # [storage] of the config and --storage-option: object-store options, as delta-rs names them.
-    storage: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """[audit]: the broker's retention settings the rules judge with, and the moment they judge at."""
+
     retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """[output]: who writes the Delta tables (WRITERS)."""
+
     writer: str = "auto"
-    # The broker version whose expiry rules judge the dump (offset_audit.coordinator.versions).
-    kafka_version: str = "4.4"
-    # `metrics`: which series it writes (offset_audit.views.metric_scope) and where it pushes them.
-    metrics_granularity: str = "group"
-    metrics_watch_expiring_within_minutes: int = 24 * 60
-    metrics_max_samples: int = 200_000
-    metrics_groups: tuple[str, ...] = ()
-    metrics_exclude_groups: tuple[str, ...] = ()
-    metrics_topics: tuple[str, ...] = ()
-    metrics_push_gateway: str = ""
-    metrics_push_job: str = "kafka_offset_audit"
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """[metrics]: which series `metrics` writes (offset_audit.views.metric_scope) and where it pushes them."""
+
+    granularity: str = "group"
+    watch_expiring_within_minutes: int = 24 * 60
+    max_samples: int = 200_000
+    groups: tuple[str, ...] = ()
+    exclude_groups: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    push_gateway: str = ""
+    push_job: str = "kafka_offset_audit"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One part per section of the config (conf/default.toml), so a stage reads only its own concern."""
+
+    input: InputSettings = field(default_factory=InputSettings)
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    decode: DecodeSettings = field(default_factory=DecodeSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
+    output: OutputSettings = field(default_factory=OutputSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    spark: dict[str, str] = field(default_factory=dict)
+    # [storage] of the config and --storage-option: object-store options, as delta-rs names them.
+    storage: dict[str, str] = field(default_factory=dict)
+
+    def replaced(self, section: str, **changes: Any) -> Settings:
+        """These settings with some values of one section changed (`settings.replaced("input", topic=...)`)."""
+        return replace(self, **{section: replace(getattr(self, section), **changes)})
 
 
 # offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).

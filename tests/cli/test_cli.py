@@ -316,7 +316,7 @@ def test_a_snapshot_column_of_another_type_is_one_sentence(no_spark, tmp_path):
 
 def test_the_dataframe_route_checks_the_same_types(spark):
     from offset_audit.errors import UserError
-    from offset_audit.inputs.snapshot import to_raw_records
+    from offset_audit.inputs.kafka_source import to_raw_records
 
     frame = spark.createDataFrame([(b"k", b"v", 0, "x")], "key binary, value binary, partition int, offset string")
     with pytest.raises(UserError, match="column 'offset' must be an integer"):

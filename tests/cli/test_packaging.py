@@ -28,7 +28,7 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
         "from offset_audit.layouts.tables import table_schema;"
         "from offset_audit.runs.config import load_settings;"
         "print(len(record_layouts()), len(share_state_layouts()), len(table_schema('offset_commits').columns),"
-        "load_settings().topic)"
+        "load_settings().input.topic)"
     )
     result = subprocess.run(
         [sys.executable, "-S", "-c", probe, str(archive)],

@@ -4,8 +4,6 @@ to that record with the audit's own rules. The dump is a log segment folder laid
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from dump_records import DAY, LAYOUTS, T0, group_record, group_tombstone, modern
 from segment_files import batch, marker
@@ -242,7 +240,7 @@ def test_retention_bound_of_no_sweep_bounds_nothing():
 
 
 def test_another_retention_changes_the_causes(spark, dump, tmp_path):
-    result = run_history(spark, [dump], str(tmp_path), dataclasses.replace(load_settings(), retention_minutes=1440))
+    result = run_history(spark, [dump], str(tmp_path), load_settings(retention_minutes=1440))
     rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
     # At one day every sweep above would have run six days earlier: none of them is a sweep now, but for
     # the one that came right after its group's member left (its offset could not go before).
@@ -253,7 +251,7 @@ def test_another_retention_changes_the_causes(spark, dump, tmp_path):
 
 def test_history_and_audit_agree_on_the_last_state(spark, dump, traced, tmp_path):
     _, _, rows = traced
-    run_audit(spark, [dump], str(tmp_path), dataclasses.replace(load_settings(), as_of="2026-01-20T00:00:00Z"))
+    run_audit(spark, [dump], str(tmp_path), load_settings(as_of="2026-01-20T00:00:00Z"))
     live = {
         (r["group_id"], r["topic"], r["partition"]): r["committed_offset"]
         for r in read_table(str(tmp_path), "partition_verdicts").to_pylist()
@@ -389,7 +387,7 @@ def test_offsets_deleted_with_their_topic_say_so(spark, deletions_dump, tmp_path
     """OffsetMetadataManager.onPartitionsDeleted (4.2.1) tombstones every offset of the deleted topic's
     name; onTopicsDeleted (4.3.1) only those stored with its id or none: td-d's, stored with another
     id, is not the deletion's by 4.3+ rules."""
-    settings = dataclasses.replace(load_settings(), kafka_version=version)
+    settings = load_settings(kafka_version=version)
     run_history(spark, [deletions_dump], str(tmp_path), settings)
     rows = read_table(str(tmp_path), HISTORY_TABLE).to_pylist()
     causes = {r["group_id"]: r["cause"] for r in rows if r["event"] == history.OFFSET_DELETED}

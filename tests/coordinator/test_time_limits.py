@@ -4,8 +4,6 @@ input format. Once, 2^62-1 ms came out as 1969-12-31 23:59:59.999 and the offset
 
 from __future__ import annotations
 
-import dataclasses
-
 import pyarrow.parquet as pq
 import pytest
 from audit_frames import AS_OF, WEEK, at, frames, group, offset
@@ -163,9 +161,7 @@ def write_console(folder):
 def test_every_input_format_keeps_the_milliseconds_and_the_broker_verdict(spark, tmp_path, write, input_format):
     source = tmp_path / "in"
     source.mkdir()
-    settings = dataclasses.replace(
-        load_settings(), input_format=input_format, as_of="2026-01-10T00:00:00Z", partition=0
-    )
+    settings = load_settings(input_format=input_format, as_of="2026-01-10T00:00:00Z", partition=0)
     run_audit(spark, [write(source)], str(tmp_path / "out"), settings)
     verdict = {
         r["group_id"]: r for r in DeltaTable(f"{tmp_path}/out/partition_verdicts").to_pyarrow_table().to_pylist()

@@ -206,7 +206,7 @@ def test_the_newest_rules_are_the_default(spark):
 
     newest_run = max(makefile_kafka_versions(), key=version_tuple)
     assert NEWEST_VERSION.number[:2] == version_tuple(newest_run)[:2] == (4, 4), newest_run
-    assert parse_version(load_settings(None).kafka_version) == NEWEST_VERSION
+    assert parse_version(load_settings(None).kafka.version) == NEWEST_VERSION
     records, offsets = _streams_records(0, 1, 1, stored=3), [offset("s", topic="orders", commit=at(1))]
     kept = {version: judged_streams(spark, records, offsets, version)[1].would_delete for version in ("4.3", "4.4")}
     assert kept == {"4.3": True, "4.4": False}
@@ -272,12 +272,11 @@ def test_a_commit_before_its_groups_records_fails_the_load_of_the_versions_that_
     """GroupMetadataManager.getOrMaybeCreatePersistedStreamsGroup (4.2.0 against 4.2.1) and
     getOrMaybeCreatePersistedConsumerGroup (3.9.1 against 4.0.0): a simple classic group a commit
     created is replaced only from the fix on."""
-    import dataclasses
 
     from offset_audit.runs.audit import run_audit
     from offset_audit.runs.config import load_settings
 
-    settings = dataclasses.replace(load_settings(), kafka_version=version)
+    settings = load_settings(kafka_version=version)
     notes = run_audit(spark, [early_commits], str(tmp_path), settings).report.format_notes
     found = {note: n for note, n in notes.items() if note.startswith("KAFKA-")}
     if jira is None:

@@ -11,6 +11,7 @@ from vector_files import hex_bytes
 
 from offset_audit.decoding.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
 from offset_audit.decoding.fast_commits import key_types
+from offset_audit.storage import LOCAL
 
 
 def commits(rows: list[tuple]) -> pa.Table:
@@ -163,7 +164,9 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
         "source_topic string",
     )
     scratch = tmp_path / "scratch"
-    result = decode_to_files(spark, frame.coalesce(1), str(tmp_path / "out"), "__consumer_offsets", True, str(scratch))
+    result = decode_to_files(
+        spark, frame.coalesce(1), str(tmp_path / "out"), "__consumer_offsets", True, str(scratch), storage=LOCAL
+    )
     skipped = {k: n for k, n in result.counts.items() if k[0] == SKIPPED_SUPERSEDED}
     assert sum(skipped.values()) == 2
     assert sum(n for k, n in result.counts.items() if k[0] == "quarantine") == 0

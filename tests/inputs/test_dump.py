@@ -8,7 +8,7 @@ from deltalake import write_deltalake
 
 from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
-from offset_audit.inputs.snapshot import read_snapshot, to_raw_records
+from offset_audit.inputs.kafka_source import read_kafka_source, to_raw_records
 
 
 def test_delta_snapshot_is_read_through_its_log(spark, tmp_path):
@@ -18,16 +18,17 @@ def test_delta_snapshot_is_read_through_its_log(spark, tmp_path):
     table = pq.read_table(tmp_path / "pq")
     write_deltalake(str(tmp_path / "delta"), table.slice(0, 100))
     write_deltalake(str(tmp_path / "delta"), table.slice(0, 50), mode="overwrite")
-    frame = read_snapshot(spark, [str(tmp_path / "delta")], "parquet")  # detected as Delta
+    frame = read_kafka_source(spark, [str(tmp_path / "delta")], "parquet")  # detected as Delta
     assert frame.count() == 50
 
 
 def test_files_globs_and_repeated_inputs(spark, tmp_path):
     generate_dump(str(tmp_path), 1200, seed=9)
     files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
-    assert read_snapshot(spark, [str(tmp_path / "part-*.parquet")], "parquet").count() == 1200
+    assert read_kafka_source(spark, [str(tmp_path / "part-*.parquet")], "parquet").count() == 1200
     assert (
-        read_snapshot(spark, files[:1], "parquet").count() + read_snapshot(spark, files[1:], "parquet").count() == 1200
+        read_kafka_source(spark, files[:1], "parquet").count() + read_kafka_source(spark, files[1:], "parquet").count()
+        == 1200
     )
 
 
@@ -36,7 +37,7 @@ def test_a_snapshot_without_kafka_columns_is_refused(spark, tmp_path):
 
     pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
     with pytest.raises(UserError, match="no column key, value, partition, offset"):
-        read_snapshot(spark, [str(tmp_path)], "parquet")
+        read_kafka_source(spark, [str(tmp_path)], "parquet")
 
 
 def test_raw_records_keep_coordinates_and_nulls(spark):
@@ -56,20 +57,20 @@ def test_raw_records_keep_coordinates_and_nulls(spark):
 def test_delta_flag_on_a_plain_folder(spark, tmp_path):
     generate_dump(str(tmp_path), 10, seed=1)
     with pytest.raises(UserError, match="not a Delta table"):
-        read_snapshot(spark, [str(tmp_path)], "delta")
+        read_kafka_source(spark, [str(tmp_path)], "delta")
 
 
 def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
     import pyarrow as pa
 
     from offset_audit.decoding.decoder import for_decode
-    from offset_audit.inputs.snapshot import read_piece, snapshot_pieces
+    from offset_audit.inputs.kafka_source import read_piece, source_pieces
 
     generate_dump(str(tmp_path), 2500, seed=4)
-    pieces = snapshot_pieces([str(tmp_path)], "parquet", rows_per_piece=1000)
+    pieces = source_pieces([str(tmp_path)], "parquet", rows_per_piece=1000)
     assert sum(p.rows for p in pieces) == 2500 and len(pieces) >= 2
     from_python = pa.Table.from_batches([b for p in pieces for b in read_piece(p, "__consumer_offsets")])
-    frame = for_decode(to_raw_records(read_snapshot(spark, [str(tmp_path)], "parquet")), "__consumer_offsets")
+    frame = for_decode(to_raw_records(read_kafka_source(spark, [str(tmp_path)], "parquet")), "__consumer_offsets")
     from_spark = spark.createDataFrame(from_python.to_pandas(), frame.schema)
     assert from_spark.exceptAll(frame).count() == 0 and frame.exceptAll(from_spark).count() == 0
 
@@ -77,11 +78,11 @@ def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
 def test_pieces_refuse_files_without_kafka_columns(tmp_path):
     import pyarrow.parquet as pq
 
-    from offset_audit.inputs.snapshot import snapshot_pieces
+    from offset_audit.inputs.kafka_source import source_pieces
 
     pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
     with pytest.raises(UserError, match="no column key"):
-        snapshot_pieces([str(tmp_path)], "parquet")
+        source_pieces([str(tmp_path)], "parquet")
 
 
 def _partition_files(sizes: dict[int, list[int]]):
@@ -113,7 +114,7 @@ def test_units_are_dealt_into_one_task_per_core_balanced_by_weight():
 
 def test_a_large_input_is_split_into_waves_of_one_task_per_core():
     from offset_audit.inputs.dump import RECORDS_PER_TASK, SEGMENT_BYTES_PER_RECORD, FileUnits
-    from offset_audit.inputs.snapshot import Piece
+    from offset_audit.inputs.kafka_source import Piece
 
     pieces = [Piece(f"/s/{i}.parquet", (0,), RECORDS_PER_TASK // 2) for i in range(20)]  # 10 tasks' worth
     assert len(FileUnits(pieces, read=lambda unit: iter(()), rows=None).slices(cores=4)) == 12
@@ -124,7 +125,7 @@ def test_a_large_input_is_split_into_waves_of_one_task_per_core():
 
 def test_units_kept_in_order_are_cut_into_stretches_of_about_equal_weight():
     from offset_audit.inputs.dump import FileUnits
-    from offset_audit.inputs.snapshot import Piece
+    from offset_audit.inputs.kafka_source import Piece
 
     pieces = [Piece(f"/s/{i}.parquet", (0,), rows) for i, rows in enumerate([5, 1, 1, 1, 1, 1, 4, 6])]
     slices = FileUnits(pieces, read=lambda unit: iter(()), rows=None).slices(cores=2, keep_order=True)

@@ -3,8 +3,6 @@ later segment than their commits, unreadable batches quarantined, and --input-fo
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from deltalake import DeltaTable
 from dump_records import DAY, T0, commit, group_record
@@ -62,7 +60,7 @@ def segments(tmp_path_factory):
 @pytest.fixture(scope="module")
 def audited(spark, segments, tmp_path_factory):
     output = tmp_path_factory.mktemp("audit")
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     result = run_audit(spark, [segments], str(output), settings)
     partitions = {r["topic"]: r for r in DeltaTable(f"{output}/partition_verdicts").to_pyarrow_table().to_pylist()}
     groups = {r["group_id"]: r for r in DeltaTable(f"{output}/group_verdicts").to_pyarrow_table().to_pylist()}
@@ -98,7 +96,7 @@ def test_the_python_segment_reader_gives_the_same_audit(spark, segments, audited
     """Transactions across segments, a pending one and a bad CRC: the same verdicts with the compiled
     walker off (decode.fast_path = false)."""
     output = audited[1]
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF, fast_path=False)
+    settings = load_settings(as_of=AS_OF, fast_path=False)
     run_audit(spark, [segments], str(tmp_path), settings)
     for table in ("partition_verdicts", "group_verdicts"):
         fast = DeltaTable(f"{output}/{table}").to_pyarrow_table()
@@ -156,7 +154,7 @@ def test_segments_decode_exactly_like_the_same_records_from_a_snapshot(
     generate_dump(str(tmp_path / "snapshot"), 1500, seed=5, corrupt=6)
     snapshot_to_segments(str(tmp_path / "snapshot"), str(tmp_path / "segments"), batch_records, compression)
     parquet = run_decode(spark, [str(tmp_path / "snapshot")], str(tmp_path / "a"), load_settings())
-    settings = dataclasses.replace(load_settings(), fast_path=fast_path)
+    settings = load_settings(fast_path=fast_path)
     segments = run_decode(spark, [str(tmp_path / "segments")], str(tmp_path / "b"), settings)
     assert segments.input_format == "segments" and parquet.input_format == "parquet"
     assert (segments.records_read, segments.records_decoded, segments.quarantined) == (
@@ -192,7 +190,7 @@ def test_text_dumps_are_detected_and_reconcile(spark, tmp_path, fixture, expecte
 def test_audit_summary_says_what_a_text_dump_could_not_tell(spark, tmp_path):
     from offset_audit.views.summary import audit_summary
 
-    settings = dataclasses.replace(load_settings(), as_of="now")
+    settings = load_settings(as_of="now")
     result = run_audit(spark, [str(TEXT_DUMPS / "dump_log_3_7.txt")], str(tmp_path), settings)
     text = audit_summary(result, str(tmp_path))
     assert "notes on the input:" in text and "CreateTime" in text

@@ -15,8 +15,9 @@ from offset_audit.outputs.delta import (
     has_delta,
     write_delta,
 )
+from offset_audit.storage import LOCAL
 
-RS = TableWriter(DELTA_RS)
+RS = TableWriter(DELTA_RS, LOCAL)
 
 
 def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp_path):
@@ -58,7 +59,7 @@ def test_tables_checkpoint_every_ten_commits(tmp_path):
     for version in range(11):
         file = tmp_path / f"f{version}.parquet"
         pq.write_table(pa.table({"x": [version]}, schema=schema), file)
-        commit_files(str(tmp_path), [DataFile(str(file), 1, file.stat().st_size)], schema)
+        commit_files(str(tmp_path), [DataFile(str(file), 1, file.stat().st_size)], schema, storage=LOCAL)
     log = sorted(p.name for p in (tmp_path / "_delta_log").iterdir())
     assert [n for n in log if "checkpoint.parquet" in n] == ["00000000000000000009.checkpoint.parquet"]
     table = DeltaTable(str(tmp_path))
@@ -78,7 +79,7 @@ def test_delta_spark_route(spark, tmp_path):
     """With delta-spark's jars (make spark-jars) and its extension, tables are written through
     format("delta"); run in the session with the jars (tests/spark_jars.py)."""
     assert has_delta(spark), "the session with the Spark jars has no delta-spark"
-    writer = choose_writer(spark, "auto")  # a session with Delta where the run chose no writer (--writer)
+    writer = choose_writer(spark, "auto", LOCAL)  # a session with Delta where the run chose no writer (--writer)
     assert writer.route == DELTA_SPARK
     path = str(tmp_path / "t")
     result = write_delta(spark.createDataFrame([(1, "a")], "x int, s string"), path, writer)
@@ -153,8 +154,8 @@ def test_a_run_that_chose_delta_spark_is_never_written_by_delta_rs_instead(spark
 
     if not has_delta(spark):
         with pytest.raises(UserError, match="--writer delta-spark needs a Spark session with Delta"):
-            choose_writer(spark, "delta-spark")
+            choose_writer(spark, "delta-spark", LOCAL)
     else:
-        assert choose_writer(spark, "delta-spark").route == DELTA_SPARK
-    assert choose_writer(spark, "delta-rs").route == DELTA_RS
-    assert choose_writer(spark, "auto").delta_spark is has_delta(spark)
+        assert choose_writer(spark, "delta-spark", LOCAL).route == DELTA_SPARK
+    assert choose_writer(spark, "delta-rs", LOCAL).route == DELTA_RS
+    assert choose_writer(spark, "auto", LOCAL).delta_spark is has_delta(spark)

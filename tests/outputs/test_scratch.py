@@ -20,7 +20,8 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from offset_audit.outputs.scratch import scratch_folder
-with scratch_folder(sys.argv[1]) as folder:
+from offset_audit.storage import LOCAL
+with scratch_folder(sys.argv[1], LOCAL) as folder:
     (Path(folder) / "part-00000.parquet").write_bytes(b"commits")
     print(folder, flush=True)
     time.sleep(600)

@@ -164,13 +164,14 @@ def test_each_writer_reads_and_appends_past_the_others_checkpoint(spark, tmp_pat
     commits before it removed, as log cleanup does, both must read the table from that checkpoint and
     append after it."""
     from offset_audit.outputs.delta import TableWriter, write_delta
+    from offset_audit.storage import LOCAL
 
     path = tmp_path / "t"
     at = 9 if checkpointer == "delta-rs" else 10
     for version in range(at + 1):
         writer = checkpointer if version == at else ["delta-rs", "delta-spark"][version % 2]
         frame = spark.createDataFrame([(version, f"v{version}")], "n bigint, s string")
-        write_delta(frame, str(path), TableWriter(writer), mode="append")
+        write_delta(frame, str(path), TableWriter(writer, LOCAL), mode="append")
     log = path / "_delta_log"
     assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [f"{at:020d}.checkpoint.parquet"]
     assert written_by(path, at) == checkpointer
@@ -178,7 +179,7 @@ def test_each_writer_reads_and_appends_past_the_others_checkpoint(spark, tmp_pat
         (log / f"{version:020d}.json").unlink()
     for extra, writer in enumerate(["delta-rs", "delta-spark"], start=at + 1):
         frame = spark.createDataFrame([(extra, "x")], "n bigint, s string")
-        write_delta(frame, str(path), TableWriter(writer), mode="append")
+        write_delta(frame, str(path), TableWriter(writer, LOCAL), mode="append")
     expected = list(range(at + 3))
     assert sorted(DeltaTable(str(path)).to_pyarrow_table().column("n").to_pylist()) == expected
     assert sorted(r.n for r in spark.read.format("delta").load(str(path)).collect()) == expected
@@ -187,14 +188,15 @@ def test_each_writer_reads_and_appends_past_the_others_checkpoint(spark, tmp_pat
 @pytest.mark.delta_spark
 def test_tables_delta_spark_creates_keep_deletion_vectors_off_whatever_the_cluster_defaults(spark, tmp_path):
     from offset_audit.errors import UserError
-    from offset_audit.inputs.snapshot import check_plain_files
+    from offset_audit.inputs.kafka_source import check_plain_files
     from offset_audit.outputs.delta import TableWriter, write_delta
+    from offset_audit.storage import LOCAL
 
     default = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
     spark.conf.set(default, "true")
     try:
         ours = tmp_path / "ours"
-        write_delta(spark.createDataFrame([(1,), (2,)], "n int"), str(ours), TableWriter("delta-spark"))
+        write_delta(spark.createDataFrame([(1,), (2,)], "n int"), str(ours), TableWriter("delta-spark", LOCAL))
         theirs = tmp_path / "theirs"
         spark.createDataFrame([(1,), (2,)], "n int").write.format("delta").save(str(theirs))
     finally:

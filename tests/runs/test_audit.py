@@ -3,7 +3,6 @@ delete), then verdicts, then the snapshot-partitioned Delta tables."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -99,7 +98,7 @@ def split_dump(dump, tmp_path_factory):
 @pytest.fixture(scope="module")
 def audited(spark, dump, tmp_path_factory):
     output = str(tmp_path_factory.mktemp("audit"))
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     result = run_audit(spark, [dump], output, settings)
 
     def read(name):
@@ -201,7 +200,7 @@ def test_the_printed_summary_counts_what_the_tables_hold(audited):
 
 
 def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, tmp_path):
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s1")
     run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s1")
     run_audit(spark, [dump], str(tmp_path), settings, snapshot_id="s2")
@@ -213,7 +212,7 @@ def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, 
 def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, split_dump, tmp_path, monkeypatch):
     """Each decode task decodes only its last record of each key; the verdicts must not change for it.
     The full-history run also replays the state spread over partitions, as a large state would be."""
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     layouts = []
     load_state = state.load_state
 
@@ -279,7 +278,7 @@ def test_a_key_whose_last_record_is_unreadable_has_no_state_whichever_records_we
     dump.mkdir()
     pq.write_table(table.slice(0, len(UNREADABLE_EARLY)), dump / "early.parquet")
     pq.write_table(table.slice(len(UNREADABLE_EARLY)), dump / "late.parquet")
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     runs = {"merged": {}, "full": {"keep_decoded": True}}
     results = {name: run_audit(spark, [str(dump)], str(tmp_path / name), settings, **kw) for name, kw in runs.items()}
     monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)  # the tasks' commits replayed by Spark, not merged first
@@ -331,7 +330,7 @@ def test_a_dump_without_offsets_writes_empty_offset_tables_and_still_judges_its_
     path = tmp_path / "bare"
     path.mkdir()
     pq.write_table(table.filter(bare_group), path / "part-0.parquet")
-    settings = dataclasses.replace(load_settings(), as_of=AS_OF)
+    settings = load_settings(as_of=AS_OF)
     result = run_audit(spark, [str(path)], str(tmp_path / "out"), settings, snapshot_id="s")
     rows = result.report.table_rows
     assert (rows["partition_verdicts"], rows["group_verdicts"], rows["deletion_candidates"]) == (0, 1, 0)

@@ -60,7 +60,7 @@ def test_a_misspelt_retention_no_longer_audits_at_the_default(tmp_path):
     with pytest.raises(UserError, match="did you mean retention_minutes"):
         load_settings(str(conf))
     conf.write_text("[audit]\nretention_minutes = 1440\n")
-    assert load_settings(str(conf)).retention_minutes == 1440
+    assert load_settings(str(conf)).audit.retention_minutes == 1440
 
 
 def test_free_sections_take_any_name_of_spark_and_of_the_object_store(tmp_path):
@@ -93,7 +93,7 @@ def test_the_metrics_section_reaches_the_settings(tmp_path):
         'exclude_groups = ["console-consumer-.*"]\npush_gateway = "http://pg:9091"\n'
     )
     settings = load_settings(str(conf))
-    assert (settings.metrics_granularity, settings.metrics_watch_expiring_within_minutes) == ("topic", 4320)
-    assert (settings.metrics_max_samples, settings.metrics_exclude_groups) == (20000, ("console-consumer-.*",))
-    assert (settings.metrics_push_gateway, settings.metrics_push_job) == ("http://pg:9091", "kafka_offset_audit")
-    assert load_settings().metrics_watch_expiring_within_minutes == 1440
+    assert (settings.metrics.granularity, settings.metrics.watch_expiring_within_minutes) == ("topic", 4320)
+    assert (settings.metrics.max_samples, settings.metrics.exclude_groups) == (20000, ("console-consumer-.*",))
+    assert (settings.metrics.push_gateway, settings.metrics.push_job) == ("http://pg:9091", "kafka_offset_audit")
+    assert load_settings().metrics.watch_expiring_within_minutes == 1440

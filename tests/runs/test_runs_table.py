@@ -3,8 +3,6 @@ committed, so a reader can tell a whole snapshot from one a killed run left half
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from deltalake import DeltaTable
 
@@ -67,12 +65,10 @@ def test_the_runs_row_names_every_table_the_run_committed_and_its_version(spark,
 
 def test_a_later_run_leaves_the_versions_an_earlier_run_names_readable(spark, dumps, tmp_path):
     output = str(tmp_path / "out")
-    settings = dataclasses.replace(load_settings(), as_of="2026-01-01T00:00:00Z")
+    settings = load_settings(as_of="2026-01-01T00:00:00Z")
     first = run_audit(spark, [str(dumps / "offsets")], output, settings, snapshot_id="s").report
     rows_first = DeltaTable(f"{output}/partition_verdicts").to_pyarrow_table().num_rows
-    run_audit(
-        spark, [str(dumps / "offsets")], output, dataclasses.replace(settings, retention_minutes=1), snapshot_id="s"
-    )
+    run_audit(spark, [str(dumps / "offsets")], output, settings.replaced("audit", retention_minutes=1), snapshot_id="s")
     named = dict(next(r for r in _runs(output) if r["run_id"] == first.run_id)["table_versions"])
     old = DeltaTable(f"{output}/partition_verdicts", version=named["partition_verdicts"]).to_pyarrow_table()
     assert old.num_rows == rows_first and set(old.column("retention_minutes").to_pylist()) == {10080}

@@ -4,7 +4,6 @@ config."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pyarrow as pa
@@ -155,7 +154,7 @@ def test_other_commands_refuse_share_input(spark, tmp_path):
     with pytest.raises(UserError, match="offset-audit share"):
         run_decode(spark, [str(path)], str(tmp_path / "out"), load_settings())
     with pytest.raises(UserError, match="share reads"):
-        run_share(spark, [str(path)], str(tmp_path / "o"), dataclasses.replace(load_settings(), input_format="console"))
+        run_share(spark, [str(path)], str(tmp_path / "o"), load_settings(input_format="console"))
 
 
 def _batches_by_topic_id(output):
@@ -188,12 +187,11 @@ def test_generated_share_groups_the_assignor_cannot_assign_end_with_findings_and
     """`generate --format share-state` with its cluster's groups once died with ShareAssignorError after
     some share tables were committed and before share_groups, share_findings and runs (Kafka 4.1's
     assignor: its round-robin runs out of members on these groups)."""
-    import dataclasses
 
     generate_dump(str(tmp_path / "offsets"), 2_000, seed=1, partitions=10)
     generate_share_state(str(tmp_path / "state"), 6_000, seed=1, world_records=2_000)
     output = tmp_path / "out"
-    settings = dataclasses.replace(load_settings(), kafka_version="4.1")
+    settings = load_settings(kafka_version="4.1")
     result = run_share(
         spark, [str(tmp_path / "state")], str(output), settings, groups_inputs=[str(tmp_path / "offsets")]
     )
@@ -309,7 +307,7 @@ def test_the_folded_and_the_record_by_record_replay_write_the_same_tables(spark,
     # Judged as 4.4 (the default), such an update says the dump's broker is older; as 4.3 it is expected.
     (note,) = [n for n in result.report.format_notes if "start offset back" in n]
     assert result.report.format_notes[note] == 1 and "only brokers before 4.4" in note
-    settings = dataclasses.replace(load_settings(), kafka_version="4.3")
+    settings = load_settings(kafka_version="4.3")
     older = run_share(spark, [dump], str(tmp_path / "out-4.3"), settings)
     assert not [n for n in older.report.format_notes if "start offset back" in n]
     assert any(f["kind"] == "START_OFFSET_MOVED_BACK" for f in older.findings)
@@ -332,7 +330,7 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     step = -(-table.num_rows // 6)
     for piece in range(6):
         pq.write_table(table.slice(piece * step, step), folder / f"part-{piece}.parquet")
-    settings = dataclasses.replace(resolved(load_settings(), [str(folder)], share=True), topic=SHARE_STATE_TOPIC)
+    settings = resolved(load_settings(), [str(folder)], share=True).replaced("input", topic=SHARE_STATE_TOPIC)
     source = raw_source(spark, [str(folder)], settings)
     assert isinstance(source, FileUnits) and len(source.units) == 6
 

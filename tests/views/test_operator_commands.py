@@ -215,7 +215,7 @@ def test_the_config_takes_a_duration_for_the_retention(tmp_path):
 
     conf = tmp_path / "c.toml"
     conf.write_text('[audit]\nretention_minutes = "30d"\n')
-    assert load_settings(str(conf)).retention_minutes == 43200
+    assert load_settings(str(conf)).audit.retention_minutes == 43200
     conf.write_text('[audit]\nretention_minutes = "a week"\n')
     with pytest.raises(UserError, match="retention_minutes in the config takes minutes or a duration"):
         load_settings(str(conf))

@@ -218,7 +218,7 @@ def dump_options(
             writer=writer,
             **overrides,
         )
-        if settings.input_format != "kafka" and not inputs:
+        if settings.input.format != "kafka" and not inputs:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         return command(dump=Dump(paths(inputs), settings), **options)
 

@@ -221,17 +221,17 @@ def metrics(
 
     conf = audit.settings
     scope = Scope(
-        granularity=granularity or conf.metrics_granularity,
-        groups=groups or conf.metrics_groups,
-        exclude_groups=exclude_groups or conf.metrics_exclude_groups,
-        topics=topics or conf.metrics_topics,
+        granularity=granularity or conf.metrics.granularity,
+        groups=groups or conf.metrics.groups,
+        exclude_groups=exclude_groups or conf.metrics.exclude_groups,
+        topics=topics or conf.metrics.topics,
         watch_expiring_within_minutes=(
-            conf.metrics_watch_expiring_within_minutes if watch_expiring_within is None else watch_expiring_within
+            conf.metrics.watch_expiring_within_minutes if watch_expiring_within is None else watch_expiring_within
         ),
-        max_samples=conf.metrics_max_samples if max_samples is None else max_samples,
+        max_samples=conf.metrics.max_samples if max_samples is None else max_samples,
     )
-    gateway = push_gateway or conf.metrics_push_gateway
-    push = pushgateway.Push(gateway, push_job or conf.metrics_push_job, pairs(grouping_key, "--push-grouping-key"))
+    gateway = push_gateway or conf.metrics.push_gateway
+    push = pushgateway.Push(gateway, push_job or conf.metrics.push_job, pairs(grouping_key, "--push-grouping-key"))
     if gateway:
         push.check()
     elif grouping_key:

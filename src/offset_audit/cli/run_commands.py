@@ -124,7 +124,7 @@ def audit(
 
     output = normalize(output)
     settings = preflight.check_inputs(dump.inputs, dump.settings)
-    preflight.check_as_of(settings.as_of, settings.input_format)
+    preflight.check_as_of(settings.audit.as_of, settings.input.format)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
@@ -189,11 +189,11 @@ def whatif(
     from offset_audit.views.summary import whatif_summary
 
     minutes = preflight.check_retention_list(retentions)
-    points = list(as_of_points) or [dump.settings.as_of]
+    points = list(as_of_points) or [dump.settings.audit.as_of]
     output = normalize(output)
     settings = preflight.check_inputs(dump.inputs, dump.settings)
     for point in points:
-        preflight.check_as_of(point, settings.input_format)
+        preflight.check_as_of(point, settings.input.format)
     preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs)
@@ -261,7 +261,6 @@ def share(
     quiet: bool,
 ) -> None:
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
-    import dataclasses
 
     from offset_audit.cli.options import paths
     from offset_audit.constants import OFFSETS_TOPIC
@@ -273,11 +272,11 @@ def share(
     from offset_audit.views.summary import share_summary
 
     output, groups = normalize(output), paths(groups_inputs)
-    share_broker_version(dump.settings.kafka_version)
+    share_broker_version(dump.settings.kafka.version)
     settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
-    check_share_input_format(settings.input_format)
+    check_share_input_format(settings.input.format)
     if groups:
-        group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+        group_settings = settings.replaced("input", format="auto", topic=OFFSETS_TOPIC)
         preflight.check_inputs(groups, group_settings)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     if broker_config:
@@ -295,7 +294,7 @@ def share(
             end_offsets=end_offsets,
             broker_config=broker_config,
             # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
-            bootstrap=settings.bootstrap_servers or DEFAULT_BOOTSTRAP,
+            bootstrap=settings.kafka.bootstrap_servers or DEFAULT_BOOTSTRAP,
         )
     emit(as_json, lambda: share_document(result, output), lambda: share_summary(result, output))
 

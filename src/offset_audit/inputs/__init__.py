@@ -2,7 +2,7 @@
 
     dump            a dump, whatever its format -> the raw records (format detection, the units Python
                     workers read, the raw-record DataFrame)
-    snapshot        Kafka-source snapshots (Parquet, Delta)
+    kafka_source    Kafka-source snapshots: what Spark's Kafka source wrote, as Parquet or Delta
     kafka_topic     the live topic, through Spark's Kafka source
     log_records     the one row shape every file-dump reader produces (LOG_RECORD_SCHEMA)
     log_files       the files of a log dump: segments, kafka-dump-log text, console-consumer text
@@ -20,8 +20,8 @@
     parquet_files   Parquet read by the Python workers as a DataFrame
     broker_properties   a broker's server.properties, read as java.util.Properties.load reads it
 
-A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches (or a snapshot's
-columns), and a name in `dump.detect_format`. Only inputs/ and outputs/ touch files, Kafka or Delta.
+A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches (or a Kafka-source
+snapshot's columns), and a name in `dump.detect_format`. Only inputs/ and outputs/ touch files, Kafka or Delta.
 
 May import: the top-level modules, layouts.
 """

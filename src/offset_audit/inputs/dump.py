@@ -9,7 +9,6 @@ in which a null value is a tombstone; log-file dumps add source_error, source_no
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,18 +20,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files, log_frames
-from offset_audit.inputs.kafka_topic import read_kafka
-from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
-from offset_audit.inputs.partition_folders import read_partition_raw
-from offset_audit.inputs.snapshot import (
+from offset_audit.inputs.kafka_source import (
     _expand,
     _is_delta,
     read_by_workers,
+    read_kafka_source,
     read_piece,
-    read_snapshot,
-    snapshot_pieces,
+    source_pieces,
     to_raw_records,
 )
+from offset_audit.inputs.kafka_topic import read_kafka
+from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
+from offset_audit.inputs.partition_folders import read_partition_raw
 from offset_audit.inputs.transactions import Markers
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
@@ -173,8 +172,8 @@ def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
 
 def formats_of(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
     """Each input path with its format: the run's, or, for MIXED, its own."""
-    if settings.input_format != MIXED:
-        return [(path, settings.input_format) for path in paths]
+    if settings.input.format != MIXED:
+        return [(path, settings.input.format) for path in paths]
     storage = for_settings(settings)
     return [(path, _format_of(path, storage)) for path in _expand(paths, storage)]
 
@@ -184,19 +183,19 @@ def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataF
     the inputs are read as one."""
     storage = for_settings(settings)
     paths = _expand(inputs, storage)
-    if not merges(paths, settings.input_format):
+    if not merges(paths, settings.input.format):
         return None
     formats = formats_of(paths, settings)
     # A transaction's marker may sit in another input's text (kafka-dump-log of the next segment): the
     # markers of every dump-log input label the records of each.
     texts = [path for path, fmt in formats if fmt == log_files.DUMP_LOG]
-    text_settings = dataclasses.replace(settings, input_format=log_files.DUMP_LOG)
+    text_settings = settings.replaced("input", format=log_files.DUMP_LOG)
     markers = log_files.gather_markers(spark, log_units(texts, text_settings)) if texts else None
 
     def load(path: str, input_format: str) -> DataFrame:
         if input_format == log_files.DUMP_LOG:
             return log_frames.raw_dataframe(spark, log_units([path], text_settings), markers)
-        return load_raw_records(spark, [path], dataclasses.replace(settings, input_format=input_format))
+        return load_raw_records(spark, [path], settings.replaced("input", format=input_format))
 
     return merged_raw_records(formats, load)
 
@@ -204,11 +203,11 @@ def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataF
 def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
     """The settings with --input-format auto replaced by the detected format; kip932-json (share-state
     control records) only where `share` reads it."""
-    if settings.input_format == "auto":
+    if settings.input.format == "auto":
         if not inputs:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
-        settings = dataclasses.replace(settings, input_format=detect_format(inputs, for_settings(settings)))
-    if settings.input_format == KIP932_JSON and not share:
+        settings = settings.replaced("input", format=detect_format(inputs, for_settings(settings)))
+    if settings.input.format == KIP932_JSON and not share:
         raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")
     return settings
 
@@ -219,9 +218,14 @@ def log_units(inputs: list[str], settings: Settings) -> list[log_files.LogFile]:
     paths = _expand(inputs, storage)
     other = [p for p in paths if "://" in p and not is_remote(p)]
     if other:
-        raise UserError(f"{settings.input_format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
+        raise UserError(f"{settings.input.format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
     return log_files.log_files(
-        paths, settings.input_format, settings.partition, settings.max_batch_bytes, storage, settings.fast_path
+        paths,
+        settings.input.format,
+        settings.input.partition,
+        settings.decode.max_batch_bytes,
+        storage,
+        settings.decode.fast_path,
     )
 
 
@@ -233,42 +237,44 @@ def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tu
 
 def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings, share: bool = False) -> DataFrame:
     settings = resolved(settings, inputs, share)
-    if settings.input_format == "kafka":
+    if settings.input.format == "kafka":
         return to_raw_records(read_kafka(spark, settings))
     if (merged := _merged(spark, inputs, settings)) is not None:
         return merged
-    if settings.input_format == log_files.SEGMENTS:  # each partition's task finds its own markers
+    if settings.input.format == log_files.SEGMENTS:  # each partition's task finds its own markers
         return log_frames.raw_dataframe(spark, log_units(inputs, settings), Markers())
-    if settings.input_format in log_files.LOG_FORMATS:
+    if settings.input.format in log_files.LOG_FORMATS:
         return log_frames.raw_dataframe(spark, *_log_units(spark, inputs, settings))
-    return to_raw_records(read_snapshot(spark, inputs, settings.input_format, for_settings(settings)))
+    return to_raw_records(read_kafka_source(spark, inputs, settings.input.format, for_settings(settings)))
 
 
 def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
     """What the fast route reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
-    several = settings.input_format in MERGED_FORMATS and len(_expand(inputs, for_settings(settings))) > 1
-    if settings.input_format == MIXED or several:  # copies to merge (`overlapping`)
+    several = settings.input.format in MERGED_FORMATS and len(_expand(inputs, for_settings(settings))) > 1
+    if settings.input.format == MIXED or several:  # copies to merge (`overlapping`)
         return load_raw_records(spark, inputs, settings)
-    if settings.input_format == log_files.SEGMENTS:
+    if settings.input.format == log_files.SEGMENTS:
         # A partition's transaction markers are in its own log: each task finds those of its partitions
         # itself, and the dump is read in one Spark job rather than two.
         units = log_units(inputs, settings)
         groups = log_files.by_partition(units)
-        return FileUnits(groups, partial(read_partition_raw, topic=settings.topic), None, len(units))
-    if settings.input_format in log_files.LOG_FORMATS:
+        return FileUnits(groups, partial(read_partition_raw, topic=settings.input.topic), None, len(units))
+    if settings.input.format in log_files.LOG_FORMATS:
         units, markers = _log_units(spark, inputs, settings)
-        return FileUnits(units, partial(log_files.read_raw, markers=markers, topic=settings.topic), None, len(units))
-    if settings.input_format != "kafka" and read_by_workers(inputs):
-        pieces = snapshot_pieces(inputs, settings.input_format, storage=for_settings(settings))
-        return FileUnits(pieces, partial(read_piece, topic=settings.topic), sum(p.rows for p in pieces))
+        return FileUnits(
+            units, partial(log_files.read_raw, markers=markers, topic=settings.input.topic), None, len(units)
+        )
+    if settings.input.format != "kafka" and read_by_workers(inputs):
+        pieces = source_pieces(inputs, settings.input.format, storage=for_settings(settings))
+        return FileUnits(pieces, partial(read_piece, topic=settings.input.topic), sum(p.rows for p in pieces))
     return load_raw_records(spark, inputs, settings)
 
 
 def input_bytes(inputs: list[str], settings: Settings) -> int | None:
     """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
-    if settings.input_format == "kafka":
+    if settings.input.format == "kafka":
         return None
     storage = for_settings(settings)
     total = 0

@@ -44,48 +44,50 @@ def topic_partitions(spark: SparkSession, settings: Settings) -> list[int]:
         props = jvm.java.util.HashMap()
     except Exception as err:  # no kafka-clients: the connector is missing
         raise _missing(spark) from err
-    props.put("bootstrap.servers", settings.bootstrap_servers)
+    props.put("bootstrap.servers", settings.kafka.bootstrap_servers)
     props.put("default.api.timeout.ms", "30000")
     props.put("request.timeout.ms", "15000")
-    for name, value in settings.kafka_options.items():
+    for name, value in settings.kafka.options.items():
         if name.startswith("kafka."):
             props.put(name.removeprefix("kafka."), value)
     topics = jvm.java.util.ArrayList()
-    topics.add(settings.topic)
+    topics.add(settings.input.topic)
     try:
         admin = admin_class.create(props)
     except Exception as err:
         raise (
             _missing(spark)
             if "Admin" in str(err) and "not" in str(err)
-            else UserError(f"cannot set up a Kafka client for {settings.bootstrap_servers}: {str(err).splitlines()[0]}")
+            else UserError(
+                f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {str(err).splitlines()[0]}"
+            )
         ) from err
     try:
         described = admin.describeTopics(topics).allTopicNames().get()
-        return sorted(p.partition() for p in described.get(settings.topic).partitions())
+        return sorted(p.partition() for p in described.get(settings.input.topic).partitions())
     except Exception as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UserError(
-            f"cannot list the partitions of {settings.topic} on {settings.bootstrap_servers}: {first}"
+            f"cannot list the partitions of {settings.input.topic} on {settings.kafka.bootstrap_servers}: {first}"
         ) from err
     finally:
         admin.close()
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
-    if not settings.bootstrap_servers:
+    if not settings.kafka.bootstrap_servers:
         raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
     if not has_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
         raise _missing(spark)
     options = {
-        "kafka.bootstrap.servers": settings.bootstrap_servers,
-        "assign": json.dumps({settings.topic: topic_partitions(spark, settings)}),
+        "kafka.bootstrap.servers": settings.kafka.bootstrap_servers,
+        "assign": json.dumps({settings.input.topic: topic_partitions(spark, settings)}),
         "startingOffsets": "earliest",
         "endingOffsets": "latest",
         # Aborted transactional offset commits never reach us (reference 1.1, "Transactions").
-        "kafka.isolation.level": settings.isolation_level,
+        "kafka.isolation.level": settings.kafka.isolation_level,
         "failOnDataLoss": "false",
-        **settings.kafka_options,
+        **settings.kafka.options,
     }
     reader = spark.read.format("kafka")
     for name, value in options.items():

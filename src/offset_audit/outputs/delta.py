@@ -40,7 +40,7 @@ from offset_audit.errors import UserError
 from offset_audit.jvm import has_class
 from offset_audit.layouts.tables import parse_type
 from offset_audit.snapshot_ids import check_snapshot_id
-from offset_audit.storage import LOCAL, Storage, basename, join, spark_path
+from offset_audit.storage import Storage, basename, join, spark_path
 
 # Table properties of the tables delta-rs creates. Every run adds a commit to each table it writes, and
 # without a checkpoint each open replays every JSON commit of the log: opening a table took 15-20 ms
@@ -87,14 +87,14 @@ class TableWriter:
     which writer it uses where it is called, and two runs in one session cannot see each other's."""
 
     route: str  # DELTA_SPARK or DELTA_RS
-    storage: Storage = LOCAL
+    storage: Storage
 
     @property
     def delta_spark(self) -> bool:
         return self.route == DELTA_SPARK
 
 
-def choose_writer(spark: SparkSession, writer: str, storage: Storage = LOCAL) -> TableWriter:
+def choose_writer(spark: SparkSession, writer: str, storage: Storage) -> TableWriter:
     """The run's writer for its --writer / [output] writer choice ("auto", "delta-spark", "delta-rs"):
     "auto" writes through format("delta") where the session has Delta. A run that chose delta-spark on a
     session without Delta is refused before Spark starts (runs.preflight); here it is refused again
@@ -124,7 +124,7 @@ class WriteResult:
     version: int | None = None  # the table version this write committed, when a run id was given
 
 
-def check_table_dir(table_dir: str, storage: Storage = LOCAL) -> None:
+def check_table_dir(table_dir: str, storage: Storage) -> None:
     """Refuse a table's place when something else is there: a file, or a folder that holds files but
     is no Delta table (someone's data, or a table of another format). Writing into it would take it
     over silently. An empty folder, a missing one, or a Delta table (a run before this one) is fine."""
@@ -190,7 +190,7 @@ def write_arrow(
     )
 
 
-def committed_version(path: str, run_id: str | None, storage: Storage = LOCAL) -> int | None:
+def committed_version(path: str, run_id: str | None, storage: Storage) -> int | None:
     """The version of the table at `path` that carries `run_id` in its commit info: the commit this run
     made, even when other writers committed since (two audits into one folder at once). Read from the
     commit files themselves, newest first: delta-rs' history numbers its entries from the version the
@@ -331,7 +331,8 @@ def commit_files(
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
     run_id: str | None = None,
-    storage: Storage = LOCAL,
+    *,
+    storage: Storage,
 ) -> int | None:
     """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs); the
     version made, when `run_id` is given.
@@ -407,7 +408,7 @@ _WRITTEN = parse_type("struct<path:string,rows:bigint,size:bigint,partition_valu
 
 
 def write_parquet_files(
-    df: DataFrame, run_dir: str, partition_by: list[str] | None, storage: Storage = LOCAL
+    df: DataFrame, run_dir: str, partition_by: list[str] | None, storage: Storage
 ) -> list[DataFile]:
     """Each task writes its rows as a Parquet file (one per partition value) under `run_dir`, through
     pyarrow.fs; their paths, rows and sizes come back to the driver. At most one partition column (the
@@ -479,6 +480,6 @@ def _write_with_delta_rs(
     check_table_dir(path, storage)
     files = write_parquet_files(df, new_run_dir(path), partition_by, storage)
     schema = to_arrow_schema(df.schema, timezone="UTC")
-    version = commit_files(path, files, schema, mode, partition_by, replace_where, run_id, storage)
+    version = commit_files(path, files, schema, mode, partition_by, replace_where, run_id, storage=storage)
     rows = sum(f.rows for f in files)
     return WriteResult(basename(path), path, rows, len(files), "delta-rs", tuple(f.path for f in files), version)

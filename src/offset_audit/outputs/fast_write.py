@@ -42,7 +42,7 @@ from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import parse_type
 from offset_audit.outputs.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
-from offset_audit.storage import LOCAL, Storage, join
+from offset_audit.storage import Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
 ROW_GROUP_ROWS = 131_072
@@ -222,7 +222,8 @@ def decode_to_files(
     topic: str,
     use_fast_path: bool = True,
     compact_commits_to: str | None = None,
-    storage: Storage = LOCAL,
+    *,
+    storage: Storage,
 ) -> DecodedFiles:
     """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
 
@@ -288,7 +289,8 @@ def commit_decoded(
     files: dict[str, list[DataFile]],
     tables: tuple[str, ...] = TABLES,
     run_id: str | None = None,
-    storage: Storage = LOCAL,
+    *,
+    storage: Storage,
 ) -> dict[str, WriteResult]:
     """Replace each decode table's rows with its new files, one Delta commit per table (each carrying
     `run_id`)."""

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offset_audit.inputs.kafka_source import check_plain_files
 from offset_audit.inputs.parquet_files import read_parquet_files
-from offset_audit.inputs.snapshot import check_plain_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import has_delta
 from offset_audit.storage import LOCAL, Storage, join, spark_path
@@ -47,7 +47,7 @@ def read_table(spark: SparkSession, folder: str, name: str, storage: Storage = L
     return reduce(DataFrame.unionByName, frames)
 
 
-def bytes_skipped(quarantine_files: list, storage: Storage = LOCAL) -> int:
+def bytes_skipped(quarantine_files: list, storage: Storage) -> int:
     """The bytes the quarantine rows of these files stand for (log segment stretches holding no batch)."""
     total = 0
     for file in quarantine_files:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import arrow_schema
-from offset_audit.storage import LOCAL, Storage, is_remote, join
+from offset_audit.storage import Storage, is_remote, join
 
 PREFIX = "_replay-"
 OWNER = ".owner"
@@ -34,7 +34,7 @@ UNOWNED_GRACE_SECONDS = 3600
 
 
 @contextmanager
-def scratch_folder(root: str, storage: Storage = LOCAL) -> Iterator[str]:
+def scratch_folder(root: str, storage: Storage) -> Iterator[str]:
     """A fresh scratch folder under `root`, locked for the block and removed after it; scratch of dead
     runs is cleared first. In an object store, which has no locks, scratch is cleared once it is
     UNOWNED_GRACE_SECONDS old (no run writes to its scratch for that long: it is written while decoding)."""

@@ -77,7 +77,7 @@ def run_audit(
     end_offsets: str | pa.Table | None = None,
     keep_decoded: bool = False,
 ) -> AuditResult:
-    report = DecodeReport.start("audit", inputs, settings.input_format, settings.bootstrap_servers)
+    report = DecodeReport.start("audit", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
         return _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
@@ -93,10 +93,10 @@ def _judge(
     snapshot_id: str | None,
     end_offsets: str | pa.Table | None,
 ) -> AuditResult:
-    as_of = resolve_as_of(settings.as_of, state.newest_record)
+    as_of = resolve_as_of(settings.audit.as_of, state.newest_record)
     snapshot = snapshot_id_for(report, state.newest_record, as_of, snapshot_id)
     ends = read_end_offsets(spark, end_offsets, writer.storage) if end_offsets is not None else None
-    retention, interval = settings.retention_minutes, settings.check_interval_ms
+    retention, interval = settings.audit.retention_minutes, settings.audit.check_interval_ms
 
     def written(frame: DataFrame, table: str) -> Written:
         progress.begin(f"judging and writing {table}")
@@ -113,7 +113,7 @@ def _judge(
     candidates = written(verdicts.deletion_candidates(partitions.frame), "deletion_candidates")
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
-    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
+    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)

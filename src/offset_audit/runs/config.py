@@ -13,11 +13,24 @@ from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from offset_audit.coordinator.versions import parse_version
 from offset_audit.errors import UserError
-from offset_audit.settings import INPUT_FORMATS, MAX_LONG, MAX_RETENTION_MINUTES, WRITERS, Settings
+from offset_audit.settings import (
+    INPUT_FORMATS,
+    MAX_LONG,
+    MAX_RETENTION_MINUTES,
+    WRITERS,
+    AuditSettings,
+    DecodeSettings,
+    InputSettings,
+    KafkaSettings,
+    MetricsSettings,
+    OutputSettings,
+    Settings,
+)
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
@@ -137,12 +150,56 @@ def _read_toml(path: Path | Traversable) -> dict[str, Any]:
     return raw
 
 
+# The flags' names for the values of each section of Settings: what load_settings' overrides are called.
+FLAG_NAMES: dict[str, tuple[str, str]] = {
+    "input_format": ("input", "format"),
+    "partition": ("input", "partition"),
+    "topic": ("input", "topic"),
+    "bootstrap_servers": ("kafka", "bootstrap_servers"),
+    "isolation_level": ("kafka", "isolation_level"),
+    "kafka_options": ("kafka", "options"),
+    "kafka_version": ("kafka", "version"),
+    "fast_path": ("decode", "fast_path"),
+    "max_batch_bytes": ("decode", "max_batch_bytes"),
+    "retention_minutes": ("audit", "retention_minutes"),
+    "check_interval_ms": ("audit", "check_interval_ms"),
+    "as_of": ("audit", "as_of"),
+    "writer": ("output", "writer"),
+    **{f"metrics_{name}": ("metrics", name) for name in MetricsSettings.__dataclass_fields__},
+}
+SECTIONS = {
+    "input": InputSettings,
+    "kafka": KafkaSettings,
+    "decode": DecodeSettings,
+    "audit": AuditSettings,
+    "output": OutputSettings,
+    "metrics": MetricsSettings,
+}
+
+
+def _by_flag(settings: Settings) -> SimpleNamespace:
+    """Settings' values under the flags' names (FLAG_NAMES)."""
+    return SimpleNamespace(
+        **{flag: getattr(getattr(settings, s), name) for flag, (s, name) in FLAG_NAMES.items()},
+    )
+
+
+def _sectioned(values: dict[str, Any]) -> Settings:
+    parts: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
+    for flag, (section, name) in FLAG_NAMES.items():
+        parts[section][name] = values[flag]
+    built = {section: SECTIONS[section](**given) for section, given in parts.items()}
+    return Settings(**built, spark=values["spark"], storage=values["storage"])
+
+
 def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
+    """The settings of a run; `overrides` are the flags' values by their names (FLAG_NAMES, spark,
+    storage), None for a flag not given."""
     raw = _read_toml(DEFAULT_CONF)
     if conf_file:
         raw = _merge(raw, _read_toml(Path(conf_file)))
     # conf/default.toml normally sets every value; an overlay file may leave any out.
-    default = Settings()
+    default = _by_flag(Settings())
 
     def section(name: str) -> dict[str, Any]:
         return raw.get(name, {})
@@ -167,6 +224,8 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         **_metrics(section("metrics"), default),
     }
     for name, value in overrides.items():
+        if name not in values:
+            raise TypeError(f"load_settings() got an unknown setting {name!r}")
         if value is None:
             continue
         if name in ("kafka_options", "storage"):
@@ -194,10 +253,10 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     partition = values["partition"]
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")
-    return Settings(**values)
+    return _sectioned(values)
 
 
-def _metrics(metrics: dict[str, Any], default: Settings) -> dict[str, Any]:
+def _metrics(metrics: dict[str, Any], default: SimpleNamespace) -> dict[str, Any]:
     """[metrics] as Settings fields; the values are checked where `metrics` builds its scope."""
     watch = metrics.get("watch_expiring_within", default.metrics_watch_expiring_within_minutes)
     if isinstance(watch, str):

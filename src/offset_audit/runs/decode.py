@@ -63,7 +63,7 @@ def decode_dump(
     """
     settings = resolved(settings, inputs)
     storage = writer.storage
-    report.input_format = settings.input_format
+    report.input_format = settings.input.format
     route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
         source = raw_source(spark, inputs, settings)
@@ -71,10 +71,12 @@ def decode_dump(
         # their readers turn unreadable input into error rows, so nothing escapes the count.
         known = source.rows if isinstance(source, FileUnits) else source.count()
         if known is not None:
-            progress.begin(f"decoding {known:,} records ({settings.input_format})")
+            progress.begin(f"decoding {known:,} records ({settings.input.format})")
         else:
-            progress.begin(f"decoding {source.files:,} files ({settings.input_format})")
-        result = decode_to_files(spark, source, output, settings.topic, settings.fast_path, compact_commits_to, storage)
+            progress.begin(f"decoding {source.files:,} files ({settings.input.format})")
+        result = decode_to_files(
+            spark, source, output, settings.input.topic, settings.decode.fast_path, compact_commits_to, storage=storage
+        )
         report.records_read = result.records_read if known is None else known
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
@@ -90,9 +92,11 @@ def decode_dump(
             report.wrote(name, written)
         return decoded
     raw = load_raw_records(spark, inputs, settings)
-    progress.begin(f"decoding the dump ({settings.input_format})")
+    progress.begin(f"decoding the dump ({settings.input.format})")
     report.records_read = raw.count()
-    decoded = decoder.decode_records(raw, settings.topic, settings.fast_path).persist(StorageLevel.MEMORY_AND_DISK)
+    decoded = decoder.decode_records(raw, settings.input.topic, settings.decode.fast_path).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     try:
         counts = Counter()
         for row in decoder.decode_counts(decoded).collect():
@@ -117,7 +121,7 @@ def run_decode(
     spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
 ) -> DecodeReport:
     """The decode command: every decode table under `output`, and its row in `output/runs`."""
-    report = DecodeReport.start("decode", inputs, settings.input_format, settings.bootstrap_servers)
+    report = DecodeReport.start("decode", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     decode_dump(spark, inputs, output, settings, report, writer, route)
     report.finished_at = datetime.now(UTC)

@@ -102,7 +102,7 @@ def run_history(
     topic: str | None = None,
     snapshot_id: str | None = None,
 ) -> HistoryResult:
-    report = DecodeReport.start("history", inputs, settings.input_format, settings.bootstrap_servers)
+    report = DecodeReport.start("history", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     storage = writer.storage
     decoded_dir = join(output, DECODED)
@@ -120,15 +120,17 @@ def run_history(
     as_of = datetime.now(UTC) if newest is None else resolve_as_of("latest", newest)
     snapshot = snapshot_id_for(report, newest, as_of, snapshot_id)
     version = broker_rules(settings, report)
-    events = history.offset_history(log, settings.retention_minutes, settings.check_interval_ms, topic, version)
+    events = history.offset_history(
+        log, settings.audit.retention_minutes, settings.audit.check_interval_ms, topic, version
+    )
     shaped = events.withColumn("as_of", F.lit(as_of).cast("timestamp")).withColumn(
-        "retention_minutes", F.lit(settings.retention_minutes)
+        "retention_minutes", F.lit(settings.audit.retention_minutes)
     )
     progress.begin(f"writing {HISTORY_TABLE}")
     write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, writer)
-    result = HistoryResult(report, snapshot, settings.retention_minutes, groups=list(groups or []))
-    _summarise(spark, result, output, snapshot, storage, groups, settings.check_interval_ms)
-    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.retention_minutes
+    result = HistoryResult(report, snapshot, settings.audit.retention_minutes, groups=list(groups or []))
+    _summarise(spark, result, output, snapshot, storage, groups, settings.audit.check_interval_ms)
+    report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)

@@ -7,7 +7,6 @@ the CLI prints and exits 2 on. The checks read only file names, headers and Parq
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import tempfile
@@ -56,8 +55,8 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     from offset_audit.outputs.delta import DELTA_SPARK_MISSING, check_table_dir
     from offset_audit.runs.session import delta_spark_configured
 
-    by_spark = settings.writer != "delta-rs" and delta_spark_configured(settings.spark)
-    if settings.writer == "delta-spark" and not by_spark:
+    by_spark = settings.output.writer != "delta-rs" and delta_spark_configured(settings.spark)
+    if settings.output.writer == "delta-spark" and not by_spark:
         raise UserError(DELTA_SPARK_MISSING)
     if "://" in output and not is_remote(output) and by_spark:
         return  # written by Spark, through its own connectors and their credentials
@@ -181,9 +180,9 @@ def check_end_offsets(path: str | None, settings: Settings, start_offsets: str |
     if path == kafka_end_offsets.FROM_CLUSTER:
         if start_offsets:
             raise UserError("--end-offsets kafka asks the cluster for the log start offsets too: drop --start-offsets")
-        if not settings.bootstrap_servers:
+        if not settings.kafka.bootstrap_servers:
             raise UserError("--end-offsets kafka needs --bootstrap-server HOST:PORT[,HOST:PORT], the cluster to ask")
-        return kafka_end_offsets.fetch_end_offsets(settings.bootstrap_servers, settings.kafka_options)
+        return kafka_end_offsets.fetch_end_offsets(settings.kafka.bootstrap_servers, settings.kafka.options)
     starts = normalize(start_offsets) if start_offsets else None
     return load_end_offsets(normalize(path), for_settings(settings), starts)
 
@@ -198,11 +197,11 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
     out (`auto` replaced), so the run does not work it out again."""
     from offset_audit.inputs import log_files
     from offset_audit.inputs.dump import KIP932_JSON, formats_of, log_units, resolved
+    from offset_audit.inputs.kafka_source import check_source_schema, data_files, read_by_workers, read_footer
     from offset_audit.inputs.overlapping import MIXED
-    from offset_audit.inputs.snapshot import check_snapshot_schema, data_files, read_by_workers, read_footer
 
-    if settings.input_format == "kafka":
-        if not settings.bootstrap_servers:
+    if settings.input.format == "kafka":
+        if not settings.kafka.bootstrap_servers:
             raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
         return settings
     storage = for_settings(settings)
@@ -210,10 +209,10 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
         if is_remote(item):
             check_reachable(item, storage)
     settings = resolved(settings, inputs, share)
-    kind = settings.input_format
+    kind = settings.input.format
     if kind == MIXED:  # each input as what it is
         for path, own in formats_of(inputs, settings):
-            check_inputs([path], dataclasses.replace(settings, input_format=own), share)
+            check_inputs([path], settings.replaced("input", format=own), share)
         return settings
     if kind == "delta":  # read through delta-rs, as the tables are
         for item in inputs:
@@ -222,7 +221,7 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
         log_units(inputs, settings)
     elif read_by_workers(inputs):
         for file in data_files(inputs, kind, storage):
-            check_snapshot_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
+            check_source_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
     return settings
 
 

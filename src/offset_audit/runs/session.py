@@ -314,4 +314,4 @@ def table_writer(spark: SparkSession, settings: Settings) -> TableWriter:
     from offset_audit.outputs.delta import choose_writer
     from offset_audit.storage import for_settings
 
-    return choose_writer(spark, settings.writer, for_settings(settings))
+    return choose_writer(spark, settings.output.writer, for_settings(settings))

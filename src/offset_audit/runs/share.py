@@ -74,8 +74,8 @@ def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings,
     `[decode] fast_path` (the default) reads and folds the records in one pass (runs/share_fast_replay.py);
     false replays them record by record (decode, group by share-partition, replay), the reference the
     fast route is tested against."""
-    settings = dataclasses.replace(settings, topic=share_replay.SHARE_STATE_TOPIC)
-    if settings.fast_path:
+    settings = settings.replaced("input", topic=share_replay.SHARE_STATE_TOPIC)
+    if settings.decode.fast_path:
         source = raw_source(spark, inputs, settings)
         done = share_fast_replay.replay_dump(
             spark,
@@ -114,7 +114,7 @@ def _count(report: DecodeReport, counts: Counter) -> None:
 def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
     """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
     state is in its own topic's log)."""
-    files = log_units(inputs, dataclasses.replace(settings, input_format=KIP932_JSON))
+    files = log_units(inputs, settings.replaced("input", format=KIP932_JSON))
     lines = share_replay.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -135,7 +135,7 @@ def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Setting
             F.encode("text", "utf-8").alias("value"),
             F.lit(None).cast("bigint").alias("skipped_bytes"),
         ).toArrow()
-        replayed = share_replay.replay_kip932(lines, limit, settings.fast_path).toArrow()
+        replayed = share_replay.replay_kip932(lines, limit, settings.decode.fast_path).toArrow()
     finally:
         lines.unpersist()
     return replayed, quarantine, None
@@ -212,8 +212,8 @@ def run_share(
     settings = resolved(settings, inputs, share=True)
     writer = table_writer(spark, settings)
     storage = writer.storage
-    report = DecodeReport.start("share", inputs, settings.input_format, settings.bootstrap_servers)
-    version = share_broker_version(settings.kafka_version)
+    report = DecodeReport.start("share", inputs, settings.input.format, settings.kafka.bootstrap_servers)
+    version = share_broker_version(settings.kafka.version)
     report.kafka_version = version.label
     limits_config = load_broker_config(broker_config) if broker_config else {}
     setting_findings = limits.check_settings(limits_config)
@@ -224,19 +224,19 @@ def run_share(
         effective = limits.limits_despite_errors(limits_config)
     if delivery_count_limit is None:
         delivery_count_limit = effective_delivery_limit(effective)
-    check_share_input_format(settings.input_format)
-    progress.begin(f"replaying share-partition state ({settings.input_format})")
-    if settings.input_format == KIP932_JSON:
+    check_share_input_format(settings.input.format)
+    progress.begin(f"replaying share-partition state ({settings.input.format})")
+    if settings.input.format == KIP932_JSON:
         replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
     else:
         replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
     topic_names: list[tuple[str, str]] = []
     group_rows: list[dict] = []
     if groups_inputs:
-        group_report = DecodeReport.start("share", groups_inputs, settings.input_format, "")
+        group_report = DecodeReport.start("share", groups_inputs, settings.input.format, "")
         group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
         # --input-format and --topic describe the share-state input; the groups dump is detected.
-        group_settings = dataclasses.replace(settings, input_format="auto", topic=OFFSETS_TOPIC)
+        group_settings = settings.replaced("input", format="auto", topic=OFFSETS_TOPIC)
         decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report, writer)
         report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
         modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)

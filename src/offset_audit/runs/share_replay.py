@@ -33,7 +33,7 @@ from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.layouts.tables import parse_type, table_schema
 from offset_audit.share_coordinator import cover, draft_chain, share_partition
-from offset_audit.storage import LOCAL, Storage
+from offset_audit.storage import Storage
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SKIPPED = "skipped"
@@ -258,7 +258,7 @@ _KIP932_LINES = parse_type(
 )
 
 
-def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage = LOCAL) -> DataFrame:
+def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage) -> DataFrame:
     """One row per non-blank line, its share-partition read out so Spark can group by it; a line that is
     not a JSON object with GroupId, topic and partition keeps its text and an error instead."""
 

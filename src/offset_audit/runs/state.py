@@ -44,7 +44,7 @@ GROUP_TABLES = ("group_metadata", "group_members", "modern_group_records")
 def broker_rules(settings: Settings, report: DecodeReport) -> BrokerVersion:
     """The broker version whose rules judge this run, noted in its runs row; where the decoded records
     were written only by a newer broker, the report's notes say so."""
-    version = parse_version(settings.kafka_version)
+    version = parse_version(settings.kafka.version)
     report.kafka_version = version.label
     report.format_notes.update(newer_than(report.decoded_by_type, version))
     return version
@@ -180,7 +180,7 @@ def coordinator_state(
                 small,
                 storage,
                 quarantined,
-                parse_version(settings.kafka_version),
+                parse_version(settings.kafka.version),
             )
             report.format_notes.update(state.load_notes)
             try:

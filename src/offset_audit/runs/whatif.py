@@ -41,7 +41,7 @@ def run_whatif(
     per_group: bool = False,
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
-    report = DecodeReport.start("whatif", inputs, settings.input_format, settings.bootstrap_servers)
+    report = DecodeReport.start("whatif", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
         return _compare(spark, state, writer, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)

@@ -51,8 +51,9 @@ NOTE_LEGACY_COMMIT = (
 )
 """Up to 3.7 the tool prints a commit's offset and metadata only. The record is rebuilt as value v1 (the
 version whose every field this text plus the record's CreateTime recovers) with commitTimestamp = the
-record's CreateTime, which is the broker's clock at append and so equals the commit time the broker
-stored for every commit since 0.10 (reference 1.1), and expireTimestamp -1 (none)."""
+record's CreateTime, the broker's clock at append: a separate reading from the one the broker stored
+as the commit time (reference 1.1), so the two can differ by the few milliseconds between them; and
+expireTimestamp -1 (none)."""
 
 NOTE_LEGACY_COMMIT_V1 = (
     NOTE_LEGACY_COMMIT + "; valueSize fits a v1 value, whose expireTimestamp (explicit retention) is not printed"

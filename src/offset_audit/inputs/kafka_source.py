@@ -84,7 +84,7 @@ def check_plain_files(table, path: str) -> None:
         raise UserError(f"the Delta table {path} uses column mapping; read it with a delta-spark session")
 
 
-def snapshot_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
+def source_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
     """The inputs as Spark should read them: files, folders and Delta tables' current data files."""
     paths = _expand(inputs, storage)
     files: list[str] = []
@@ -111,7 +111,7 @@ def _check_columns(columns: list[str]) -> None:
         )
 
 
-def check_snapshot_schema(schema: pa.Schema, file: str) -> None:
+def check_source_schema(schema: pa.Schema, file: str) -> None:
     """A Kafka-source snapshot's columns, checked from a Parquet footer on the driver: a wrong type must
     be one sentence before any task runs, not an exception in every task."""
     _check_columns(schema.names)
@@ -137,7 +137,7 @@ def check_snapshot_schema(schema: pa.Schema, file: str) -> None:
 def data_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
     """Every Parquet data file of a snapshot Python workers can read (folders walked, Delta tables' live
     files), local or in an object store."""
-    return [f for item in snapshot_files(inputs, input_format, storage) for f in _parquet_files(item, storage)]
+    return [f for item in source_files(inputs, input_format, storage) for f in _parquet_files(item, storage)]
 
 
 def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
@@ -147,8 +147,8 @@ def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
         raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
 
 
-def read_snapshot(spark: SparkSession, inputs: list[str], input_format: str, storage: Storage = LOCAL) -> DataFrame:
-    files = snapshot_files(inputs, input_format, storage)
+def read_kafka_source(spark: SparkSession, inputs: list[str], input_format: str, storage: Storage = LOCAL) -> DataFrame:
+    files = source_files(inputs, input_format, storage)
     reader = literal_paths(spark.read).option("recursiveFileLookup", "false")
     frame = reader.parquet(*[spark_path(f) for f in files])
     _check_columns(frame.columns)
@@ -221,14 +221,14 @@ def read_by_workers(inputs: list[str]) -> bool:
     return all("://" not in item or is_remote(item) for item in inputs)
 
 
-def snapshot_pieces(
+def source_pieces(
     inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000, storage: Storage = LOCAL
 ) -> list[Piece]:
     """Split the snapshot into pieces of whole row groups, reading only the files' footers."""
     pieces = []
     for file in data_files(inputs, input_format, storage):
         metadata = read_footer(file, storage)
-        check_snapshot_schema(metadata.schema.to_arrow_schema(), file)
+        check_source_schema(metadata.schema.to_arrow_schema(), file)
         group, rows = [], 0
         for index in range(metadata.num_row_groups):
             group.append(index)
@@ -246,7 +246,7 @@ def read_piece(piece: Piece, topic: str, batch_rows: int = 100_000) -> Iterator[
     parquet = pq.ParquetFile(piece.storage.parquet_source(piece.path))
     names = parquet.schema_arrow.names
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in names]
-    check_snapshot_schema(parquet.schema_arrow, piece.path)  # the driver checked; the file may have changed
+    check_source_schema(parquet.schema_arrow, piece.path)  # the driver checked; the file may have changed
     for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=list(piece.row_groups), columns=columns):
         n = batch.num_rows
         if "topic" in names:
