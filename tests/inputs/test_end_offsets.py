@@ -438,7 +438,7 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
     audited again with end offsets: the table gains the columns, the old snapshot reads them as null,
     and each group's totals are the sums of its partitions' lag."""
     from offset_audit.layouts.tables import TableSchema, table_schema
-    from offset_audit.runs import snapshots
+    from offset_audit.outputs import snapshot_tables
     from offset_audit.runs.audit import run_audit
 
     added = {"lag_total", "stale_lag_total", "partitions_with_lag"}
@@ -449,7 +449,7 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
 
     output = str(tmp_path / "audit")
     with monkeypatch.context() as old_version:
-        old_version.setattr(snapshots, "table_schema", previous)
+        old_version.setattr(snapshot_tables, "table_schema", previous)
         first = run_audit(spark, [cluster["dump"]], output, load_settings(None))
     second = run_audit(spark, [cluster["dump"]], output, load_settings(None, as_of="now"), end_offsets=cluster["csv"])
     assert first.snapshot_id != second.snapshot_id
