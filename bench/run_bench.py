@@ -82,6 +82,41 @@ def copies_for(records: int, seed: int, copies: int = 3) -> Path:
     return cached(f"segments-{records}-{seed}-x{copies}", make)
 
 
+def zero_padded_for(records: int, seed: int, gib: int = 1) -> Path:
+    """The uncompressed data directory with `gib` GiB of zeros after the last batch of one segment, as a
+    broker with file.preallocate=true leaves its active segment (a sparse file: no disk is spent on it)."""
+    import os
+
+    single = segments_for(records, seed)
+
+    def make(path: Path) -> None:
+        shutil.copytree(single, path, copy_function=os.link)
+        last = sorted(path.rglob("*.log"))[-1]
+        padded = last.with_name(last.name + ".tmp")
+        shutil.copyfile(last, padded)  # a copy, not the link: the original stays as it is
+        os.truncate(padded, padded.stat().st_size + gib * 2**30)
+        os.replace(padded, last)
+
+    return cached(f"segments-{records}-{seed}-zeros{gib}g", make)
+
+
+def bench_zero_padding(spark, records: int, seed: int, single_s: float) -> dict:
+    """What 1 GiB of preallocated zeros adds to decoding the same segments: one quarantine row, crossed
+    at memory speed."""
+    path = zero_padded_for(records, seed)
+    output = DATA / f"out-zeros-{records}"
+    shutil.rmtree(output, ignore_errors=True)
+    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    return {
+        "records": records,
+        "zero_gib": 1,
+        "decode_s": round(seconds, 2),
+        "extra_s": round(seconds - single_s, 2),
+        "quarantined": report.quarantined,
+        "worker_peak_mb": worker_mb,
+    }
+
+
 def bench_copies(spark, records: int, seed: int, parquet_decode_s: float, single_s: float) -> dict:
     path = copies_for(records, seed)
     output = DATA / f"out-copies-{records}"
@@ -349,6 +384,7 @@ def main() -> None:
     parser.add_argument("--no-segments", action="store_true", help="skip the log segments")
     parser.add_argument("--no-share", action="store_true", help="skip __share_group_state")
     parser.add_argument("--no-copies", action="store_true", help="skip the segments copied from 3 brokers")
+    parser.add_argument("--no-zeros", action="store_true", help="skip the segments with a 1 GiB zero tail")
     parser.add_argument(
         "--codecs",
         default="none,zstd",
@@ -391,6 +427,14 @@ def main() -> None:
                         segments["worker_peak_mb"],
                     )
                 )
+                if compression == "none" and not args.no_zeros:
+                    zeros = bench_zero_padding(spark, records, args.seed, segments["decode_s"])
+                    results.append({"path": "segment-zero-tail", **zeros})
+                    print(json.dumps(results[-1]), flush=True)
+                    rows.append(
+                        (records, "decode (segments, 1 GiB zero tail)", zeros["decode_s"],
+                         round(zeros["decode_s"] / base, 2), zeros["worker_peak_mb"])
+                    )  # fmt: skip
                 if compression == "none" and not args.no_copies:
                     copies = bench_copies(spark, records, args.seed, base, segments["decode_s"])
                     results.append({"path": "segment-copies", **copies})

@@ -745,6 +745,15 @@ def test_zero_filled_tail_of_a_preallocated_segment_is_named_as_such(tmp_path):
     assert rows[-1]["skipped_bytes"] == 4096 and "to the end of the file" in rows[-1]["source_error"]
 
 
+def test_a_batch_after_a_run_of_zeros_is_found_and_the_run_is_one_row(tmp_path):
+    """Zeros are crossed without screening each position; a batch right after them, whose header starts
+    with zero bytes of its own (an offset below 2^56), is still where reading resumes."""
+    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, bytes(3 << 20), PLAIN_BATCH))
+    skipped = [r for r in rows if r["source_error"]]
+    assert len(rows) == 11 and len(skipped) == 1 and skipped[0]["skipped_bytes"] == 3 << 20
+    assert [r["source_offset"] for r in rows if not r["source_error"]] == [100, 101, 102, 103, 104] * 2
+
+
 def test_empty_log_file_yields_nothing(tmp_path):
     assert list(read_segment(str(write_segment(tmp_path)))) == []
 

@@ -261,7 +261,12 @@ def _next_verified_batch(segment_file: BinaryIO, start: int, size: int, bounds: 
         if positions <= 0:
             break
         buf = np.concatenate([buf, _PAD])
-        candidates = np.flatnonzero(buf[MAGIC_OFFSET : MAGIC_OFFSET + positions] <= 2)
+        # A batch's size (bytes 8-11) is at least 14, so a position whose size bytes are all zero is no
+        # candidate: a run of zeros (a preallocated segment's unused tail) yields none and costs only these
+        # few byte-wide passes, not a screening of every position in it.
+        size_bytes = buf[8 : 8 + positions] | buf[9 : 9 + positions] | buf[10 : 10 + positions]
+        size_bytes |= buf[11 : 11 + positions]
+        candidates = np.flatnonzero((buf[MAGIC_OFFSET : MAGIC_OFFSET + positions] <= 2) & (size_bytes != 0))
         if len(candidates):
             plausible = _plausible(buf, candidates, window_start, size, bounds, max_bytes)
             for candidate in candidates[plausible].tolist():
