@@ -119,7 +119,7 @@ class WriteResult:
     path: str
     rows: int
     files: int
-    route: str  # "delta-rs" or "delta-spark"
+    route: str  # DELTA_RS or DELTA_SPARK
     data_files: tuple[str, ...] = ()  # delta-rs route: the files this write added
     version: int | None = None  # the table version this write committed, when a run id was given
 
@@ -186,7 +186,7 @@ def write_arrow(
         files.append(DataFile(file_path, table.num_rows, size))
     version = commit_files(path, files, table.schema, "overwrite", run_id=run_id, storage=storage)
     return WriteResult(
-        basename(path), path, table.num_rows, len(files), "delta-rs", tuple(f.path for f in files), version
+        basename(path), path, table.num_rows, len(files), DELTA_RS, tuple(f.path for f in files), version
     )
 
 
@@ -280,7 +280,7 @@ def _write_with_spark(
     version, rows = _spark_commit(spark, target, token)
     if rows is None:  # the cluster turned commit metrics off (spark.databricks.delta.history.metricsEnabled)
         rows = df.count()
-    return WriteResult(basename(path), path, rows, -1, "delta-spark", version=version if run_id else None)
+    return WriteResult(basename(path), path, rows, -1, DELTA_SPARK, version=version if run_id else None)
 
 
 def _spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | None, int | None]:
@@ -482,4 +482,4 @@ def _write_with_delta_rs(
     schema = to_arrow_schema(df.schema, timezone="UTC")
     version = commit_files(path, files, schema, mode, partition_by, replace_where, run_id, storage=storage)
     rows = sum(f.rows for f in files)
-    return WriteResult(basename(path), path, rows, len(files), "delta-rs", tuple(f.path for f in files), version)
+    return WriteResult(basename(path), path, rows, len(files), DELTA_RS, tuple(f.path for f in files), version)

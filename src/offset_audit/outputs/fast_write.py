@@ -41,7 +41,7 @@ from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import parse_type
-from offset_audit.outputs.delta import DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
+from offset_audit.outputs.delta import DELTA_RS, DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
 from offset_audit.storage import Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
@@ -299,5 +299,5 @@ def commit_decoded(
         table_dir = join(output, name)
         version = commit_files(table_dir, files[name], arrow_schema(name), run_id=run_id, storage=storage)
         rows = sum(f.rows for f in files[name])
-        results[name] = WriteResult(name, table_dir, rows, len(files[name]), "delta-rs", version=version)
+        results[name] = WriteResult(name, table_dir, rows, len(files[name]), DELTA_RS, version=version)
     return results

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import TableWriter, WriteResult, write_delta
+from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, WriteResult, write_delta
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 
 
@@ -79,7 +79,7 @@ def write_and_read_back(
     result = _write(shaped, output, table, snapshot_id, report, writer)
     storage = writer.storage
     shape = shaped.drop("snapshot_id")
-    if result.route == "delta-spark":
+    if result.route == DELTA_SPARK:
         written = spark.read.format("delta").load(spark_path(result.path)).where(F.col("snapshot_id") == snapshot_id)
         return Written(written.select(*shape.columns), result, storage)
     return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
