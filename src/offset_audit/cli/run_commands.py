@@ -263,10 +263,15 @@ def share(
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
 
     from offset_audit.cli.options import paths
-    from offset_audit.constants import OFFSETS_TOPIC
     from offset_audit.runs import preflight, progress
     from offset_audit.runs.session import start_spark
-    from offset_audit.runs.share import check_share_input_format, run_share, share_broker_version, written_tables
+    from offset_audit.runs.share import (
+        check_share_input_format,
+        groups_dump_settings,
+        run_share,
+        share_broker_version,
+        written_tables,
+    )
     from offset_audit.views.json_documents import share_document
     from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
     from offset_audit.views.summary import share_summary
@@ -276,8 +281,7 @@ def share(
     settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
     check_share_input_format(settings.input.format)
     if groups:
-        group_settings = settings.replaced("input", format="auto", topic=OFFSETS_TOPIC)
-        preflight.check_inputs(groups, group_settings)
+        preflight.check_inputs(groups, groups_dump_settings(settings))
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")

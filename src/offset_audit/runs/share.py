@@ -179,6 +179,12 @@ def check_share_input_format(input_format: str) -> None:
         )
 
 
+def groups_dump_settings(settings: Settings) -> Settings:
+    """How the --groups-input dump is read: --input-format and --topic describe the share-state input,
+    so the groups dump's format is detected and its topic is __consumer_offsets."""
+    return settings.replaced("input", format="auto", topic=OFFSETS_TOPIC)
+
+
 def effective_delivery_limit(effective) -> int:
     """group.share.delivery.count.limit from the broker's config (its default when not set)."""
     return int(effective["group.share.delivery.count.limit"])
@@ -235,9 +241,7 @@ def run_share(
     if groups_inputs:
         group_report = DecodeReport.start("share", groups_inputs, settings.input.format, "")
         group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
-        # --input-format and --topic describe the share-state input; the groups dump is detected.
-        group_settings = settings.replaced("input", format="auto", topic=OFFSETS_TOPIC)
-        decode_dump(spark, groups_inputs, join(output, "decoded"), group_settings, group_report, writer)
+        decode_dump(spark, groups_inputs, join(output, "decoded"), groups_dump_settings(settings), group_report, writer)
         report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
         modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
         share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
