@@ -103,10 +103,7 @@ def zero_padded_for(records: int, seed: int, gib: int = 1) -> Path:
 def bench_zero_padding(spark, records: int, seed: int, single_s: float) -> dict:
     """What 1 GiB of preallocated zeros adds to decoding the same segments: one quarantine row, crossed
     at memory speed."""
-    path = zero_padded_for(records, seed)
-    output = DATA / f"out-zeros-{records}"
-    shutil.rmtree(output, ignore_errors=True)
-    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    seconds, report, worker_mb = timed_decode(spark, zero_padded_for(records, seed), f"out-zeros-{records}")
     return {
         "records": records,
         "zero_gib": 1,
@@ -118,10 +115,7 @@ def bench_zero_padding(spark, records: int, seed: int, single_s: float) -> dict:
 
 
 def bench_copies(spark, records: int, seed: int, parquet_decode_s: float, single_s: float) -> dict:
-    path = copies_for(records, seed)
-    output = DATA / f"out-copies-{records}"
-    shutil.rmtree(output, ignore_errors=True)
-    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    seconds, report, worker_mb = timed_decode(spark, copies_for(records, seed), f"out-copies-{records}")
     return {
         "records": records,
         "copies": 3,
@@ -188,12 +182,17 @@ def timed(run, repeats: int = 2) -> tuple[float, object, int]:
     return best, result, memory.peak_mib
 
 
+def timed_decode(spark, path: Path, output_name: str) -> tuple[float, object, int]:
+    """`timed` decode of a dump folder into a fresh bench-data/<output_name>."""
+    output = DATA / output_name
+    shutil.rmtree(output, ignore_errors=True)
+    return timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+
+
 def bench_segments(spark, records: int, seed: int, compression: str, parquet_decode_s: float) -> dict:
     path = segments_for(records, seed, compression)
     megabytes = sum(f.stat().st_size for f in path.rglob("*.log")) / 2**20
-    output = DATA / f"out-segments-{records}-{compression}"
-    shutil.rmtree(output, ignore_errors=True)
-    seconds, report, worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
+    seconds, report, worker_mb = timed_decode(spark, path, f"out-segments-{records}-{compression}")
     return {
         "records": records,
         "compression": compression,
