@@ -211,20 +211,23 @@ def test_rerunning_a_snapshot_replaces_it_and_other_snapshots_stay(spark, dump, 
 
 def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, split_dump, tmp_path, monkeypatch):
     """Each decode task decodes only its last record of each key; the verdicts must not change for it.
-    The full-history run also replays the state spread over partitions, as a large state would be."""
+    The full-history run also replays the state spread over partitions and compiles its expressions, as
+    a large state would; the compact one, a tiny state, evaluates them without compiling."""
     settings = load_settings(as_of=AS_OF)
     layouts = []
     load_state = state.load_state
 
     def spy(*args):
-        layouts.append(args[5:7])  # commits_latest (merged on the driver), single_partition
+        # commits_latest (merged on the driver), single_partition, and how expressions are evaluated
+        layouts.append((*args[5:7], spark.conf.get("spark.sql.codegen.factoryMode")))
         return load_state(*args)
 
     monkeypatch.setattr(state, "load_state", spy)
     compact = run_audit(spark, [split_dump], str(tmp_path / "compact"), settings, snapshot_id="s")
     monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)
+    monkeypatch.setattr(state, "TINY_STATE_ROWS", 0)  # and compiled, as a large state is
     full = run_audit(spark, [split_dump], str(tmp_path / "full"), settings, snapshot_id="s", keep_decoded=True)
-    assert layouts == [(True, True), (False, False)]
+    assert layouts == [(True, True, "NO_CODEGEN"), (False, False, "FALLBACK")]
     for table in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
         a = spark.read.parquet(*DeltaTable(f"{tmp_path}/compact/{table}").file_uris())
         b = spark.read.parquet(*DeltaTable(f"{tmp_path}/full/{table}").file_uris())
@@ -282,6 +285,7 @@ def test_a_key_whose_last_record_is_unreadable_has_no_state_whichever_records_we
     runs = {"merged": {}, "full": {"keep_decoded": True}}
     results = {name: run_audit(spark, [str(dump)], str(tmp_path / name), settings, **kw) for name, kw in runs.items()}
     monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)  # the tasks' commits replayed by Spark, not merged first
+    monkeypatch.setattr(state, "TINY_STATE_ROWS", 0)
     results["spread"] = run_audit(spark, [str(dump)], str(tmp_path / "spread"), settings)
     tables = {}
     for name in results:

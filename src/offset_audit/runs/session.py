@@ -15,8 +15,6 @@ import contextlib
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
-from offset_audit.errors import JavaMissing
+from offset_audit.runs.local_jvm import check_java, driver_java_options, log_config
 from offset_audit.settings import Settings
 
 if TYPE_CHECKING:
@@ -56,28 +54,6 @@ REQUIRED: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
-
-
-def check_java() -> str:
-    """Spark needs Java 17 or newer; say so plainly instead of letting py4j fail obscurely."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-    hint = "install a Java 17+ runtime (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME"
-    if not java or not os.path.exists(java):
-        raise JavaMissing(f"Java was not found; {hint}.")
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except OSError as err:
-        raise JavaMissing(f"Java at {java} could not run ({err}); {hint}.") from err
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        raise JavaMissing(f"could not read the Java version from '{out.strip()}'; {hint}.")
-    major = int(match.group(1))
-    if major == 1:  # "1.8.0_xxx" style
-        major = int(match.group(2) or 0)
-    if major < 17:
-        raise JavaMissing(f"Java {major} found at {java}, Spark 4 needs 17 or newer; {hint}.")
-    return out.splitlines()[0] if out else java
 
 
 # Under spark-submit, added when the submitted configuration does not set them.
@@ -114,7 +90,9 @@ def delta_spark_configured(settings: Mapping[str, str]) -> bool:
     return "DeltaSparkSessionExtension" in extensions
 
 
-def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
+def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None = None) -> SparkSession:
+    """The session (see the module's docstring); `input_bytes`, the dump's size when known, lets a local
+    session over a small dump start a JVM suited to it (`local_jvm.QUICK_JVM_BYTES`)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         for name, value in REQUIRED.items():
@@ -122,15 +100,15 @@ def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
         return active
     if under_spark_submit():
         return _submitted_session()
-    check_java()
+    java_version = check_java()
     # Python workers must run the interpreter that has this package and pyarrow, not whatever
     # `python3` is on the PATH; and a local session should not guess at the machine's network.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
-    log_config = resources.files("offset_audit") / "conf" / "log4j2.properties"
-    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log_config}"}
+    options = driver_java_options(log_config(), input_bytes, java_version)
+    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": options}
     for name, value in {**local, **(settings or {})}.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
@@ -298,10 +276,12 @@ def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
     from offset_audit.runs import progress
 
     progress.begin("starting Spark")
-    spark = get_spark(settings.spark)
+    submitted = under_spark_submit()
+    local = not submitted and SparkSession.getActiveSession() is None
+    size = input_bytes(inputs, settings) if submitted or local else None
+    spark = get_spark(settings.spark, size if local else None)
     progress.attach_spark(spark)
-    if under_spark_submit():
-        size = input_bytes(inputs, settings)
+    if submitted:
         for name, value in fit_to_cluster(spark, size).items():
             cores = spark.sparkContext.defaultParallelism
             dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"

@@ -1,0 +1,246 @@
+"""What an audit costs beyond its records: whole-process `audit` runs beside Spark's own start, and the
+seconds and Spark jobs of each stage.
+
+    .venv/bin/python bench/fixed_cost.py [--sizes 1000,300000] [--baseline REF] [--repeats 2]
+
+For each size a generated Parquet dump (bench-data/dump-<records>-1, made once) is audited:
+
+- whole-process: `offset-audit audit` as a user runs it, best of `--repeats` runs, with its stages' seconds
+  read from its progress lines on stderr;
+- beside it, Spark's start: a process that only starts a local session as the audit would for that dump
+  (the same JVM options) and stops; and a process that only imports the CLI;
+- warm, in one process: the stages' seconds and the Spark jobs each one ran (from Spark's status tracker),
+  best of two after a warm-up run;
+- with `--baseline REF` (a commit, e.g. HEAD~3): the same whole-process audit run by that commit's code,
+  checked out in a git worktree and put first on PYTHONPATH, in the same run.
+
+Prints Markdown tables (docs/performance.md shows them) and writes bench-data/fixed-cost.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data"
+CLI = [sys.executable, "-m", "offset_audit.cli.main"]
+STAGE_DONE = re.compile(r"^offset-audit: (.+?) done \((?:[\d,]+ \w+, )?([\d.]+)s\)$")
+
+
+def dump_for(records: int, seed: int = 1) -> Path:
+    from offset_audit.generator.demo_dump import generate_dump
+
+    path = DATA / f"dump-{records}-{seed}"
+    if not (path / ".complete").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        generate_dump(str(path), records, seed=seed, corrupt=20 if records >= 100_000 else 0)
+        (path / ".complete").write_text("ok")
+    return path
+
+
+def _stage_name(name: str) -> str:
+    return re.sub(r"^decoding [\d,]+ records", "decoding", name)
+
+
+def whole_audit(dump: Path, output: Path, env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+    """Seconds of one `offset-audit audit` process, and its stages' seconds from its progress lines."""
+    shutil.rmtree(output, ignore_errors=True)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*CLI, "audit", "--input", str(dump), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"audit of {dump} failed:\n{done.stderr[-3000:]}")
+    stages = {}
+    for line in done.stderr.splitlines():
+        match = STAGE_DONE.match(line.strip())
+        if match:
+            stages[_stage_name(match.group(1))] = float(match.group(2))
+    return seconds, stages
+
+
+def best_whole_audit(dump: Path, repeats: int, env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+    output = Path(tempfile.mkdtemp(prefix="fixed-cost-"))
+    try:
+        return min((whole_audit(dump, output / "audit", env) for _ in range(repeats)), key=lambda r: r[0])
+    finally:
+        shutil.rmtree(output, ignore_errors=True)
+
+
+SPARK_ONLY = """
+import sys, time
+started = time.perf_counter()
+from offset_audit.runs.session import get_spark
+spark = get_spark(None, int(sys.argv[1]))
+print(time.perf_counter() - started)
+spark.stop()
+"""
+
+
+def spark_start(dump: Path, repeats: int) -> tuple[float, float]:
+    """Spark's start for this dump: seconds to a session in-process (imports included), and of the whole
+    process that starts it and stops, best of `repeats`."""
+    from offset_audit.inputs.dump import input_bytes
+    from offset_audit.runs.config import load_settings
+
+    size = input_bytes([str(dump)], load_settings())
+    best_up, best_whole = float("inf"), float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", SPARK_ONLY, str(size)], capture_output=True, text=True, check=True, cwd=ROOT
+        )
+        best_whole = min(best_whole, time.perf_counter() - started)
+        best_up = min(best_up, float(done.stdout.strip().splitlines()[-1]))
+    return best_up, best_whole
+
+
+def cli_import(repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([*CLI, "--version"], capture_output=True, check=True, cwd=ROOT)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def warm_stages(dumps: dict[int, Path]) -> dict[int, dict[str, tuple[float, int]]]:
+    """Each stage's seconds and Spark jobs, warm: best of two audits after a warm-up, in this process."""
+    import io
+
+    from offset_audit.runs import progress
+    from offset_audit.runs.audit import run_audit
+    from offset_audit.runs.config import load_settings
+    from offset_audit.runs.session import get_spark
+
+    spark = get_spark()
+    tracker = spark.sparkContext.statusTracker()
+    marks: list[tuple[str, float, int]] = []
+    begin = progress.Reporter.begin
+
+    def marking(self, name, total, unit):
+        marks.append((_stage_name(name), time.perf_counter(), len(tracker.getJobIdsForGroup(None))))
+        begin(self, name, total, unit)
+
+    progress.Reporter.begin = marking
+    found = {}
+    try:
+        for records, dump in dumps.items():
+            best: dict[str, tuple[float, int]] = {}
+            for attempt in range(3):
+                output = Path(tempfile.mkdtemp(prefix="fixed-cost-warm-"))
+                marks.clear()
+                with progress.reporting(True, spark, io.StringIO()):
+                    run_audit(spark, [str(dump)], str(output / "audit"), load_settings())
+                marks.append(("end", time.perf_counter(), len(tracker.getJobIdsForGroup(None))))
+                shutil.rmtree(output, ignore_errors=True)
+                if attempt == 0:
+                    continue
+                for (name, at, jobs), (_, until, jobs_after) in itertools.pairwise(marks):
+                    seconds = until - at
+                    if name not in best or seconds < best[name][0]:
+                        best[name] = (seconds, jobs_after - jobs)
+            found[records] = best
+    finally:
+        progress.Reporter.begin = begin
+        spark.stop()
+    return found
+
+
+def baseline_env(ref: str) -> tuple[dict[str, str], Path]:
+    """An environment whose Python imports the package as it was at `ref` (a git worktree)."""
+    tree = Path(tempfile.mkdtemp(prefix="fixed-cost-baseline-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), ref], cwd=ROOT, check=True, capture_output=True)
+    return {**os.environ, "PYTHONPATH": str(tree / "src")}, tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,300000", help="comma-separated record counts")
+    parser.add_argument("--repeats", type=int, default=2, help="whole-process runs per figure (the best counts)")
+    parser.add_argument("--baseline", help="a git commit whose code to run beside this one's (whole process)")
+    args = parser.parse_args()
+    DATA.mkdir(exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    dumps = {records: dump_for(records) for records in sizes}
+    env, tree = (None, None) if not args.baseline else baseline_env(args.baseline)
+    results = []
+    try:
+        cli = cli_import(args.repeats)
+        for records, dump in dumps.items():
+            up, whole_start = spark_start(dump, args.repeats)
+            seconds, stages = best_whole_audit(dump, args.repeats)
+            row = {
+                "records": records,
+                "audit_whole_s": round(seconds, 2),
+                "spark_start_s": round(up, 2),
+                "spark_start_whole_s": round(whole_start, 2),
+                "cli_import_s": round(cli, 2),
+                "beyond_spark_start_s": round(seconds - whole_start, 2),
+                "stages_whole_s": stages,
+            }
+            if env is not None:
+                old, old_stages = best_whole_audit(dump, args.repeats, env)
+                row |= {"baseline": args.baseline, "baseline_audit_whole_s": round(old, 2)}
+                row["baseline_stages_whole_s"] = old_stages
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        if tree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+    warm = warm_stages(dumps)
+    for row in results:
+        row["stages_warm"] = {
+            name: {"s": round(s, 2), "jobs": jobs} for name, (s, jobs) in warm[row["records"]].items()
+        }
+    (DATA / "fixed-cost.json").write_text(json.dumps(results, indent=2))
+    print()
+    head = "| records | `audit`, whole process | Spark's start (process) | beyond Spark's start |"
+    rule = "|---|---|---|---|"
+    if args.baseline:
+        head += f" `audit` at {args.baseline} |"
+        rule += "---|"
+    print(head)
+    print(rule)
+    for row in results:
+        line = (
+            f"| {row['records']:,} | {row['audit_whole_s']:.1f} s | {row['spark_start_whole_s']:.1f} s "
+            f"(session up in {row['spark_start_s']:.1f} s) | {row['beyond_spark_start_s']:.1f} s |"
+        )
+        if args.baseline:
+            line += f" {row['baseline_audit_whole_s']:.1f} s |"
+        print(line)
+    print()
+    names = list(dict.fromkeys(name for row in results for name in [*row["stages_whole_s"], *row["stages_warm"]]))
+    print("| stage | " + " | ".join(f"{r['records']:,}: whole process / warm (jobs)" for r in results) + " |")
+    print("|---|" + "---|" * len(results))
+    for name in names:
+        cells = []
+        for row in results:
+            cold = row["stages_whole_s"].get(name)
+            hot = row["stages_warm"].get(name)
+            whole = "-" if cold is None else f"{cold:.1f} s"
+            cells.append(whole + " / " + ("-" if hot is None else f"{hot['s']:.2f} s ({hot['jobs']})"))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    jobs = {row["records"]: sum(v["jobs"] for v in row["stages_warm"].values()) for row in results}
+    print()
+    print("Spark jobs per audit: " + ", ".join(f"{n} at {r:,} records" for r, n in jobs.items()))
+
+
+if __name__ == "__main__":
+    main()

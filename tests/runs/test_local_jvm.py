@@ -1,0 +1,94 @@
+"""A local session's JVM: its options and the class-data archive small audits map (offset_audit.runs.local_jvm)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from offset_audit.runs import local_jvm
+from offset_audit.runs.local_jvm import QUICK_JVM_BYTES, QUICK_JVM_OPTIONS, check_java, driver_java_options
+
+SHOW_JVM = """
+import subprocess, sys
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.session import start_spark
+spark = start_spark(load_settings(), [sys.argv[1]])
+pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+print(subprocess.run(["jcmd", str(pid), "VM.info"], capture_output=True, text=True).stdout)
+spark.stop()
+"""
+
+
+def test_the_archive_is_used_only_once_built_and_only_for_small_dumps(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    java = check_java()
+    assert local_jvm.sharing_options(java) == ""
+    archive = local_jvm.archive_path(java)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"built")
+    assert local_jvm.sharing_options(java).startswith(f"-XX:SharedArchiveFile={archive} ")
+    assert f"-XX:SharedArchiveFile={archive}" in driver_java_options("log4j2.properties", 1000, java)
+    assert "SharedArchive" not in driver_java_options("log4j2.properties", QUICK_JVM_BYTES + 1, java)
+    assert local_jvm.archive_path(java + " another build") != archive
+
+
+def test_a_jvm_given_an_archive_it_cannot_use_starts_without_it_and_says_nothing(tmp_path):
+    stale = tmp_path / "stale.jsa"
+    stale.write_bytes(b"not an archive" * 100)
+    ran = subprocess.run(
+        ["java", f"-XX:SharedArchiveFile={stale}", *local_jvm.QUIET.split(), "-version"],
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0
+    assert all("version" in line or "Runtime" in line or "VM" in line for line in ran.stderr.splitlines())
+
+
+def test_a_built_archive_is_mapped_by_the_next_small_audit(tmp_path, monkeypatch):
+    """Built as make setup builds it, then a run over a small dump maps it (the JVM says so itself)."""
+    if shutil.which("jcmd") is None:
+        pytest.skip("jcmd (a JDK's) is not on the PATH to ask the JVM what it mapped")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    archive = local_jvm.build(check_java())
+    assert archive is not None and archive.is_file()
+    assert not list(archive.parent.glob("*.tmp")), "the archive was written under another name, then renamed"
+    dump = tmp_path / "dump.parquet"
+    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"]}), dump)
+    shown = subprocess.run([sys.executable, "-c", SHOW_JVM, str(dump)], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "CDS archive(s) mapped at" in shown.stdout and str(archive) in shown.stdout
+
+
+def test_a_small_dump_gets_a_jvm_that_compiles_with_c1_only_and_a_large_or_live_one_does_not():
+    log = "/conf/log4j2.properties"
+    assert driver_java_options(log, 1000) == f"-Dlog4j2.configurationFile={log} {QUICK_JVM_OPTIONS}"
+    assert driver_java_options(log, QUICK_JVM_BYTES).endswith(QUICK_JVM_OPTIONS)
+    assert driver_java_options(log, QUICK_JVM_BYTES + 1) == f"-Dlog4j2.configurationFile={log}"
+    assert driver_java_options(log, None) == f"-Dlog4j2.configurationFile={log}"  # a live topic
+
+
+START_AND_SHOW_JVM_ARGUMENTS = """
+import sys
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.session import start_spark
+spark = start_spark(load_settings(), [sys.argv[1]])
+print(list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
+spark.stop()
+"""
+
+
+def test_a_run_over_a_small_dump_starts_its_jvm_with_c1_only(tmp_path):
+    """The option must reach the JVM the run starts, not only the settings (a fresh process: the tests'
+    own session is started already)."""
+    dump = tmp_path / "dump.parquet"
+    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"]}), dump)
+    shown = subprocess.run(
+        [sys.executable, "-c", START_AND_SHOW_JVM_ARGUMENTS, str(dump)], capture_output=True, text=True, timeout=300
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert QUICK_JVM_OPTIONS in shown.stdout.splitlines()[-1]
