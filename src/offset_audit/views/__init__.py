@@ -6,6 +6,8 @@ folder's tables to text.
     json_documents   what --json prints: one JSON document per command
     prometheus       an audited snapshot in Prometheus' text exposition format
     metric_scope     which series `metrics` writes: granularity, filters, a sample budget
+    metric_series    the values of `metrics`' group, partition and group-and-topic series, a column each
+    metric_text      Prometheus text built a column at a time with pyarrow.compute
     pushgateway      a snapshot's metrics pushed to a Prometheus Pushgateway
     html_report      the report page: charts and tables in one self-contained HTML file
     report_numbers   the numbers the report page shows, from an audit folder's tables

@@ -27,10 +27,13 @@ the caller says what was left out.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from offset_audit.errors import UserError
 
@@ -49,16 +52,17 @@ TIER_NAMES = {
     DELETABLE: "deletable partitions' series",
     DETAIL: "detail series",
 }
-
-Labels = tuple[tuple[str, object], ...]
-Sample = tuple[str, Labels, int | float]  # metric name (without the prefix), labels, value
+_LONG = 2**63
 
 
 @dataclass(frozen=True)
 class Scope:
     """What to write: `granularity` of the detail series, the groups and topics (anchored regexes; a
     group must match one of `groups` when any is given and none of `exclude_groups`), the window within
-    which an offset's expiry earns it its partition series, and the most samples to write."""
+    which an offset's expiry earns it its partition series, and the most samples to write.
+
+    The masks take whole columns (a fleet has up to millions of offsets); a name is matched once however
+    many rows carry it."""
 
     granularity: str = "group"
     groups: tuple[str, ...] = ()
@@ -99,20 +103,28 @@ class Scope:
         wanted = self._compiled["--topic"]
         return not wanted or any(p.fullmatch(topic) for p in wanted)
 
-    def watches(self, partition: dict) -> bool:
-        """Whether an offset earns its partition series at any granularity: deletable now, or expiring
+    def kept_groups(self, group_ids: pa.Array) -> pa.Array:
+        """Which rows' groups the group filters keep."""
+        return _matching(group_ids, self.keeps_group)
+
+    def kept_topics(self, topics: pa.Array) -> pa.Array:
+        """Which rows' topics the topic filters keep."""
+        return _matching(topics, self.keeps_topic)
+
+    def watches(self, partitions: pa.Table) -> pa.Array:
+        """Which offsets earn their partition series at any granularity: deletable now, or expiring
         within the window (an expired one, not yet swept, included)."""
-        return bool(partition["deletable_now"]) or self.expires_soon(partition)
+        return pc.or_(pc.fill_null(partitions["deletable_now"], False), self.expires_soon(partitions))
 
-    def expires_soon(self, partition: dict) -> bool:
-        expiry = partition["time_to_expiry_ms"]
-        return expiry is not None and expiry <= self.watch_ms
+    def expires_soon(self, partitions: pa.Table) -> pa.Array:
+        return pc.fill_null(at_most(partitions["time_to_expiry_ms"], self.watch_ms), False)
 
-    def is_urgent(self, group: dict, as_of_ms: int) -> bool:
-        """A group the sweep removes, with expired offsets, or whose next offset expires within the window."""
-        next_expiry = group["next_expiry_at_ms"]
-        soon = next_expiry is not None and next_expiry - as_of_ms <= self.watch_ms
-        return bool(group["would_delete"]) or bool(group["expired_offset_count"]) or soon
+    def urgent(self, groups: pa.Table, as_of_ms: int) -> pa.Array:
+        """Which groups the sweep removes, hold expired offsets, or have their next offset expire within
+        the window."""
+        soon = pc.fill_null(at_most(groups["next_expiry_at_ms"], as_of_ms + self.watch_ms), False)
+        expired = pc.fill_null(pc.not_equal(groups["expired_offset_count"], 0), False)
+        return pc.or_(pc.or_(pc.fill_null(groups["would_delete"], False), expired), soon)
 
 
 DEFAULT_SCOPE = Scope()
@@ -125,22 +137,37 @@ def _compiled(option: str, pattern: str) -> re.Pattern[str]:
         raise UserError(f"{option} takes a regular expression; '{pattern}' is not one ({err})") from err
 
 
+def _matching(values: pa.Array, keeps: Callable[[str], bool]) -> pa.Array:
+    """Which rows hold a value `keeps` takes, asked once for each distinct value."""
+    distinct = pc.unique(values)
+    return pc.is_in(values, value_set=distinct.filter(pa.array([keeps(v) for v in distinct.to_pylist()], pa.bool_())))
+
+
+def at_most(values: pa.Array, bound: int) -> pa.Array:
+    """values <= bound for a column of longs and any Python int (a sum of two longs may pass a long)."""
+    if bound >= _LONG - 1 or bound < -_LONG:
+        return pc.if_else(pc.is_valid(values), bound >= 0, pa.scalar(None, pa.bool_()))
+    return pc.less_equal(values, pa.scalar(bound, pa.int64()))
+
+
 @dataclass(frozen=True)
-class Unit:
-    """Series written together or not at all: `tier` (SNAPSHOT to DETAIL), then `rank` within it."""
+class Ranked:
+    """One tier's units (series written together or not at all), most important first: `rows` says
+    which row of the tier's table each is, `sizes` how many samples it holds."""
 
     tier: int
-    rank: tuple
-    samples: tuple[Sample, ...]
+    rows: np.ndarray
+    sizes: np.ndarray
 
 
 @dataclass(frozen=True)
 class Selection:
     """The units that fit the budget, and what the others would have taken."""
 
-    samples: tuple[Sample, ...]
+    written: int  # samples of the units kept
     wanted: int  # samples of every unit: the budget that writes everything
     left_out: dict[int, tuple[int, int]]  # tier -> (units left out, samples they hold)
+    kept: dict[int, tuple[np.ndarray, np.ndarray]]  # tier -> (rows kept, their places in the order)
 
     def left_out_text(self, max_samples: int) -> str | None:
         """One sentence for stderr, or None when everything fits."""
@@ -156,50 +183,54 @@ class Selection:
         )
 
 
-def select(units: Iterable[Unit], max_samples: int, reserve: int = 0) -> Selection:
-    """The units in order of importance up to the first that does not fit, and a count of the rest;
-    `reserve` samples of the budget are kept for series the caller adds after choosing."""
-    ordered = sorted(units, key=lambda u: (u.tier, u.rank))
-    kept: list[Sample] = []
-    left_out: dict[int, list[int]] = {}
-    wanted = reserve
-    max_samples -= reserve
-    full = False
-    for unit in ordered:
-        size = len(unit.samples)
-        wanted += size
-        if not full and len(kept) + size <= max_samples:
-            kept.extend(unit.samples)
-            continue
-        full = True
-        counts = left_out.setdefault(unit.tier, [0, 0])
-        counts[0] += 1
-        counts[1] += size
-    return Selection(tuple(kept), wanted, {tier: (n, s) for tier, (n, s) in left_out.items()})
+def select(tiers: Sequence[Ranked], max_samples: int, reserve: int = 0) -> Selection:
+    """The units in order of importance (by tier, then in each tier's order) up to the first that does
+    not fit, and a count of the rest; `reserve` samples of the budget are kept for series the caller adds
+    after choosing. What fits is where the running count of samples stays within the budget."""
+    tiers = sorted(tiers, key=lambda t: t.tier)
+    sizes = np.concatenate([np.asarray(t.sizes, dtype=np.int64) for t in tiers] or [np.zeros(0, np.int64)])
+    running = np.cumsum(sizes)
+    fit = int(np.searchsorted(running, max_samples - reserve, side="right"))
+    kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    left_out: dict[int, tuple[int, int]] = {}
+    start = 0
+    for t in tiers:
+        count = min(max(fit - start, 0), len(t.rows))
+        kept[t.tier] = (np.asarray(t.rows[:count]), np.arange(start, start + count))
+        if count < len(t.rows):
+            left_out[t.tier] = (len(t.rows) - count, int(np.sum(t.sizes[count:], dtype=np.int64)))
+        start += len(t.rows)
+    written = int(running[fit - 1]) if fit else 0
+    return Selection(written, reserve + int(running[-1]) if len(running) else reserve, left_out, kept)
 
 
-def group_rank(group: dict) -> tuple:
-    """Most urgent first: removed by the sweep, then holding expired offsets, then by next expiry."""
-    next_expiry = group["next_expiry_at_ms"]
-    return (
-        not group["would_delete"],
-        not (group["expired_offset_count"] or 0),
-        math.inf if next_expiry is None else next_expiry,
-        group["group_id"],
+def ranked(tier: int, keys: pa.Table, sizes: np.ndarray, rows: pa.Array | None = None) -> Ranked:
+    """A tier's units in the order of `keys` (ascending, nulls last: an offset that never expires after
+    every one that does), ties in row order; `rows` (a mask) picks the rows that are the tier's units."""
+    index = np.arange(keys.num_rows) if rows is None else np.flatnonzero(rows.to_numpy(zero_copy_only=False))
+    keys = keys.take(index).append_column("__row", pa.array(np.arange(len(index))))
+    order = pc.sort_indices(keys, [(name, "ascending") for name in keys.column_names])
+    order = order.to_numpy()
+    return Ranked(tier, index[order], np.asarray(sizes, dtype=np.int64)[index][order])
+
+
+def group_places(groups: pa.Table) -> pa.Array:
+    """Each group row's place in the groups' order of importance (most urgent first: removed by the
+    sweep, then holding expired offsets, then by next expiry, then by id): the place of the last row of
+    its id, as a dict from id to place gives."""
+    keys = pa.table(
+        {
+            "kept": pc.invert(pc.fill_null(groups["would_delete"], False)),
+            "calm": pc.fill_null(pc.equal(groups["expired_offset_count"], 0), True),
+            "next": groups["next_expiry_at_ms"],
+            "id": groups["group_id"],
+        }
     )
+    order = pc.sort_indices(keys, [(name, "ascending") for name in keys.column_names]).to_numpy()
+    last_first = pc.take(groups["group_id"], order[::-1])
+    return pc.subtract(len(order) - 1, pc.index_in(groups["group_id"], value_set=last_first))
 
 
-def watched_rank(partition: dict, group_order: dict[str, int]) -> tuple:
-    """Soonest expiry first (never-expiring deletable offsets last), then in the groups' order."""
-    expiry = partition["time_to_expiry_ms"]
-    return (math.inf if expiry is None else expiry, *detail_rank(partition, group_order))
-
-
-def detail_rank(row: dict, group_order: dict[str, int]) -> tuple:
-    """In the groups' order, then by topic (and partition)."""
-    return (group_order.get(row["group_id"], len(group_order)), row["topic"], row.get("partition", -1))
-
-
-def ordered_groups(groups: Sequence[dict]) -> dict[str, int]:
-    """Group id -> its place in the order of importance."""
-    return {g["group_id"]: i for i, g in enumerate(sorted(groups, key=group_rank))}
+def places_of(ids: pa.Array, group_ids: pa.Array, places: pa.Array) -> pa.Array:
+    """The place of each id's group (`places` of the rows of `group_ids`); after them all where absent."""
+    return pc.fill_null(pc.take(places, pc.index_in(ids, value_set=group_ids)), len(group_ids))
