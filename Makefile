@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SIZES ?= 1000000,5000000
 CODECS ?= none,zstd
+# The whole-process audits bench/fixed_cost.py runs beside Spark's start.
+FIXED_COST_SIZES ?= 1000,300000
 DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
 KAFKA_VERSIONS ?= 4.1.2 4.4.0 3.9.2
@@ -145,6 +147,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS)
+	$(BIN)/python bench/fixed_cost.py --sizes $(FIXED_COST_SIZES)
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.
