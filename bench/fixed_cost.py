@@ -3,7 +3,8 @@ seconds and Spark jobs of each stage.
 
     .venv/bin/python bench/fixed_cost.py [--sizes 1000,300000] [--baseline REF] [--repeats 2]
 
-For each size a generated Parquet dump (bench-data/dump-<records>-1, made once) is audited:
+For each size the generated Parquet dump `make bench` measures (bench-data/dump-<records>-1, made once)
+is audited:
 
 - whole-process: `offset-audit audit` as a user runs it, best of `--repeats` runs, with its stages' seconds
   read from its progress lines on stderr;
@@ -31,21 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from run_bench import dump_for  # bench/ is on the path of a script run from it
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"
 CLI = [sys.executable, "-m", "offset_audit.cli.main"]
 STAGE_DONE = re.compile(r"^offset-audit: (.+?) done \((?:[\d,]+ \w+, )?([\d.]+)s\)$")
-
-
-def dump_for(records: int, seed: int = 1) -> Path:
-    from offset_audit.generator.demo_dump import generate_dump
-
-    path = DATA / f"dump-{records}-{seed}"
-    if not (path / ".complete").exists():
-        shutil.rmtree(path, ignore_errors=True)
-        generate_dump(str(path), records, seed=seed, corrupt=20 if records >= 100_000 else 0)
-        (path / ".complete").write_text("ok")
-    return path
 
 
 def _stage_name(name: str) -> str:
@@ -177,7 +169,7 @@ def main() -> None:
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    dumps = {records: dump_for(records) for records in sizes}
+    dumps = {records: dump_for(records, seed=1).resolve() for records in sizes}
     env, tree = (None, None) if not args.baseline else baseline_env(args.baseline)
     results = []
     try:

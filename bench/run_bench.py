@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -85,8 +86,6 @@ def copies_for(records: int, seed: int, copies: int = 3) -> Path:
 def zero_padded_for(records: int, seed: int, gib: int = 1) -> Path:
     """The uncompressed data directory with `gib` GiB of zeros after the last batch of one segment, as a
     broker with file.preallocate=true leaves its active segment (a sparse file: no disk is spent on it)."""
-    import os
-
     single = segments_for(records, seed)
 
     def make(path: Path) -> None:

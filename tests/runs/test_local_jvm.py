@@ -13,15 +13,29 @@ import pytest
 from offset_audit.runs import local_jvm
 from offset_audit.runs.local_jvm import QUICK_JVM_BYTES, QUICK_JVM_OPTIONS, check_java, driver_java_options
 
+# Starts a run's session over the dump argv[1] in a fresh process (the tests' own session is started
+# already) and prints its JVM's options, then, with argv[2] "info", what the JVM says of itself.
 SHOW_JVM = """
 import subprocess, sys
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.session import start_spark
 spark = start_spark(load_settings(), [sys.argv[1]])
-pid = spark._jvm.java.lang.ProcessHandle.current().pid()
-print(subprocess.run(["jcmd", str(pid), "VM.info"], capture_output=True, text=True).stdout)
+print(list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
+if sys.argv[2:] == ["info"]:
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    print(subprocess.run(["jcmd", str(pid), "VM.info"], capture_output=True, text=True).stdout)
 spark.stop()
 """
+
+
+def _jvm_of_a_small_run(tmp_path, *args: str) -> str:
+    dump = tmp_path / "dump.parquet"
+    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"]}), dump)
+    shown = subprocess.run(
+        [sys.executable, "-c", SHOW_JVM, str(dump), *args], capture_output=True, text=True, timeout=300
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    return shown.stdout
 
 
 def test_the_archive_is_used_only_once_built_and_only_for_small_dumps(tmp_path, monkeypatch):
@@ -57,11 +71,8 @@ def test_a_built_archive_is_mapped_by_the_next_small_audit(tmp_path, monkeypatch
     archive = local_jvm.build(check_java())
     assert archive is not None and archive.is_file()
     assert not list(archive.parent.glob("*.tmp")), "the archive was written under another name, then renamed"
-    dump = tmp_path / "dump.parquet"
-    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"]}), dump)
-    shown = subprocess.run([sys.executable, "-c", SHOW_JVM, str(dump)], capture_output=True, text=True, timeout=300)
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    assert "CDS archive(s) mapped at" in shown.stdout and str(archive) in shown.stdout
+    shown = _jvm_of_a_small_run(tmp_path, "info")
+    assert "CDS archive(s) mapped at" in shown and str(archive) in shown
 
 
 def test_a_small_dump_gets_a_jvm_that_compiles_with_c1_only_and_a_large_or_live_one_does_not():
@@ -72,23 +83,6 @@ def test_a_small_dump_gets_a_jvm_that_compiles_with_c1_only_and_a_large_or_live_
     assert driver_java_options(log, None) == f"-Dlog4j2.configurationFile={log}"  # a live topic
 
 
-START_AND_SHOW_JVM_ARGUMENTS = """
-import sys
-from offset_audit.runs.config import load_settings
-from offset_audit.runs.session import start_spark
-spark = start_spark(load_settings(), [sys.argv[1]])
-print(list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
-spark.stop()
-"""
-
-
 def test_a_run_over_a_small_dump_starts_its_jvm_with_c1_only(tmp_path):
-    """The option must reach the JVM the run starts, not only the settings (a fresh process: the tests'
-    own session is started already)."""
-    dump = tmp_path / "dump.parquet"
-    pq.write_table(pa.table({"key": [b"k"], "value": [b"v"]}), dump)
-    shown = subprocess.run(
-        [sys.executable, "-c", START_AND_SHOW_JVM_ARGUMENTS, str(dump)], capture_output=True, text=True, timeout=300
-    )
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    assert QUICK_JVM_OPTIONS in shown.stdout.splitlines()[-1]
+    """The option must reach the JVM the run starts, not only the settings."""
+    assert QUICK_JVM_OPTIONS in _jvm_of_a_small_run(tmp_path).splitlines()[0]
