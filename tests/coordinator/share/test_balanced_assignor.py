@@ -49,6 +49,28 @@ def test_members_sharing_a_bucket_walk_in_the_order_they_were_put_in():
     assert member_order(["m-a", "m-q"], inserted=["m-q"]) == ["m-q", "m-a"]
 
 
+def test_a_join_deferred_to_a_later_heartbeat_walks_in_the_timeline_order():
+    """Ids a 4.4.0 broker gave two members of one share group: both in HashMap bucket 7. Computed in the
+    second one's join, it comes after the walk of the group's map (OverlayMap's additions); computed at a
+    later heartbeat (group.share.assignment.interval.ms deferred it), both are in that walk, where
+    TimelineHashMap's slots put the newcomer first. The 4.4.0 jar's SimpleAssignor gives these answers."""
+    from offset_audit.coordinator.java_order import TimelineKeys, string_hash
+
+    holder, newcomer, topic = "v1aIga9RQAyYNoPJj0CNhA", "6fkMe5OIQImqRfpAcrjkag", "4aedb648-eb64-4a41-a2c9-d7a17351e43e"
+    walk = TimelineKeys(string_hash)
+    walk.add(holder)
+    walk.add(newcomer)
+    assert list(walk) == [newcomer, holder]
+
+    def target(inserted):
+        result = assign_balanced({holder: [topic], newcomer: [topic]}, {topic: 5}, {holder: [(topic, range(5))]},
+                                 inserted=inserted)  # fmt: skip
+        return {m: sorted(p for _, p in held) for m, held in result.items()}
+
+    assert target([holder, newcomer]) == {holder: [2, 3, 4], newcomer: [0, 1]}
+    assert target(list(walk)) == {holder: [3, 4], newcomer: [0, 1, 2]}
+
+
 @pytest.mark.parametrize(
     ("sharing", "partitions", "members", "expected"),
     [(1, 10, 3, [4, 3, 3]), (2, 3, 5, [2, 1, 1, 1, 1]), (1, 4, 4, [1, 1, 1, 1]), (0, 0, 2, [0, 0])],
