@@ -38,6 +38,15 @@ def _jvm_of_a_small_run(tmp_path, *args: str) -> str:
     return shown.stdout
 
 
+def test_the_java_version_line_is_the_one_naming_the_version_whatever_the_jvm_prints_first(monkeypatch):
+    """With JAVA_TOOL_OPTIONS set, `java -version` starts with "Picked up JAVA_TOOL_OPTIONS: ...": the
+    archive is still named after the version line, so such a run finds the archive `make setup` built."""
+    plain = check_java()
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Dkafka.offset.audit.test=1")
+    assert check_java() == plain
+    assert 'version "' in plain
+
+
 def test_the_archive_is_used_only_once_built_and_only_for_small_dumps(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     java = check_java()

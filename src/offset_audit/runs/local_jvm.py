@@ -42,7 +42,7 @@ WAIT_FOR_JVM_S = 180
 
 def check_java() -> str:
     """Spark needs Java 17 or newer; say so plainly instead of letting py4j fail obscurely. The version
-    line `java -version` printed."""
+    line `java -version` printed (it names the class archive)."""
     java_home = os.environ.get("JAVA_HOME")
     java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
     hint = "install a Java 17+ runtime (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME"
@@ -60,7 +60,8 @@ def check_java() -> str:
         major = int(match.group(2) or 0)
     if major < 17:
         raise JavaMissing(f"Java {major} found at {java}, Spark 4 needs 17 or newer; {hint}.")
-    return out.splitlines()[0] if out else java
+    # the line that names the version: JAVA_TOOL_OPTIONS makes the JVM print a line of its own first
+    return next(line for line in out.splitlines() if match.group(0) in line)
 
 
 def log_config() -> str:
