@@ -6,8 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SIZES ?= 1000000,5000000
 CODECS ?= none,zstd
+# make bench's dump with many live offsets (generate --topic-scale 30): about 3M of them at 20M records
+WIDE_SIZES ?= 20000000
 # The whole-process audits bench/fixed_cost.py runs beside Spark's start.
-FIXED_COST_SIZES ?= 1000,300000
+FIXED_COST_SIZES ?= 1000,300000,5000000,20000000
 DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
 KAFKA_VERSIONS ?= 4.1.2 4.4.0 3.9.2
@@ -146,7 +148,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests jobs bench
 
 bench: setup
-	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS)
+	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS) --wide-sizes $(WIDE_SIZES)
 	$(BIN)/python bench/fixed_cost.py --sizes $(FIXED_COST_SIZES)
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).

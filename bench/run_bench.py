@@ -2,6 +2,11 @@
 Parquet, in one run, at each size (1M and 5M records by default), with driver and worker peak memory.
 
     python bench/run_bench.py [--sizes 1000000,5000000] [--codecs none,zstd] [--no-python-baseline] [--no-share]
+                              [--wide-sizes 20000000]
+
+`--wide-sizes` adds dumps of a cluster whose topics are 30 times as wide (generate --topic-scale 30):
+the same records, many times the live offsets (about 3M at 20M records), the shape that costs the audit
+most per record.
 
 Numbers are wall-clock seconds on this machine, warm (best of two after a warm-up run, in one
 process); only the ratios travel between machines. Whole-process runs add Spark's start, about 10 s.
@@ -45,8 +50,13 @@ def cached(name: str, make) -> Path:
     return path
 
 
-def dump_for(records: int, seed: int) -> Path:
-    return cached(f"dump-{records}-{seed}", lambda path: generate_dump(str(path), records, seed=seed, corrupt=20))
+# The many-live-offsets dump: every topic 30 times as wide, about 3M live offsets at 20M records.
+WIDE_SCALE = 30
+
+
+def dump_for(records: int, seed: int, topic_scale: int = 1) -> Path:
+    name = f"dump-{records}-{seed}" + ("" if topic_scale == 1 else f"-wide{topic_scale}")
+    return cached(name, lambda path: generate_dump(str(path), records, seed=seed, corrupt=20, topic_scale=topic_scale))
 
 
 def raw_scan(spark, path: Path) -> float:
@@ -346,18 +356,21 @@ def driver_peak_memory(spark) -> dict:
     return {"driver_python_peak_mb": round(python_mb), "driver_jvm_peak_mb": round(jvm_mb) if jvm_mb else None}
 
 
-def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
-    path = dump_for(records, seed)
+def bench_size(spark, records: int, seed: int, with_python: bool, topic_scale: int = 1) -> dict:
+    path = dump_for(records, seed, topic_scale)
     raw_scan(spark, path)  # warm the JVM and the file cache
     scan = min(raw_scan(spark, path) for _ in range(3))
-    output = DATA / f"out-{records}"
+    name = f"{records}" + ("" if topic_scale == 1 else f"-wide{topic_scale}")
+    output = DATA / f"out-{name}"
     shutil.rmtree(output, ignore_errors=True)
     decode_s, report, decode_worker_mb = timed(lambda: run_decode(spark, [str(path)], str(output), load_settings()))
-    audit_s, _, audit_worker_mb = timed(
-        lambda: run_audit(spark, [str(path)], str(DATA / f"audit-{records}"), load_settings())
+    audit_s, audited, audit_worker_mb = timed(
+        lambda: run_audit(spark, [str(path)], str(DATA / f"audit-{name}"), load_settings())
     )
     result = {
         "records": records,
+        "topic_scale": topic_scale,
+        "live_offsets": audited.offsets,
         "raw_scan_s": round(scan, 2),
         "decode_s": round(decode_s, 2),
         "decode_vs_scan": round(decode_s / scan, 2),
@@ -365,6 +378,7 @@ def bench_size(spark, records: int, seed: int, with_python: bool) -> dict:
         "quarantined": report.quarantined,
         "audit_s": round(audit_s, 2),
         "audit_vs_decode": round(audit_s / decode_s, 2),
+        "audit_vs_scan": round(audit_s / scan, 2),
         "worker_peak_mb": max(decode_worker_mb, audit_worker_mb),
     }
     if with_python:
@@ -390,6 +404,12 @@ def main() -> None:
         "writes most by default; the others are read by the Python reader and take several times longer",
     )
     parser.add_argument("--no-memory", action="store_true", help="skip the 60 and 600 MiB segment files")
+    parser.add_argument(
+        "--wide-sizes",
+        default="",
+        help=f"comma-separated record counts of dumps whose topics are {WIDE_SCALE} times as wide (generate "
+        "--topic-scale): many live offsets per record, raw scan, decode and audit only",
+    )
     args = parser.parse_args()
     unknown = set(args.codecs.split(",")) - {"none", "gzip", "snappy", "lz4", "zstd"}
     if unknown:
@@ -454,15 +474,26 @@ def main() -> None:
                     share["worker_peak_mb"],
                 )
             )
+    for records in [int(s) for s in args.wide_sizes.split(",") if s]:
+        wide = bench_size(spark, records, args.seed, with_python=False, topic_scale=WIDE_SCALE)
+        results.append({"path": "parquet-wide", **wide})
+        print(json.dumps(results[-1]), flush=True)
+        base = wide["decode_s"]
+        label = f"{wide['live_offsets']:,} live offsets"
+        scan_ratio = round(wide["raw_scan_s"] / base, 2)
+        rows.append((records, f"raw scan (Parquet, {label})", wide["raw_scan_s"], scan_ratio, "-"))
+        rows.append((records, f"decode (Parquet, {label})", base, 1.0, wide["worker_peak_mb"]))
+        rows.append((records, f"audit (Parquet, {label})", wide["audit_s"], wide["audit_vs_decode"], "-"))
     driver = driver_peak_memory(spark)
     results.append({"path": "driver", **driver})
     if not args.no_memory and not args.no_segments:
         memory = bench_segment_memory(args.seed)
         results.append({"path": "segment-memory", **memory})
     print()
-    print(f"{'records':>10}  {'path':<34} {'seconds':>8} {'x decode (Parquet)':>19} {'worker peak MiB':>16}")
+    width = max([34, *(len(row[1]) for row in rows)])
+    print(f"{'records':>10}  {'path':<{width}} {'seconds':>8} {'x decode (Parquet)':>19} {'worker peak MiB':>16}")
     for records, path, seconds, ratio, worker in rows:
-        print(f"{records:>10,}  {path:<34} {seconds:>8} {ratio:>19} {worker:>16}")
+        print(f"{records:>10,}  {path:<{width}} {seconds:>8} {ratio:>19} {worker:>16}")
     print(f"driver peak memory: Python {driver['driver_python_peak_mb']} MiB, JVM {driver['driver_jvm_peak_mb']} MiB")
     if not args.no_memory and not args.no_segments:
         print(

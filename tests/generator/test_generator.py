@@ -27,6 +27,30 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
     assert not a.equals(c)
 
 
+def test_a_topic_scale_widens_the_same_topics_and_the_groups_hold_that_many_more_offsets(tmp_path):
+    """--topic-scale multiplies each topic's partitions and changes nothing else of the world: the same
+    groups read the same topics, and with commits enough the live offsets grow by about the scale."""
+    from offset_audit.generator.world import World
+
+    plain, wide = World(20_000, 3, 10), World(20_000, 3, 10, topic_scale=5)
+    assert wide.topics == {topic: 5 * count for topic, count in plain.topics.items()}
+    assert [(g.group_id, sorted(g.topics)) for g in wide.groups] == [
+        (g.group_id, sorted(g.topics)) for g in plain.groups
+    ]
+
+    def live_offsets(scale: int) -> int:
+        generate_dump(str(tmp_path / str(scale)), 60_000, seed=3, topic_scale=scale)
+        codec, keys = RecordCodec(), set()
+        for row in pq.read_table(tmp_path / str(scale), columns=["key"]).to_pylist():
+            decoded = records.decode_record(codec, row["key"], None)
+            commit = decoded.get("offset_commit")
+            if commit:
+                keys.add((commit["group_id"], commit["topic"], commit["partition"]))
+        return len(keys)
+
+    assert live_offsets(5) > 3 * live_offsets(1)
+
+
 def kafka_partition(spark, group_id: str, partitions: int) -> int:
     """What the broker computes, asked of the JVM: Utils.abs(groupId.hashCode()) % partitions, where
     Utils.abs maps Integer.MIN_VALUE to 0 (GroupCoordinator partitionFor)."""

@@ -28,6 +28,14 @@ from offset_audit.escaping import terminal
     help="__consumer_offsets partition count (offsets.topic.num.partitions).",
 )
 @click.option(
+    "--topic-scale",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="multiply every topic's partition count (1 to 24) by this, for a cluster whose groups hold many more "
+    "offsets: at 20M records, 30 gives millions of live offsets.",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["parquet", "segments", "share-state"]),
@@ -81,6 +89,7 @@ def generate(
     seed: int,
     corrupt: int,
     partitions: int,
+    topic_scale: int,
     output_format: str,
     cluster_records: int | None,
     compression: str,
@@ -100,6 +109,8 @@ def generate(
     if output_format == "share-state":
         if end_offsets_file or start_offsets_file:
             raise UserError("--end-offsets and --start-offsets go with --format parquet or segments")
+        if topic_scale != 1:
+            raise UserError("--topic-scale goes with --format parquet or segments")
         result = generate_share_state(
             output, records, seed=seed, world_records=cluster_records or records, partitions=partitions, corrupt=corrupt
         )
@@ -109,13 +120,16 @@ def generate(
         )
         return
     if output_format == "parquet":
-        result = generate_dump(output, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files)
+        result = generate_dump(
+            output, records, seed=seed, corrupt=corrupt, partitions=partitions, topic_scale=topic_scale, **offsets_files
+        )
         where = f"({result['files']} Parquet files)"
     else:
         with tempfile.TemporaryDirectory() as snapshot:
             result = generate_dump(
-                snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions, **offsets_files
-            )
+                snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions, topic_scale=topic_scale,
+                **offsets_files,
+            )  # fmt: skip
             written = snapshot_to_segments(snapshot, output, batch_records, compression)
         codec = "uncompressed" if compression == "none" else f"{compression}-compressed"
         where = f"({written['segments']} segment files, {codec} batches)"

@@ -42,12 +42,14 @@ def generate_dump(
     partitions: int = 10,
     end_offsets: str | None = None,
     start_offsets: str | None = None,
+    topic_scale: int = 1,
 ) -> dict[str, int]:
     """Write `records` records as Parquet files under `output`; returns counts of what was written.
 
     `end_offsets` and `start_offsets` name files to write what kafka-get-offsets.sh would print for the
-    same cluster (`--time -1` and `--time -2`): see writers.log_offsets."""
-    world = World(records, seed, partitions)
+    same cluster (`--time -1` and `--time -2`): see writers.log_offsets. `topic_scale` multiplies every
+    topic's partition count, for clusters whose groups hold many more offsets (World)."""
+    world = World(records, seed, partitions, topic_scale)
     structural: list[Event] = []
     for group in world.groups:
         structural += group_records(world, group)

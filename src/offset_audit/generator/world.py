@@ -93,14 +93,16 @@ class Event:
 class World:
     """The groups and topics of one generated cluster."""
 
-    def __init__(self, records: int, seed: int, partitions: int) -> None:
+    def __init__(self, records: int, seed: int, partitions: int, topic_scale: int = 1) -> None:
         self.rng = random.Random(seed)
         self.np_rng = np.random.default_rng(seed)
         self.partitions = partitions
         self.layouts = record_layouts()
         n_groups = max(len(KINDS) + len(FIRST_GROUPS), records // 2500)
         n_topics = max(8, n_groups // 6)
-        self.topics = {_topic_name(i): self.rng.choice((1, 3, 6, 12, 24)) for i in range(n_topics)}
+        # topic_scale multiplies each topic's partitions, not the draws: the same seed gives the same
+        # groups and topics, only wider (millions of live offsets at 20M records with 30)
+        self.topics = {_topic_name(i): self.rng.choice((1, 3, 6, 12, 24)) * topic_scale for i in range(n_topics)}
         self.topic_ids = {t: str(uuid.UUID(int=self.rng.getrandbits(128))) for t in self.topics}
         kinds = list(KINDS)
         weights = [KINDS[k] for k in kinds]
