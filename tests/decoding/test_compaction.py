@@ -9,7 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 from vector_files import hex_bytes
 
-from offset_audit.decoding.compaction import LatestPerKey, compactable, compaction_keys, last_per_key, latest_commits
+from offset_audit.decoding.compaction import (
+    LatestPerKey,
+    commit_buckets,
+    compactable,
+    compaction_keys,
+    last_per_key,
+    latest_commits,
+)
 from offset_audit.decoding.fast_commits import key_types
 from offset_audit.storage import LOCAL
 
@@ -174,3 +181,17 @@ def test_a_decode_task_decodes_only_the_last_record_of_each_key_and_counts_the_r
     commits = pa.concat_tables(pq.read_table(f.path) for f in result.files["offset_commits"])
     assert sorted(commits.column("committed_offset").to_pylist()) == [42, 2**53 + 1]
     assert result.newest_record == datetime.fromtimestamp(0, UTC) + timedelta(milliseconds=base + 5_000)
+
+
+def test_a_group_lands_in_one_bucket_in_every_task_and_the_groups_spread_over_the_buckets():
+    """The bucket is the CRC-32 of the group id's UTF-8 bytes: the same in two tasks that see the group
+    in different batches and chunks, whatever else the batch holds; a null group id is bucket 0."""
+    import zlib
+
+    names = [*(f"group-{i}" for i in range(400)), "Grüße", "组"]
+    one_task = commit_buckets(pa.chunked_array([names[:150], names[150:]]), 4)
+    other_task = commit_buckets(pa.array([*reversed(names), None]), 4)
+    assert list(one_task) == [zlib.crc32(n.encode()) % 4 for n in names]
+    assert list(other_task) == [*reversed(one_task), 0]
+    assert sorted(set(one_task)) == [0, 1, 2, 3] and min(list(one_task).count(b) for b in range(4)) > 60
+    assert list(commit_buckets(pa.array(names), 1)) == [0] * len(names)

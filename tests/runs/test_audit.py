@@ -14,6 +14,7 @@ from dump_records import DAY, T0, commit, group_record, group_tombstone, modern,
 
 from offset_audit import constants as K
 from offset_audit.coordinator import rules
+from offset_audit.outputs.fast_write import bucket_of
 from offset_audit.runs import state
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings
@@ -284,9 +285,21 @@ def test_a_key_whose_last_record_is_unreadable_has_no_state_whichever_records_we
     settings = load_settings(as_of=AS_OF)
     runs = {"merged": {}, "full": {"keep_decoded": True}}
     results = {name: run_audit(spark, [str(dump)], str(tmp_path / name), settings, **kw) for name, kw in runs.items()}
-    monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)  # the tasks' commits replayed by Spark, not merged first
+    # the tasks' commits merged a bucket of groups per Spark task, then replayed spread over partitions
+    monkeypatch.setattr(state, "SMALL_STATE_ROWS", 0)
     monkeypatch.setattr(state, "TINY_STATE_ROWS", 0)
+    merges = []
+    by_bucket = state.merge_latest_commits_by_bucket
+
+    def spy(spark, files, *args):
+        merges.append((files, by_bucket(spark, files, *args)))
+        return merges[-1][1]
+
+    monkeypatch.setattr(state, "merge_latest_commits_by_bucket", spy)
     results["spread"] = run_audit(spark, [str(dump)], str(tmp_path / "spread"), settings)
+    [(files, merged)] = merges
+    # both tasks hold a commit of "back": one merge met its two copies, and a file per bucket each
+    assert len({bucket_of(f) for f in files}) == len(merged) > 1 and len(files) > len(merged)
     tables = {}
     for name in results:
         tables[name] = {

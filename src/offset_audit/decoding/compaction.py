@@ -5,12 +5,16 @@ The replay keeps the last record of each key, but a dump commits the same keys o
 was most of the audit's time, so every task first keeps only its own last record of each key, by the
 key's bytes, before decoding anything: the log as Kafka's log cleaner would leave it. Tombstones are
 kept (a tombstone must still hide an earlier task's record). What is left is a few decoded rows per
-key, one per task: the driver merges them (`latest_commits`) when the state is small, otherwise the
-Spark replay (`offset_audit.coordinator.replay.last_record_wins`) picks among them. "Last" is the order the
-replay uses: source partition, then source offset, with a missing coordinate the oldest.
+key, one per task: the driver merges them (`latest_commits`) when the state is small, otherwise one
+Spark task per bucket of group ids does (`commit_buckets`: each task writes its commits a file per
+bucket, so a key's rows from every task meet in one merge). "Last" is the order the replay uses
+(`offset_audit.coordinator.replay.last_record_wins`): source partition, then source offset, with a
+missing coordinate the oldest.
 """
 
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +40,16 @@ def compaction_keys(keys: pa.Array, key_types: np.ndarray) -> pa.Array:
     mask = pa.array(v0)
     rewritten = [_V1_OFFSET_KEY + key[2:] for key in keys.filter(mask).to_pylist()]
     return pc.replace_with_mask(keys, mask, pa.array(rewritten, keys.type))
+
+
+def commit_buckets(group_ids: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    """Each row's bucket, 0 to `buckets` - 1: the CRC-32 of its group id's UTF-8 bytes (null: 0), the same
+    in every task and process. By group, not by key, so that one merge holds a group's every commit."""
+    if buckets == 1 or len(group_ids) == 0:
+        return np.zeros(len(group_ids), np.int64)
+    names = pc.unique(group_ids)
+    of_name = np.array([0 if n is None else zlib.crc32(n.encode()) % buckets for n in names.to_pylist()], np.int64)
+    return of_name[pc.index_in(group_ids, value_set=names).to_numpy(zero_copy_only=False)]
 
 
 def last_per_key(table: pa.Table, key: tuple[str, ...] = COMMIT_KEY) -> pa.Table:

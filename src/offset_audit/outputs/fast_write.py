@@ -26,7 +26,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, compactable, compaction_keys
+from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, commit_buckets, compactable, compaction_keys
 from offset_audit.decoding.decoder import (
     SKIPPED_SUPERSEDED,
     TABLES,
@@ -46,6 +46,7 @@ from offset_audit.storage import Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
 ROW_GROUP_ROWS = 131_072
+BUCKET_SUFFIX = "-b"
 # The tables the coordinator state is rebuilt from: "latest" as-of is their newest record.
 STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 
@@ -101,6 +102,26 @@ class _TableFile:
             self.sink.close()
 
 
+class _BucketedFiles:
+    """A task's compacted commits as one _TableFile per bucket of group ids (`commit_buckets`), named
+    `<prefix>-b<bucket>.parquet`, so that the merge of every task's commits can be split by bucket."""
+
+    def __init__(self, folder: str, prefix: str, schema: pa.Schema, storage: Storage, buckets: int) -> None:
+        self.files = [
+            _TableFile(join(folder, f"{prefix}{BUCKET_SUFFIX}{b:03d}.parquet"), schema, storage) for b in range(buckets)
+        ]
+
+    def add(self, table: pa.Table) -> None:
+        which = commit_buckets(table.column("group_id"), len(self.files))
+        for bucket in np.unique(which):
+            self.files[bucket].add(table if len(self.files) == 1 else table.filter(pa.array(which == bucket)))
+
+
+def bucket_of(path: str) -> int:
+    """The bucket a compacted-commits file holds, from its name (`_BucketedFiles`)."""
+    return int(path.rsplit(BUCKET_SUFFIX, 1)[1].split(".", 1)[0])
+
+
 def _newer(stamp: int | None, newest: int | None) -> int | None:
     return stamp if newest is None or (stamp is not None and stamp > newest) else newest
 
@@ -131,18 +152,23 @@ def _decode_and_write(
     use_fast_path: bool,
     compact: bool,
     storage: Storage,
+    buckets: int = 1,
 ) -> list[dict]:
     """One task: decode raw batches, write each table's rows to this task's file for it, report.
 
     With `compact`, the task first keeps only its last raw record of each key and decodes those at the
-    end; the others are counted as skipped, superseded (see `offset_audit.decoding.compaction`).
+    end; the others are counted as skipped, superseded (see `offset_audit.decoding.compaction`); its
+    commits go to a file per bucket of group ids (`buckets`).
     """
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
     codec = RecordCodec(layouts)
-    files = {
+    files: dict[str, _TableFile | _BucketedFiles] = {
         name: _TableFile(join(run_dirs[name], f"{prefix}.parquet"), arrow_schema(name), storage) for name in TABLES
     }
+    if compact:
+        commits = "offset_commits"
+        files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
     state_types = np.array(sorted(layouts), np.int64)
     counts: Counter = Counter()
@@ -183,10 +209,13 @@ def _decode_and_write(
     report = [{"kind": "read", "rows": read}]
     report += [{"kind": "newest", "rows": newest}] if newest is not None else []
     report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
-    for name, file in files.items():
-        file.close()
-        if file.rows:
-            report.append({"kind": "file", "table_name": name, "path": file.path, "rows": file.rows, "size": file.size})
+    for name, written in files.items():
+        for file in written.files if isinstance(written, _BucketedFiles) else [written]:
+            file.close()
+            if file.rows:
+                report.append(
+                    {"kind": "file", "table_name": name, "path": file.path, "rows": file.rows, "size": file.size}
+                )
     for (cls, key_type, version, era, tombstone), n in counts.items():
         report.append(
             {
@@ -224,6 +253,7 @@ def decode_to_files(
     compact_commits_to: str | None = None,
     *,
     storage: Storage,
+    commit_buckets: int = 1,
 ) -> DecodedFiles:
     """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
 
@@ -233,7 +263,8 @@ def decode_to_files(
     committed: the caller checks the counts first, then calls `commit_decoded`.
 
     `compact_commits_to` (a scratch folder) makes every task decode only its last record of each key
-    and write its commits there: what the audit's replay needs, not the commit history.
+    and write its commits there: what the audit's replay needs, not the commit history; a file per
+    bucket of group ids of `commit_buckets` (see `offset_audit.outputs.scratch.merge_latest_commits`).
     """
     for name in TABLES:
         check_table_dir(join(output, name), storage)
@@ -248,7 +279,7 @@ def decode_to_files(
 
         def unit_task(units: Iterator) -> Iterator[dict]:
             batches = (batch for unit in units for batch in read(unit))
-            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage)
+            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets)
 
         # One task per core, balanced by weight (FileUnits.slices); with `compact`, fewer tasks also
         # means fewer copies of each key for the replay to sort through.
@@ -257,7 +288,8 @@ def decode_to_files(
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_pylist(
-                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage), schema=_REPORT_ARROW
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets),
+                schema=_REPORT_ARROW,
             )
 
         reports = for_decode(source, topic).mapInArrow(arrow_task, TASK_REPORT).collect()

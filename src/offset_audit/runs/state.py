@@ -20,7 +20,7 @@ from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
-from offset_audit.outputs.scratch import merge_latest_commits, scratch_folder
+from offset_audit.outputs.scratch import merge_latest_commits, merge_latest_commits_by_bucket, scratch_folder
 from offset_audit.runs import progress
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import scoped_conf
@@ -170,17 +170,26 @@ def coordinator_state(
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
         report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
         files = decoded.compacted_commits
-        state_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES) + (
+        group_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES)
+        state_rows = group_rows + (
             report.table_rows.get(f"{DECODED}/offset_commits", 0) if files is None else decoded.compacted_rows
         )
         small = state_rows <= SMALL_STATE_ROWS
+        progress.begin("rebuilding the coordinator's groups and offsets")
         commits, latest = None, False
         if files is not None:
             if small and files:
-                files, latest = [merge_latest_commits(files, scratch, storage)], True
+                merge_latest_commits(files, scratch, storage)
+                files, latest = [join(scratch, "latest-commits.parquet")], True
+            elif files:
+                # A state too big for the driver is merged a bucket per task; one record per key
+                # left, it may now be small enough for one partition.
+                merged = merge_latest_commits_by_bucket(spark, files, scratch, storage)
+                files, latest = sorted(merged), True
+                state_rows = group_rows + sum(merged.values())
+                small = state_rows <= SMALL_STATE_ROWS
             commits = read_parquet_files(spark, files, table_schema("offset_commits").struct(), storage)
         transactions = report.input_format in TRANSACTIONAL_FORMATS
-        progress.begin("rebuilding the coordinator's groups and offsets")
         conf = TINY_STATE_CONF if state_rows <= TINY_STATE_ROWS else SMALL_STATE_CONF if small else {}
         with scoped_conf(spark, conf):
             quarantined = report.table_rows.get(f"{DECODED}/quarantine", 0) > 0
