@@ -34,7 +34,8 @@ from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
 from offset_audit.runs.session import get_spark
 
-DATA = Path("bench-data")
+# The repository's bench-data, wherever the script is run from (fixed_cost.py shares its dumps).
+DATA = Path(__file__).resolve().parent.parent / "bench-data"
 
 
 def cached(name: str, make) -> Path:
