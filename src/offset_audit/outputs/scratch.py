@@ -105,16 +105,19 @@ def _owner_alive(folder: Path) -> bool:
     return False
 
 
-def merge_latest_commits(files: list[str], scratch: str, storage: Storage, name: str = "latest-commits") -> int:
+def merge_latest_commits(
+    files: list[str], scratch: str, storage: Storage, name: str = "latest-commits"
+) -> tuple[str, int]:
     """The decode tasks' compacted commits as one file `<scratch>/<name>.parquet` of one record per key
-    (see `offset_audit.decoding.compaction.latest_commits`); its rows. The driver does this for a small
-    state, which it holds easily; `merge_latest_commits_by_bucket` spreads a larger one."""
+    (see `offset_audit.decoding.compaction.latest_commits`): its path and rows. The driver does this for
+    a small state, which it holds easily; `merge_latest_commits_by_bucket` spreads a larger one."""
     schema = arrow_schema("offset_commits")
     parts = [pq.read_table(storage.parquet_source(file), schema=schema) for file in files]
     merged = latest_commits(pa.concat_tables(parts))
-    with storage.open_output_stream(join(scratch, f"{name}.parquet")) as sink:
+    path = join(scratch, f"{name}.parquet")
+    with storage.open_output_stream(path) as sink:
         pq.write_table(merged, sink)
-    return merged.num_rows
+    return path, merged.num_rows
 
 
 def merge_latest_commits_by_bucket(spark, files: list[str], scratch: str, storage: Storage) -> dict[str, int]:
@@ -133,7 +136,6 @@ def merge_latest_commits_by_bucket(spark, files: list[str], scratch: str, storag
 
     def merge(buckets: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[str, int]]:
         for bucket, parts in buckets:
-            name = f"latest-commits-b{bucket:03d}"
-            yield join(scratch, f"{name}.parquet"), merge_latest_commits(parts, scratch, storage, name)
+            yield merge_latest_commits(parts, scratch, storage, f"latest-commits-b{bucket:03d}")
 
     return dict(spark.sparkContext.parallelize(work, len(work)).mapPartitions(merge).collect())

@@ -179,8 +179,7 @@ def coordinator_state(
         commits, latest = None, False
         if files is not None:
             if small and files:
-                merge_latest_commits(files, scratch, storage)
-                files, latest = [join(scratch, "latest-commits.parquet")], True
+                files, latest = [merge_latest_commits(files, scratch, storage)[0]], True
             elif files:
                 # A state too big for the driver is merged a bucket per task; one record per key
                 # left, it may now be small enough for one partition.
