@@ -12,6 +12,8 @@ is audited:
   (the same JVM options) and stops; and a process that only imports the CLI;
 - warm, in one process: the stages' seconds and the Spark jobs each one ran (from Spark's status tracker),
   best of two after a warm-up run;
+- the same whole-process audit handed to a warm session (`offset-audit warm start`, in a cache folder of
+  its own), best of `--repeats` runs after the session's own warm-up;
 - with `--baseline REF` (a commit, e.g. HEAD~3): the same whole-process audit run by that commit's code,
   checked out in a git worktree and put first on PYTHONPATH, in the same run.
 
@@ -30,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from run_bench import dump_for  # bench/ is on the path of a script run from it
@@ -37,6 +41,8 @@ from run_bench import dump_for  # bench/ is on the path of a script run from it
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"
 CLI = [sys.executable, "-m", "offset_audit.cli.main"]
+# The program as users run it: it hands a run to a warm session when one runs.
+PROGRAM = [str(Path(sys.executable).parent / "offset-audit")]
 STAGE_DONE = re.compile(r"^offset-audit: (.+?) done \((?:[\d,]+ \w+, )?([\d.]+)s\)$")
 
 
@@ -44,12 +50,14 @@ def _stage_name(name: str) -> str:
     return re.sub(r"^decoding [\d,]+ records", "decoding", name)
 
 
-def whole_audit(dump: Path, output: Path, env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+def whole_audit(
+    dump: Path, output: Path, env: dict[str, str] | None = None, program: list[str] = CLI
+) -> tuple[float, dict[str, float]]:
     """Seconds of one `offset-audit audit` process, and its stages' seconds from its progress lines."""
     shutil.rmtree(output, ignore_errors=True)
     started = time.perf_counter()
     done = subprocess.run(
-        [*CLI, "audit", "--input", str(dump), "--output", str(output)],
+        [*program, "audit", "--input", str(dump), "--output", str(output)],
         capture_output=True,
         text=True,
         env=env,
@@ -66,10 +74,13 @@ def whole_audit(dump: Path, output: Path, env: dict[str, str] | None = None) -> 
     return seconds, stages
 
 
-def best_whole_audit(dump: Path, repeats: int, env: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+def best_whole_audit(
+    dump: Path, repeats: int, env: dict[str, str] | None = None, program: list[str] = CLI
+) -> tuple[float, dict[str, float]]:
     output = Path(tempfile.mkdtemp(prefix="fixed-cost-"))
     try:
-        return min((whole_audit(dump, output / "audit", env) for _ in range(repeats)), key=lambda r: r[0])
+        runs = (whole_audit(dump, output / "audit", env, program) for _ in range(repeats))
+        return min(runs, key=lambda r: r[0])
     finally:
         shutil.rmtree(output, ignore_errors=True)
 
@@ -100,6 +111,26 @@ def spark_start(dump: Path, repeats: int) -> tuple[float, float]:
         best_whole = min(best_whole, time.perf_counter() - started)
         best_up = min(best_up, float(done.stdout.strip().splitlines()[-1]))
     return best_up, best_whole
+
+
+@contextmanager
+def warm_session() -> Iterator[dict[str, str]]:
+    """A warm session of its own (its socket in a cache folder of its own, the small runs' class archive
+    linked in); the environment whose runs it takes."""
+    from offset_audit.warm import place
+
+    cache = Path(tempfile.mkdtemp(prefix="fixed-cost-cache-"))
+    (cache / "kafka-offset-audit").mkdir()
+    for archive in place.cache_folder().glob("*.jsa"):
+        (cache / "kafka-offset-audit" / archive.name).symlink_to(archive)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env.pop("OFFSET_AUDIT_WARM", None)
+    try:
+        subprocess.run([*PROGRAM, "warm", "start"], env=env, check=True, capture_output=True)
+        yield env
+    finally:
+        subprocess.run([*PROGRAM, "warm", "stop"], env=env, capture_output=True)
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def cli_import(repeats: int) -> float:
@@ -174,6 +205,8 @@ def main() -> None:
     results = []
     try:
         cli = cli_import(args.repeats)
+        with warm_session() as warm_env:
+            in_session = {r: best_whole_audit(d, args.repeats, warm_env, PROGRAM)[0] for r, d in dumps.items()}
         for records, dump in dumps.items():
             up, whole_start = spark_start(dump, args.repeats)
             seconds, stages = best_whole_audit(dump, args.repeats)
@@ -184,6 +217,7 @@ def main() -> None:
                 "spark_start_whole_s": round(whole_start, 2),
                 "cli_import_s": round(cli, 2),
                 "beyond_spark_start_s": round(seconds - whole_start, 2),
+                "audit_warm_session_s": round(in_session[records], 2),
                 "stages_whole_s": stages,
             }
             if env is not None:
@@ -202,8 +236,11 @@ def main() -> None:
         }
     (DATA / "fixed-cost.json").write_text(json.dumps(results, indent=2))
     print()
-    head = "| records | `audit`, whole process | Spark's start (process) | beyond Spark's start |"
-    rule = "|---|---|---|---|"
+    head = (
+        "| records | `audit`, whole process | Spark's start (process) | beyond Spark's start "
+        "| `audit` in a warm session, whole process |"
+    )
+    rule = "|---|---|---|---|---|"
     if args.baseline:
         head += f" `audit` at {args.baseline} |"
         rule += "---|"
@@ -212,7 +249,8 @@ def main() -> None:
     for row in results:
         line = (
             f"| {row['records']:,} | {row['audit_whole_s']:.1f} s | {row['spark_start_whole_s']:.1f} s "
-            f"(session up in {row['spark_start_s']:.1f} s) | {row['beyond_spark_start_s']:.1f} s |"
+            f"(session up in {row['spark_start_s']:.1f} s) | {row['beyond_spark_start_s']:.1f} s "
+            f"| {row['audit_warm_session_s']:.1f} s |"
         )
         if args.baseline:
             line += f" {row['baseline_audit_whole_s']:.1f} s |"

@@ -41,6 +41,7 @@ UNIT_SECONDS: dict[str, float] = {
     "tests/coordinator/test_live_streams_group.py": 125,
     "tests/outputs/test_object_store.py": 145,
     "tests/coordinator/test_history.py": 120,
+    "tests/warm/test_warm_session.py": 70,
     DEMO_UNIT: 95,
     "tests/coordinator/share/test_live_share_groups.py": 45,
     "tests/views/test_hostile_names.py": 34,

@@ -8,6 +8,7 @@ from offset_audit.cli.generate import generate
 from offset_audit.cli.options import Commands
 from offset_audit.cli.read_commands import delete_plan, describe, metrics, report
 from offset_audit.cli.run_commands import audit, decode, history, share, whatif
+from offset_audit.cli.warm_commands import warm
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,7 +17,7 @@ def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 
 
-for command in (decode, audit, whatif, share, history, describe, delete_plan, generate, metrics, report):
+for command in (decode, audit, whatif, share, history, describe, delete_plan, generate, metrics, report, warm):
     main.add_command(command)
 
 

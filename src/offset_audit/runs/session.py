@@ -1,6 +1,7 @@
 """The one place a SparkSession is built.
 
-Three cases. Code that already started Spark (a notebook, the tests) keeps its session as it is. Under
+Four cases. A warm session's run (offset_audit.warm) is given its session before the command starts
+(`adopt`). Code that already started Spark (a notebook, the tests) keeps its session as it is. Under
 spark-submit the session is built from what was submitted, so the cluster's master and every --conf
 win; the job adds only what it needs and what the user did not set (UTC, its own quiet log4j settings,
 shuffle partitions sized to the input and the cluster, see `fit_to_cluster`). Anywhere else a local
@@ -18,7 +19,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -75,6 +76,19 @@ BYTES_PER_SHUFFLE_PARTITION = 256 << 20
 MAX_SHUFFLE_PARTITIONS = 4096
 
 
+# A warm session's run: its session, and the check that the run's [spark] settings suit it.
+_adopted: tuple[SparkSession, Callable[[Mapping[str, str]], None]] | None = None
+
+
+def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> None:
+    """Make `spark` the session of every run in this process; `check` sees each run's [spark] settings
+    first (it may adjust the session, or raise to refuse the run)."""
+    global _adopted
+    _adopted = (spark, check)
+    SparkSession._activeSession = spark
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+
+
 def under_spark_submit() -> bool:
     """spark-submit starts the JVM first and hands this Python process its gateway."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -98,6 +112,12 @@ def delta_spark_configured(settings: Mapping[str, str]) -> bool:
 def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None = None) -> SparkSession:
     """The session (see the module's docstring); `input_bytes`, the dump's size when known, lets a local
     session over a small dump start a JVM suited to it (`local_jvm.QUICK_JVM_BYTES`)."""
+    if _adopted is not None:
+        adopted, check = _adopted
+        check(settings or {})
+        for name, value in REQUIRED.items():
+            adopted.conf.set(name, value)
+        return adopted
     active = SparkSession.getActiveSession()
     if active is not None:
         for name, value in REQUIRED.items():
@@ -280,9 +300,11 @@ def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
     from offset_audit.inputs.dump import input_bytes
     from offset_audit.runs import progress
 
+    if _adopted is not None:
+        _adopted[1](settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
     progress.begin("starting Spark")
     submitted = under_spark_submit()
-    local = not submitted and SparkSession.getActiveSession() is None
+    local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
     size = input_bytes(inputs, settings) if submitted or local else None
     spark = get_spark(settings.spark, size if local else None)
     progress.attach_spark(spark)
