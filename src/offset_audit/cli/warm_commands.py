@@ -142,7 +142,9 @@ def serve(conf_file: str | None, idle_minutes: int) -> None:
 def _stop(running: dict) -> None:
     from offset_audit.warm import client
 
-    client.ask("stop")
+    reply = client.ask("stop") or {}
+    if reply.get("waiting_for"):
+        click.echo(f"the warm session stops once the run in it (pid {reply['waiting_for']}) has finished")
     began = time.monotonic()
     while time.monotonic() - began < WAIT_FOR_STOP_S:
         try:
