@@ -10,6 +10,8 @@ CODECS ?= none,zstd
 WIDE_SIZES ?= 20000000
 # The whole-process audits bench/fixed_cost.py runs beside Spark's start.
 FIXED_COST_SIZES ?= 1000,300000,5000000,20000000
+# bench/floors.py: the least an audit must do, in the engines themselves, against the raw scan.
+FLOOR_RECORDS ?= 20000000
 DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
 KAFKA_VERSIONS ?= 4.1.2 4.4.0 3.9.2
@@ -150,6 +152,7 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS) --wide-sizes $(WIDE_SIZES)
 	$(BIN)/python bench/fixed_cost.py --sizes $(FIXED_COST_SIZES)
+	$(BIN)/python bench/floors.py --records $(FLOOR_RECORDS)
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.
