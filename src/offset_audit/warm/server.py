@@ -83,7 +83,7 @@ class Session:
             "busy": self.child is not None,
             "idle_timeout_s": self.idle_seconds,
             "config": self.config,
-            "spark": dict(self.settings.spark),
+            "spark_settings": sorted(self.settings.spark),  # names only: values may be credentials
             "socket": str(place.socket_path()),
             "log": str(place.log_path()),
             "fingerprint": self.fingerprint,
