@@ -7,6 +7,7 @@ mistake is answered before any application reaches the cluster."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -128,12 +129,27 @@ def submit(
 SDK_BUNDLE_LINES = ("SLF4J: ",)
 
 
-def assert_quiet_success(result, cores: int = 2, also: tuple[str, ...] = ()) -> None:
+# Spark's race at the end of a YARN application: an executor's disconnection reaches the driver's
+# endpoint after its scheduler stopped, which logs the failed revive with its stack trace (the run has
+# succeeded and written everything by then). Seen once in five CI runs of the YARN test.
+YARN_SHUTDOWN_RACE = (
+    re.compile(r".* ERROR Utils: Uncaught exception in thread dispatcher-CoarseGrainedScheduler$"),
+    re.compile(r"org\.apache\.spark\.SparkException: Could not find CoarseGrainedScheduler\.$"),
+    re.compile(r"\tat \S+\(.*\)$"),
+    re.compile(
+        r".* ERROR TransportResponseHandler: Still have \d+ requests outstanding when connection from .* is closed$"
+    ),
+)
+
+
+def assert_quiet_success(result, cores: int = 2, also: tuple[str, ...] = (), yarn: bool = False) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[:6000]
     assert " INFO " not in output, [line for line in output.splitlines() if " INFO " in line][:5]
     assert f"spark.sql.shuffle.partitions={2 * cores} for {cores} cores" in output, output[-2000:]
     lines = [line for line in result.stderr.splitlines() if not (also and line.startswith(also))]
+    if yarn:
+        lines = [line for line in lines if not any(race.match(line) for race in YARN_SHUTDOWN_RACE)]
     assert len(lines) <= 6, result.stderr  # spark-submit's own few lines before Python
 
 
@@ -266,7 +282,7 @@ def test_the_yarn_line_runs_on_a_mini_yarn_cluster(spark, checkout, tmp_path):
             env={"HADOOP_CONF_DIR": str(running.conf_dir)},
             conf=("spark.ui.enabled=false",),
         )
-    assert_quiet_success(result)
+    assert_quiet_success(result, yarn=True)
     assert "Audited" in result.stdout
     local("audit", "--input", str(checkout / "dump"), "--output", str(tmp_path / "l"), "--snapshot-id", "yarn")
     assert_same_tables(str(tmp_path / "l"), str(tmp_path / "y"), AUDIT_TABLES)
