@@ -140,19 +140,14 @@ def serve(conf_file: str | None, idle_minutes: int) -> None:
 
 
 def _stop(running: dict) -> None:
+    from offset_audit.runs.local_jvm import wait_for_exit
     from offset_audit.warm import client
 
     reply = client.ask("stop") or {}
     if reply.get("waiting_for"):
         click.echo(f"the warm session stops once the run in it (pid {reply['waiting_for']}) has finished")
-    began = time.monotonic()
-    while time.monotonic() - began < WAIT_FOR_STOP_S:
-        try:
-            os.kill(running["pid"], 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    os.kill(running["pid"], signal.SIGKILL)
+    if not wait_for_exit(running["pid"], WAIT_FOR_STOP_S):
+        os.kill(running["pid"], signal.SIGKILL)
 
 
 def _log_tail(path: os.PathLike[str]) -> str:

@@ -129,7 +129,7 @@ def build(java_version: str) -> Path | None:
             log.seek(0)
             print(f"offset-audit: no JVM class archive ({log.read()[-500:].strip()})", file=sys.stderr)
             return None
-    _wait_for_exit(int(done.stdout.split()[-1]))  # the JVM outlives its driver by the archive's writing
+    wait_for_exit(int(done.stdout.split()[-1]), WAIT_FOR_JVM_S)  # the JVM outlives its driver by the archive's writing
     if not written.is_file():
         print("offset-audit: no JVM class archive (the JVM wrote none)", file=sys.stderr)
         return None
@@ -137,14 +137,16 @@ def build(java_version: str) -> Path | None:
     return archive
 
 
-def _wait_for_exit(pid: int) -> None:
-    deadline = time.monotonic() + WAIT_FOR_JVM_S
+def wait_for_exit(pid: int, seconds: float) -> bool:
+    """Whether the process `pid` ended within `seconds` (polled: it need not be this process's child)."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.2)
+    return False
 
 
 def main() -> None:
