@@ -12,6 +12,8 @@ WIDE_SIZES ?= 20000000
 FIXED_COST_SIZES ?= 1000,300000,5000000,20000000
 # bench/floors.py: the least an audit must do, in the engines themselves, against the raw scan.
 FLOOR_RECORDS ?= 20000000
+# bench/incremental.py: scheduled `audit --incremental` runs over 0.1%, 1% and 10% new records of this log.
+INCREMENTAL_RECORDS ?= 20000000
 DEMO_RECORDS ?= 300000
 # Kafka versions whose broker and tools the live tests start (jars from Maven Central, in .kafka/V/libs).
 KAFKA_VERSIONS ?= 4.1.2 4.4.0 3.9.2
@@ -153,6 +155,7 @@ bench: setup
 	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS) --wide-sizes $(WIDE_SIZES)
 	$(BIN)/python bench/fixed_cost.py --sizes $(FIXED_COST_SIZES)
 	$(BIN)/python bench/floors.py --records $(FLOOR_RECORDS)
+	$(BIN)/python bench/incremental.py --records $(INCREMENTAL_RECORDS) --warm
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.

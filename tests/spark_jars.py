@@ -25,7 +25,12 @@ SESSION_VARIABLE = NESTED_RUN_VARIABLE
 # hadoop-aws and the AWS SDK it needs (700 MiB): only sessions that read or write s3a:// load them.
 _S3A = ("hadoop-aws-", "bundle-", "analyticsaccelerator-", "wildfly-openssl-")
 # The modules that hold tests marked delta_spark (tests/test_spark_jars.py checks that none is elsewhere).
-JAR_MODULES = ("tests/outputs/test_writers.py", "tests/outputs/test_delta.py", "tests/inputs/test_kafka_source.py")
+JAR_MODULES = (
+    "tests/outputs/test_writers.py",
+    "tests/outputs/test_delta.py",
+    "tests/inputs/test_kafka_source.py",
+    "tests/runs/test_live_incremental.py",
+)
 # The ids of the delta_spark tests the suite's session set aside, for the launcher to run.
 SET_ASIDE = pytest.StashKey[list]()
 # What the nested run must not inherit: the workers of pytest-xdist and their ids, the options of the run

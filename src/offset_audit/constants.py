@@ -40,3 +40,6 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 # Broker defaults (reference 4.1).
 OFFSETS_RETENTION_MINUTES_DEFAULT = 10080
 OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT = 600000
+# The topic setting delete.retention.ms: how long the log cleaner keeps a tombstone after it first
+# cleans it (reference 4.5).
+DELETE_RETENTION_MS_DEFAULT = 86_400_000

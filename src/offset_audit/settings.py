@@ -57,6 +57,8 @@ class AuditSettings:
     retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
     check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
     as_of: str = "latest"
+    # audit --incremental: runs further apart than this may have missed tombstones the cleaner removed.
+    delete_retention_ms: int = K.DELETE_RETENTION_MS_DEFAULT
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,20 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
 @START_OFFSETS_OPTION
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
 @click.option(
+    "--incremental",
+    "keep_state",
+    flag_value="incremental",
+    default=None,
+    help="keep the coordinator's state in DIR/state and, from the second run on, read only the records past "
+    "its positions (broker folders, Kafka-source snapshots, --input-format kafka; docs/incremental.md).",
+)
+@click.option(
+    "--full",
+    "keep_state",
+    flag_value="full",
+    help="like --incremental, but read everything again and rebuild DIR/state.",
+)
+@click.option(
     "--fail-if-expiring-within",
     "fail_expiring",
     type=DURATION,
@@ -108,6 +122,7 @@ def audit(
     end_offsets: str | None,
     start_offsets: str | None,
     keep_decoded: bool,
+    keep_state: str | None,
     fail_expiring: int | None,
     fail_expired: bool,
     as_json: bool,
@@ -126,7 +141,11 @@ def audit(
     settings = preflight.check_inputs(dump.inputs, dump.settings)
     preflight.check_as_of(settings.audit.as_of, settings.input.format)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
-    preflight.check_output(output, written_tables(), settings)
+    preflight.check_output(output, written_tables(keep_state is not None), settings)
+    if keep_state is not None:
+        from offset_audit.runs.incremental import check_before_start
+
+        check_before_start(dump.inputs, output, settings, keep_state, keep_decoded)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs)
         result = run_audit(
@@ -137,6 +156,7 @@ def audit(
             snapshot_id=snapshot_id,
             end_offsets=end_offsets,
             keep_decoded=keep_decoded,
+            keep_state=keep_state,
         )
     checked = alerts(result, fail_expiring, fail_expired)
     emit(

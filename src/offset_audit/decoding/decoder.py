@@ -49,8 +49,9 @@ RAW_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key"
 # from the exact milliseconds when a table is finalised).
 COORDINATES = ("source_partition", "source_offset", "record_timestamp_ms")
 # Columns only file dumps bring (offset_audit.inputs.log_records, after offset_audit.inputs.transactions):
-# a reader's error for input it could not read, the transaction state, and what the format cannot tell.
-OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes", copies.COPY_STATE)
+# a reader's error for input it could not read, the transaction state, and what the format cannot tell;
+# and an incremental audit's mark on the records its state carries (offset_audit.inputs.resumed).
+OPTIONAL_RAW_COLUMNS = ("source_error", "transaction", "source_note", "skipped_bytes", copies.COPY_STATE, "carried")
 # Record classes that are counted but not decoded: records of another topic, transactional commits
 # whose transaction was aborted, and the transaction markers themselves.
 SKIPPED = "skipped"

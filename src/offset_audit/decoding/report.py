@@ -57,6 +57,10 @@ class DecodeReport:
     retention_minutes: int | None = None
     kafka_version: str | None = None
     format_notes: dict[str, int] = field(default_factory=dict)
+    # audit --incremental/--full: how the run used its state (see schemas/tables/runs.json).
+    state: str | None = None
+    state_reason: str | None = None
+    records_carried: int = 0
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:
@@ -68,6 +72,15 @@ class DecodeReport:
             input=", ".join(inputs) if inputs else bootstrap_servers,
             input_format=input_format,
         )
+
+    def reset_counts(self) -> None:
+        """Forget what a read counted (an incremental audit that reads everything again after all)."""
+        blank = DecodeReport(self.run_id, self.command, self.started_at, self.input, self.input_format)
+        for name in ("records_read", "records_skipped", "skipped_by_reason", "by_class", "tombstones"):
+            setattr(self, name, getattr(blank, name))
+        for name in ("bytes_skipped", "decoded_by_type", "table_rows", "table_versions", "format_notes"):
+            setattr(self, name, getattr(blank, name))
+        self.records_carried = 0
 
     def wrote(self, table: str, written) -> None:
         """Note a table this run committed (an outputs.delta.WriteResult): its rows, and its version."""
@@ -117,4 +130,7 @@ class DecodeReport:
             "table_rows": dict(self.table_rows),
             "table_versions": dict(self.table_versions),
             "format_notes": dict(self.format_notes),
+            "state": self.state,
+            "state_reason": self.state_reason,
+            "records_carried": self.records_carried if self.state is not None else None,
         }

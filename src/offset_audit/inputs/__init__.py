@@ -13,6 +13,8 @@
     copies          the copies of one partition merged as the broker treats replicas (duplicates,
                     diverged replicas, records another copy's cleaner removed)
     overlapping     several inputs that may hold the same partitions, or of several formats, merged
+    resumed         an incremental audit's input: the records its state carries and those past its
+                    positions (segment files below them unopened), and what the input shows of them
     segments/       log segment files (magic 0/1/2, CRCs, codecs) read byte-exactly; a segment writer
     textdumps/      kafka-dump-log and console-consumer text turned back into the records' bytes
     transactions    COMMIT/ABORT markers: each transactional record committed, aborted or pending

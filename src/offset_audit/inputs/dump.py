@@ -32,6 +32,15 @@ from offset_audit.inputs.kafka_source import (
 from offset_audit.inputs.kafka_topic import read_kafka
 from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
 from offset_audit.inputs.partition_folders import read_partition_raw
+from offset_audit.inputs.resumed import (
+    CARRIED,
+    Resume,
+    carried_units,
+    read_resumed_partition,
+    read_unit,
+    resumed_partitions,
+    resumed_pieces,
+)
 from offset_audit.inputs.transactions import Markers
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
@@ -272,6 +281,11 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     return load_raw_records(spark, inputs, settings)
 
 
+def input_paths(inputs: list[str], settings: Settings) -> list[str]:
+    """The input paths, folders and globs expanded as the readers expand them."""
+    return _expand(inputs, for_settings(settings))
+
+
 def input_bytes(inputs: list[str], settings: Settings) -> int | None:
     """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
     if settings.input.format == "kafka":
@@ -286,3 +300,61 @@ def input_bytes(inputs: list[str], settings: Settings) -> int | None:
         else:
             total += storage.size(path)
     return total
+
+
+def resumed_source(spark: SparkSession, inputs: list[str], settings: Settings, resume: Resume) -> DataFrame | FileUnits:
+    """An incremental audit's input (`inputs.resumed`): the records its state carries and the input's
+    records from each partition's position on. Broker folders open no segment file that lies wholly
+    below its position; snapshot pieces skip the row groups their footers show to lie below it; the
+    live topic is read from the positions. The records counted are the carried and the new ones."""
+    settings = resolved(settings, inputs)
+    storage = for_settings(settings)
+    topic = settings.input.topic
+    if settings.input.format == log_files.SEGMENTS:
+        units = log_units(inputs, settings)
+        groups = resumed_partitions(log_files.by_partition(units), resume, SEGMENT_BYTES_PER_RECORD)
+        opened = sum(len(g.segments) for g in groups)
+        return FileUnits(groups, partial(read_resumed_partition, topic=topic), None, opened)
+    if settings.input.format != "kafka" and read_by_workers(inputs):
+        pieces = resumed_pieces(source_pieces(inputs, settings.input.format, storage=storage), resume)
+        return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
+    if settings.input.format == "kafka":
+        new = to_raw_records(read_kafka(spark, settings, resume.floors))
+    else:
+        new = to_raw_records(read_kafka_source(spark, inputs, settings.input.format, storage))
+    return carried_frame(spark, new, resume, topic)
+
+
+def carried_frame(spark: SparkSession, new: DataFrame, resume: Resume, topic: str) -> DataFrame:
+    """The new records of a DataFrame source, marked, with the carried ones beside them (a Kafka source
+    reads read_committed: nothing it carries is transactional)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    from offset_audit.inputs.parquet_files import read_parquet_files
+
+    stored = StructType(
+        [
+            StructField("source_offset", LongType()),
+            StructField("record_timestamp_ms", LongType()),
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+        ]
+    )
+    frames = [new.withColumn(CARRIED, F.lit(False))]
+    for partition, files in sorted(resume.record_files.items()):
+        rows = read_parquet_files(spark, list(files), stored, resume.storage)
+        frames.append(
+            rows.select(
+                F.lit(topic).alias("source_topic"),
+                F.lit(partition).cast("int").alias("source_partition"),
+                "source_offset",
+                "record_timestamp_ms",
+                "key",
+                "value",
+                F.lit(True).alias(CARRIED),
+            )
+        )
+    return reduce(DataFrame.unionByName, frames)

@@ -11,6 +11,7 @@ which joins no group and writes nothing.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -38,6 +39,23 @@ def _missing(spark: SparkSession) -> ConnectorMissing:
 def topic_partitions(spark: SparkSession, settings: Settings) -> list[int]:
     """The partitions of the topic, asked of the cluster with the kafka-clients Admin the connector
     brings (so the same --kafka-option security settings apply)."""
+    return topic_facts(spark, settings).partitions
+
+
+@dataclass(frozen=True)
+class TopicFacts:
+    """What an incremental audit checks its positions against: the topic's partitions, each one's log
+    start offset (the earliest offset ListOffsets gives), and the cluster's id."""
+
+    partitions: list[int]
+    log_starts: dict[int, int]
+    cluster_id: str | None
+    topic_id: str | None
+
+
+def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = False) -> TopicFacts:
+    """The topic's partitions (and, with `log_starts`, their log start offsets and the cluster and topic
+    ids), asked of the cluster through the connector's Admin client."""
     jvm = spark._jvm  # type: ignore[union-attr]
     try:
         admin_class = jvm.org.apache.kafka.clients.admin.Admin
@@ -63,8 +81,21 @@ def topic_partitions(spark: SparkSession, settings: Settings) -> list[int]:
             )
         ) from err
     try:
-        described = admin.describeTopics(topics).allTopicNames().get()
-        return sorted(p.partition() for p in described.get(settings.input.topic).partitions())
+        described = admin.describeTopics(topics).allTopicNames().get().get(settings.input.topic)
+        partitions = sorted(p.partition() for p in described.partitions())
+        if not log_starts:
+            return TopicFacts(partitions, {}, None, None)
+        wanted = jvm.java.util.HashMap()
+        for partition in partitions:
+            wanted.put(
+                jvm.org.apache.kafka.common.TopicPartition(settings.input.topic, partition),
+                jvm.org.apache.kafka.clients.admin.OffsetSpec.earliest(),
+            )
+        answers = admin.listOffsets(wanted).all().get()
+        starts = {entry.getKey().partition(): entry.getValue().offset() for entry in answers.entrySet()}
+        cluster = admin.describeCluster().clusterId().get()
+        topic_id = described.topicId().toString() if described.topicId() is not None else None
+        return TopicFacts(partitions, starts, cluster, topic_id)
     except Exception as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UserError(
@@ -74,15 +105,20 @@ def topic_partitions(spark: SparkSession, settings: Settings) -> list[int]:
         admin.close()
 
 
-def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
+def read_kafka(spark: SparkSession, settings: Settings, starting: dict[int, int] | None = None) -> DataFrame:
+    """The topic from its start, or with `starting` (an incremental audit's positions) from each
+    partition's position (a partition without one from its start), to its latest offsets."""
     if not settings.kafka.bootstrap_servers:
         raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
     if not has_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
         raise _missing(spark)
+    partitions = topic_partitions(spark, settings)
     options = {
         "kafka.bootstrap.servers": settings.kafka.bootstrap_servers,
-        "assign": json.dumps({settings.input.topic: topic_partitions(spark, settings)}),
-        "startingOffsets": "earliest",
+        "assign": json.dumps({settings.input.topic: partitions}),
+        "startingOffsets": "earliest"
+        if not starting
+        else json.dumps({settings.input.topic: {str(p): starting.get(p, -2) for p in partitions}}),
         "endingOffsets": "latest",
         # Aborted transactional offset commits never reach us (reference 1.1, "Transactions").
         "kafka.isolation.level": settings.kafka.isolation_level,

@@ -207,6 +207,9 @@ def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_top
     copy_state = COPY_STATE in batch.schema.names
     columns.append(batch.column(COPY_STATE) if copy_state else pa.nulls(batch.num_rows, pa.string()))
     names.append(COPY_STATE)
+    # The producer settles a pending record: an incremental audit carries it to the next run's markers.
+    columns.append(batch.column("producer_id"))
+    names.append("producer_id")
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 

@@ -18,6 +18,7 @@ from offset_audit.inputs.partition_folders import partition_raw
 RAW_LOG_DDL = (
     "source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, value binary, "
     "source_error string, source_note string, skipped_bytes bigint, transaction string, copy_state string, "
+    "producer_id bigint, "
     "source_topic string"
 )
 

@@ -11,7 +11,7 @@ chunk at a time, as before.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -35,8 +35,13 @@ def read_partition_raw(group: PartitionFiles, topic: str | None = None) -> Itera
         yield batch
 
 
-def partition_raw(group: PartitionFiles, topic: str | None) -> Iterator[tuple[str | None, pa.RecordBatch]]:
-    """`read_partition_raw`'s batches, each with the topic its folder names."""
+def partition_raw(
+    group: PartitionFiles,
+    topic: str | None,
+    carried: Callable[[transactions.Markers], pa.RecordBatch] | None = None,
+) -> Iterator[tuple[str | None, pa.RecordBatch]]:
+    """`read_partition_raw`'s batches, each with the topic its folder names; first, with `carried`, an
+    incremental audit's records of this partition (`inputs.resumed`), settled by the same markers."""
     sets = [[log_loader.plan(files, _next_offset) for files in folders] for folders in copy_sets(group.files)]
     rows = [
         row
@@ -47,6 +52,8 @@ def partition_raw(group: PartitionFiles, topic: str | None) -> Iterator[tuple[st
         for row in transactions.marker_rows(batch)
     ]
     markers = transactions.Markers.from_rows(rows)
+    if carried is not None:
+        yield topic, carried(markers)
     for plans in sets:
         logs = [plan.log for plan in plans if plan.log]
         if len(logs) == 1:

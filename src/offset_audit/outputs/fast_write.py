@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -38,6 +38,7 @@ from offset_audit.decoding.decoder import (
 from offset_audit.decoding.fast_commits import key_types
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
+from offset_audit.inputs.resumed import ResumeFilter, carry_table, pending_rows
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import parse_type
@@ -52,11 +53,15 @@ STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 
 # What each task reports back, one small row each: its files, its record counts, how many raw records
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
-# epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`).
+# epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`);
+# for an incremental audit also how far each partition's records reach (kind "end") and how many
+# carried records it decoded (kind "carried"), and its file of records to carry (table_name CARRY).
 TASK_REPORT = parse_type(
     "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
-    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean>"
+    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
+    "source_partition:int,end_offset:bigint>"
 )
+CARRY = "_carry"
 _REPORT_ARROW = to_arrow_schema(TASK_REPORT)
 
 
@@ -153,12 +158,15 @@ def _decode_and_write(
     compact: bool,
     storage: Storage,
     buckets: int = 1,
+    resume: Resumed | None = None,
 ) -> list[dict]:
     """One task: decode raw batches, write each table's rows to this task's file for it, report.
 
     With `compact`, the task first keeps only its last raw record of each key and decodes those at the
     end; the others are counted as skipped, superseded (see `offset_audit.decoding.compaction`); its
-    commits go to a file per bucket of group ids (`buckets`).
+    commits go to a file per bucket of group ids (`buckets`). With `resume` (an incremental audit, which
+    compacts), the new records below the positions are dropped as read, and what the next run carries
+    (the task's last record of each key, and its pending transactional records) goes to a file of its own.
     """
     context = TaskContext.get()
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
@@ -170,6 +178,8 @@ def _decode_and_write(
         commits = "offset_commits"
         files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
+    kept_apart = ResumeFilter(resume.floors) if resume is not None else None
+    pending: list[pa.Table] = []
     state_types = np.array(sorted(layouts), np.int64)
     counts: Counter = Counter()
     notes: Counter = Counter()
@@ -188,6 +198,10 @@ def _decode_and_write(
                 files[name].add(table)
 
     for batch in batches:
+        if kept_apart is not None:
+            batch = kept_apart.take(batch)
+            if (held := pending_rows(batch)) is not None:
+                pending.append(held)
         read += batch.num_rows
         notes.update(source_notes(batch))  # before compaction: superseded records count too
         if latest is not None:
@@ -202,11 +216,14 @@ def _decode_and_write(
                 batch = batch.slice(0, 0) if held.all() else batch.filter(pa.array(~held))
         if batch.num_rows:
             decode(batch)
-    if latest is not None and (last := latest.result()) is not None:
+    last = latest.result() if latest is not None else None
+    if last is not None:
         counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
         for batch in last.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
             decode(batch)
     report = [{"kind": "read", "rows": read}]
+    if kept_apart is not None:
+        report += _carry(kept_apart, last, pending, resume.carry_dir, prefix, storage)
     report += [{"kind": "newest", "rows": newest}] if newest is not None else []
     report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
     for name, written in files.items():
@@ -231,6 +248,36 @@ def _decode_and_write(
     return report
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """An incremental audit's part in the decode tasks: each partition's position, and the folder the
+    tasks leave their records to carry in."""
+
+    floors: dict[int, int]
+    carry_dir: str
+
+
+def _carry(
+    kept_apart: ResumeFilter, last: pa.Table | None, pending: list[pa.Table], folder: str, prefix: str, storage: Storage
+) -> list[dict]:
+    """A task's report of how far each partition reached, and its file of records to carry: its last
+    record of each key (with the key they replace each other under) and its pending ones."""
+    report: list[dict] = [{"kind": "carried", "rows": kept_apart.carried}]
+    report += [{"kind": "end", "source_partition": p, "end_offset": e} for p, e in sorted(kept_apart.ends.items())]
+    parts = []
+    if last is not None and last.num_rows:
+        parts.append(carry_table(last).append_column(RAW_KEY, last.column(RAW_KEY)))
+    for table in pending:
+        parts.append(table.append_column(RAW_KEY, table.column("key")))
+    if parts:
+        table = pa.concat_tables(parts)
+        file = _TableFile(join(folder, f"{prefix}.parquet"), table.schema, storage)
+        file.add(table)
+        file.close()
+        report.append({"kind": "file", "table_name": CARRY, "path": file.path, "rows": file.rows, "size": file.size})
+    return report
+
+
 @dataclass
 class DecodedFiles:
     """What one decode pass produced: record counts keyed (class, key type, version, era, tombstone),
@@ -242,6 +289,10 @@ class DecodedFiles:
     newest_record: datetime | None
     notes: Counter
     records_read: int
+    # An incremental audit's: carried records decoded, how far each partition reached, files to carry.
+    carried: int = 0
+    ends: dict[int, int] = field(default_factory=dict)
+    carry_files: list[str] = field(default_factory=list)
 
 
 def decode_to_files(
@@ -254,6 +305,7 @@ def decode_to_files(
     *,
     storage: Storage,
     commit_buckets: int = 1,
+    resume: Resumed | None = None,
 ) -> DecodedFiles:
     """Decode the raw records into Parquet files inside the decode tables' folders under `output`.
 
@@ -265,6 +317,7 @@ def decode_to_files(
     `compact_commits_to` (a scratch folder) makes every task decode only its last record of each key
     and write its commits there: what the audit's replay needs, not the commit history; a file per
     bucket of group ids of `commit_buckets` (see `offset_audit.outputs.scratch.merge_latest_commits`).
+    `resume` (with `compact_commits_to`): an incremental audit's positions and carry folder.
     """
     for name in TABLES:
         check_table_dir(join(output, name), storage)
@@ -279,7 +332,9 @@ def decode_to_files(
 
         def unit_task(units: Iterator) -> Iterator[dict]:
             batches = (batch for unit in units for batch in read(unit))
-            yield from _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets)
+            yield from _decode_and_write(
+                batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets, resume
+            )
 
         # One task per core, balanced by weight (FileUnits.slices); with `compact`, fewer tasks also
         # means fewer copies of each key for the replay to sort through.
@@ -288,7 +343,7 @@ def decode_to_files(
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_pylist(
-                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets),
+                _decode_and_write(batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets, resume),
                 schema=_REPORT_ARROW,
             )
 
@@ -299,8 +354,15 @@ def decode_to_files(
     newest = None
     notes: Counter = Counter()
     read = 0
+    carried, ends, carry_files = 0, {}, []
     for row in reports:
-        if row.kind == "file":
+        if row.kind == "file" and row.table_name == CARRY:
+            carry_files.append(row.path)
+        elif row.kind == "carried":
+            carried += row.rows
+        elif row.kind == "end":
+            ends[row.source_partition] = max(ends.get(row.source_partition, 0), row.end_offset)
+        elif row.kind == "file":
             files[row.table_name].append(DataFile(row.path, row.rows, row.size))
         elif row.kind == "newest":
             newest = row.rows if newest is None else max(newest, row.rows)
@@ -313,7 +375,7 @@ def decode_to_files(
                 row.rows
             )
     stamp = datetime_of(newest)
-    return DecodedFiles(counts, files, stamp, notes, read)
+    return DecodedFiles(counts, files, stamp, notes, read, carried, ends, carry_files)
 
 
 def commit_decoded(

@@ -4,6 +4,7 @@ stderr, and the checks made before Spark starts.
     decode       inputs -> decoding -> the decode tables
     state        the dump decoded and replayed into the coordinator's state (audit, whatif)
     audit        the state judged: partition and group verdicts, deletion candidates, the alerts
+    incremental  audit --incremental: the state under the audit folder checked, resumed from, merged
     whatif       the state judged under other retentions and at other times
     history      the log replayed forward into offset_history
     share        KIP-932 share groups: share-partition state, cleanup, assignment, limits

@@ -13,22 +13,26 @@ from pyspark.sql import DataFrame, SparkSession
 from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
+from offset_audit.errors import UserError
+from offset_audit.inputs.dump import resolved
 from offset_audit.inputs.end_offsets import read_end_offsets
+from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import Written, write_and_read_back
-from offset_audit.runs import progress
+from offset_audit.runs import incremental, progress
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.settings import Settings
+from offset_audit.timestamps import datetime_of, millis_of
 
 AUDIT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
 
 
-def written_tables() -> list[str]:
+def written_tables(keep_state: bool = False) -> list[str]:
     """Every table an audit writes under its output folder, checked before Spark starts."""
-    return [*AUDIT_TABLES, RUNS_TABLE, *decoded_tables()]
+    return [*AUDIT_TABLES, RUNS_TABLE, *decoded_tables(), *(STATE_TABLES if keep_state else ())]
 
 
 @dataclass
@@ -76,11 +80,88 @@ def run_audit(
     snapshot_id: str | None = None,
     end_offsets: str | pa.Table | None = None,
     keep_decoded: bool = False,
+    keep_state: str | None = None,
 ) -> AuditResult:
+    """`keep_state` "incremental" or "full": the run keeps its state under `output` (runs.incremental)."""
     report = DecodeReport.start("audit", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
-    with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
-        return _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
+    if keep_state is not None:
+        result = audit_with_state(spark, inputs, output, settings, report, writer, keep_state, snapshot_id, end_offsets)
+    else:
+        with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
+            result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
+    report.finished_at = datetime.now(UTC)
+    progress.begin("writing the runs row")
+    write_run(spark, writer, report, output)
+    return result
+
+
+def audit_with_state(
+    spark: SparkSession,
+    inputs: list[str],
+    output: str,
+    settings: Settings,
+    report: DecodeReport,
+    writer: TableWriter,
+    mode: str,
+    snapshot_id: str | None,
+    end_offsets: str | pa.Table | None,
+) -> AuditResult:
+    """The audit of a run that keeps its state: planned from the stored state, read (resumed or whole),
+    judged, and the state merged after the tables are written."""
+    if writer.delta_spark:
+        raise UserError(
+            "--incremental keeps its state with delta-rs, and this session writes with delta-spark; give "
+            "--writer delta-rs"
+        )
+    storage = writer.storage
+    settings = resolved(settings, inputs)
+    input_format = settings.input.format
+    with state_lock(output):
+        progress.begin("reading the audit's state")
+        stored = incremental.stored_state(output, settings)
+        facts = incremental.input_facts(spark, inputs, settings)
+        plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, output)
+        for attempt in (1, 2):
+            report.state, report.state_reason = plan.state, plan.reason
+            newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
+            try:
+                with coordinator_state(
+                    spark,
+                    inputs,
+                    output,
+                    settings,
+                    report,
+                    writer,
+                    False,
+                    carry=True,
+                    resume=plan.resume,
+                    check=incremental.check_ends(plan),
+                    newest_before=datetime_of(newest),
+                ) as state:
+                    result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
+                    progress.begin("merging the audit's state")
+                    newest_ms = None if state.newest_record is None else millis_of(state.newest_record)
+                    why_not = incremental.merge_state(
+                        output,
+                        plan,
+                        facts,
+                        state.decoded.carry_files,
+                        state.decoded.ends,
+                        newest_ms,
+                        input_format,
+                        report.run_id,
+                        storage,
+                    )
+                    if why_not is not None:
+                        report.state_reason = why_not
+                    return result
+            except incremental.ReadAgain as again:
+                if attempt == 2:
+                    raise
+                plan = incremental.Plan(stored, None, incremental.RESET, str(again))
+                report.reset_counts()
+    raise AssertionError("unreachable")
 
 
 def _judge(
@@ -114,9 +195,6 @@ def _judge(
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
-    report.finished_at = datetime.now(UTC)
-    progress.begin("writing the runs row")
-    write_run(spark, writer, report, output)
     return result
 
 

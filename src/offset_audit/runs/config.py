@@ -79,7 +79,12 @@ KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
     "input": {"format": _TEXT, "partition": _WHOLE, "topic": _TEXT},
     "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS, "version": _TEXT},
     "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
-    "audit": {"retention_minutes": _MINUTES, "check_interval_ms": _WHOLE, "as_of": _TEXT},
+    "audit": {
+        "retention_minutes": _MINUTES,
+        "check_interval_ms": _WHOLE,
+        "as_of": _TEXT,
+        "delete_retention_ms": _WHOLE,
+    },
     "output": {"writer": _TEXT},
     "metrics": {
         "granularity": _TEXT,
@@ -164,6 +169,7 @@ FLAG_NAMES: dict[str, tuple[str, str]] = {
     "retention_minutes": ("audit", "retention_minutes"),
     "check_interval_ms": ("audit", "check_interval_ms"),
     "as_of": ("audit", "as_of"),
+    "delete_retention_ms": ("audit", "delete_retention_ms"),
     "writer": ("output", "writer"),
     **{f"metrics_{name}": ("metrics", name) for name in MetricsSettings.__dataclass_fields__},
 }
@@ -219,6 +225,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "retention_minutes": _minutes(audit.get("retention_minutes", default.retention_minutes)),
         "check_interval_ms": audit.get("check_interval_ms", default.check_interval_ms),
         "as_of": audit.get("as_of", default.as_of),
+        "delete_retention_ms": audit.get("delete_retention_ms", default.delete_retention_ms),
         "writer": section("output").get("writer", default.writer),
         "kafka_version": str(section("kafka").get("version", default.kafka_version)),
         **_metrics(section("metrics"), default),
@@ -247,6 +254,10 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     if not 1 <= values["check_interval_ms"] <= MAX_LONG:
         raise UserError(
             f"check_interval_ms must be a positive number of milliseconds, not {values['check_interval_ms']}"
+        )
+    if not 1 <= values["delete_retention_ms"] <= MAX_LONG:
+        raise UserError(
+            f"delete_retention_ms must be a positive number of milliseconds, not {values['delete_retention_ms']}"
         )
     if not 1 <= values["max_batch_bytes"] >> 20 <= 4096:
         raise UserError(f"max_batch_mib takes 1 to 4096 (MiB), not {values['max_batch_bytes'] >> 20}")

@@ -6,7 +6,8 @@ The CLI and the spark-submit entry scripts in jobs/ both call `run_decode`; neit
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pyspark import StorageLevel
@@ -15,9 +16,10 @@ from pyspark.sql import functions as F
 
 from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
-from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved
+from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved, resumed_source
+from offset_audit.inputs.resumed import Resume
 from offset_audit.outputs.delta import TableWriter, write_delta
-from offset_audit.outputs.fast_write import commit_decoded, decode_to_files
+from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
 from offset_audit.outputs.read_back import bytes_skipped
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.runs import progress
@@ -47,6 +49,10 @@ class Decoded:
     newest_record: datetime | None = None
     compacted_commits: list[str] | None = None
     compacted_rows: int = 0
+    # An incremental audit's (`carry_to`): how far each partition's records reached, the files of
+    # records to carry to the next run.
+    ends: dict[int, int] = field(default_factory=dict)
+    carry_files: list[str] = field(default_factory=list)
 
 
 def decode_dump(
@@ -58,6 +64,9 @@ def decode_dump(
     writer: TableWriter,
     route: str | None = None,
     compact_commits_to: str | None = None,
+    resume: Resume | None = None,
+    carry_to: str | None = None,
+    check: Callable[[dict[int, int]], None] | None = None,
 ) -> Decoded:
     """Decode the dump into the decode tables under `output`, filling `report`'s counts.
 
@@ -65,21 +74,32 @@ def decode_dump(
     delta-rs; "dataframe" builds one DataFrame per table and writes it with `write_delta` (the route of
     delta-spark sessions). Both produce the same tables. `compact_commits_to` (direct route only) makes
     every task decode only its last record of each key and write its commits to that folder instead of
-    offset_commits, which is then committed empty.
+    offset_commits, which is then committed empty. `carry_to` (an incremental audit, with
+    `compact_commits_to`; `resume` when it resumes from a state) makes the tasks leave there what the
+    next run carries; `check` sees how far each partition's records reached before anything is committed.
     """
     settings = resolved(settings, inputs)
     storage = writer.storage
     report.input_format = settings.input.format
     route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
-        source = raw_source(spark, inputs, settings)
+        if resume is not None:
+            source = resumed_source(spark, inputs, settings, resume)
+        else:
+            source = raw_source(spark, inputs, settings)
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
-        # their readers turn unreadable input into error rows, so nothing escapes the count.
-        known = source.rows if isinstance(source, FileUnits) else source.count()
+        # their readers turn unreadable input into error rows, so nothing escapes the count. A resumed
+        # read drops the records below its positions as it reads: its tasks count.
+        if carry_to is not None:
+            known = None
+        else:
+            known = source.rows if isinstance(source, FileUnits) else source.count()
         if known is not None:
             progress.begin(f"decoding {known:,} records ({settings.input.format})")
-        else:
+        elif isinstance(source, FileUnits):
             progress.begin(f"decoding {source.files:,} files ({settings.input.format})")
+        else:
+            progress.begin(f"decoding the carried and the new records ({settings.input.format})")
         result = decode_to_files(
             spark,
             source,
@@ -89,13 +109,17 @@ def decode_dump(
             compact_commits_to,
             storage=storage,
             commit_buckets=COMMIT_BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism,
+            resume=None if carry_to is None else Resumed(resume.floors if resume is not None else {}, carry_to),
         )
         report.records_read = result.records_read if known is None else known
+        report.records_carried = result.carried
         fill_counts(report, result.counts)
         report.format_notes = dict(result.notes)
         report.bytes_skipped = bytes_skipped(result.files["quarantine"], storage)
         check_reconciles(report)  # nothing is committed unless every record is accounted for
-        decoded = Decoded(result.newest_record)
+        if check is not None:
+            check(result.ends)
+        decoded = Decoded(result.newest_record, ends=result.ends, carry_files=result.carry_files)
         if compact_commits_to is not None:
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])

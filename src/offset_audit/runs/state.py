@@ -3,7 +3,7 @@ and offsets the group coordinator would hold after loading the log (audit and wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,12 +17,13 @@ from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, new
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
+from offset_audit.inputs.resumed import Resume
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.scratch import merge_latest_commits, merge_latest_commits_by_bucket, scratch_folder
 from offset_audit.runs import progress
-from offset_audit.runs.decode import decode_dump
+from offset_audit.runs.decode import Decoded, decode_dump
 from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join
@@ -75,6 +76,8 @@ class CoordinatorState:
     newest_record: datetime | None
     load_notes: dict[str, int] = field(default_factory=dict)
     """What stops the judged broker version loading this log (`rules.early_commit_note`)."""
+    decoded: Decoded | None = None
+    """The decode pass, for an incremental audit's state (`runs.incremental`)."""
 
     def release(self) -> None:
         self.offsets.unpersist()
@@ -150,6 +153,10 @@ def coordinator_state(
     report: DecodeReport,
     writer: TableWriter,
     keep_decoded: bool,
+    carry: bool = False,
+    resume: Resume | None = None,
+    check: Callable[[dict[int, int]], None] | None = None,
+    newest_before: datetime | None = None,
 ) -> Iterator[CoordinatorState]:
     """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block.
 
@@ -157,6 +164,11 @@ def coordinator_state(
     counted as superseded) and leaves its commits in a scratch folder, removed when the block ends,
     instead of writing the commit history. delta-spark sessions decode through DataFrames and always
     decode and keep everything; the state is the same either way (`replay.unreadable_records`).
+
+    `carry` (an incremental audit): the decode tasks also leave what the next run carries, in the
+    scratch folder, read by `runs.incremental.merge_state` before the block ends; `resume` reads the
+    state's carried records and the input past its positions; `check` sees how far each partition
+    reached before anything is committed; `newest_before` is the newest record of the runs before.
     """
     decoded_dir = join(output, DECODED)
     storage = writer.storage
@@ -166,7 +178,21 @@ def coordinator_state(
             # Removed when the block ends, also when decoding or loading fails; a later run clears it
             # if this process is killed (offset_audit.outputs.scratch).
             scratch = stack.enter_context(scratch_folder(output, storage))
-        decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer, compact_commits_to=scratch)
+        carry_to = join(scratch, "carry") if carry and scratch is not None else None
+        decoded = decode_dump(
+            spark,
+            inputs,
+            decoded_dir,
+            settings,
+            report,
+            writer,
+            compact_commits_to=scratch,
+            resume=resume,
+            carry_to=carry_to,
+            check=check,
+        )
+        if newest_before is not None and (decoded.newest_record is None or decoded.newest_record < newest_before):
+            decoded.newest_record = newest_before
         report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
         report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
         files = decoded.compacted_commits
@@ -205,6 +231,7 @@ def coordinator_state(
                 parse_version(settings.kafka.version),
             )
             report.format_notes.update(state.load_notes)
+            state.decoded = decoded
             try:
                 yield state
             finally:

@@ -111,6 +111,18 @@ def audit_document(result: Any, output: str, alerts: dict | None = None) -> dict
             "expired_in_active_groups": result.expired_in_active_groups(),
         },
         "top_deletion_candidates": result.top_candidates,
+        **(
+            {
+                "state": {
+                    "used": report.state,
+                    "reason": report.state_reason,
+                    "records_carried": report.records_carried,
+                    "records_new": report.records_read - report.records_carried,
+                }
+            }
+            if report.state is not None
+            else {}
+        ),
         "alerts": alerts or {},
         "tables": _tables(report, output),
     }

@@ -88,6 +88,28 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     return "\n".join(lines)
 
 
+def state_lines(report) -> list[str]:
+    """How an audit --incremental or --full used its state (runs.state), one line; a second when its
+    state was not merged."""
+    if report.state is None:
+        return []
+    new = report.records_read - report.records_carried
+    reason = terminal(report.state_reason or "")
+    if report.state == "resumed":
+        lines = [
+            f"  state: resumed: {_n(report.records_carried)} records carried from the runs before, "
+            f"{_n(new)} new past their positions"
+        ]
+        if report.state_reason:
+            lines.append(f"  state: not merged: {reason}")
+        return lines
+    if report.state == "first":
+        return ["  state: none yet: read everything, and kept the state for the next run"]
+    if report.state == "full":
+        return ["  state: --full: read everything, and rebuilt the state"]
+    return [f"  state: read everything again, as {reason}"]
+
+
 def audit_summary(result, output: str) -> str:
     """What `audit` prints: groups by verdict, what expires soon, and the best deletion candidates."""
     report = result.report
@@ -99,6 +121,7 @@ def audit_summary(result, output: str) -> str:
         f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}, "
         f"skipped {_n(report.records_skipped)} {_skip_detail(report)}",
         *([f"  unreadable bytes skipped {_n(report.bytes_skipped)} (see quarantine)"] if report.bytes_skipped else []),
+        *state_lines(report),
         *format_notes(report),
         "",
         "  groups by type, state and verdict:",

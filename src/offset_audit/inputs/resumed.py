@@ -1,0 +1,415 @@
+"""An incremental audit's input: the records its state carries, and the input's records past the state's
+positions (docs/incremental.md).
+
+Positions are record offsets, one per partition, never file names: the log cleaner rewrites segments
+and names each after the first segment it replaces. So a segment file is left unopened only when the
+next file's base offset is at or below the position (every record of a file lies below the next file's
+base offset); in the files that are opened, and in every other format, the records below the position
+are dropped as they are read (`ResumeFilter`, inside the decode tasks), before anything counts them.
+
+The carried records travel with the new ones through the same decode tasks, marked by the CARRIED
+column: broker folders read a partition's carried records in the same task as its new files, so that a
+transactional commit left pending by the run before is settled by a marker among the new records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from offset_audit.inputs import log_loader, transactions
+from offset_audit.inputs.kafka_source import Piece, read_piece
+from offset_audit.inputs.log_files import LogFile, PartitionFiles
+from offset_audit.storage import LOCAL, Storage, parent
+
+CARRIED = "carried"
+# The raw columns an incremental run carries from one run to the next (schemas/tables/state_records.json),
+# and the one the decode task adds to settle them: the key they replace each other under.
+CARRY_COLUMNS = (
+    "source_partition",
+    "source_offset",
+    "record_timestamp_ms",
+    "key",
+    "value",
+    "transaction",
+    "producer_id",
+)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What the run resumes from: each partition's position, and the files of its carried records."""
+
+    floors: dict[int, int]
+    record_files: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    storage: Storage = LOCAL
+
+    def floor(self, partition: int | None) -> int:
+        return 0 if partition is None else self.floors.get(partition, 0)
+
+
+@dataclass(frozen=True)
+class ResumedPartition:
+    """A partition of broker folders: its files from the first one holding a record at or past the
+    position, and its carried records."""
+
+    partition: int | None
+    segments: tuple[LogFile, ...]
+    record_files: tuple[str, ...]
+    storage: Storage
+    rows: int  # for the task balance: carried records, and the new files' bytes as records
+
+
+@dataclass(frozen=True)
+class CarriedPartition:
+    """A partition's carried records alone (inputs whose units are not partitions)."""
+
+    partition: int
+    record_files: tuple[str, ...]
+    storage: Storage
+    rows: int
+
+
+def segments_to_open(files: tuple[LogFile, ...], floor: int) -> tuple[LogFile, ...]:
+    """The files of one partition a resumed read opens: all from the last file whose base offset is at or
+    below the position. Only where the folder is plain (one folder, every file a `.log` named by its base
+    offset); a folder caught mid-compaction (`.cleaned`, `.swap`, `.deleted` files) is opened whole, and
+    its records below the position dropped as read."""
+    if floor <= 0 or len({parent(f.path) for f in files}) != 1:
+        return files
+    bases = [log_loader.base_offset(f.path) if log_loader.suffix(f.path) is None else None for f in files]
+    if any(b is None for b in bases):
+        return files
+    first = 0
+    for index, base in enumerate(bases):
+        if base <= floor:
+            first = index
+    return files[first:]
+
+
+def resumed_partitions(groups: list[PartitionFiles], resume: Resume, bytes_per_record: int) -> list[ResumedPartition]:
+    units = []
+    seen = set()
+    for group in groups:
+        opened = segments_to_open(group.files, resume.floor(group.partition))
+        carried = resume.record_files.get(group.partition, ()) if group.partition is not None else ()
+        seen.add(group.partition)
+        weight = sum(f.size for f in opened) // bytes_per_record + 200 * len(carried)
+        units.append(ResumedPartition(group.partition, opened, carried, resume.storage, weight))
+    return units
+
+
+def read_resumed_partition(unit: ResumedPartition, topic: str | None = None) -> Iterator[pa.RecordBatch]:
+    """A partition's carried records, then its new ones, labelled by the markers of its opened files."""
+    from offset_audit.inputs.partition_folders import partition_raw
+
+    carried = None
+    if unit.record_files:
+        table = carried_records(unit.record_files, unit.partition, unit.storage)
+        carried = partial(carried_raw_batch, table)
+    group = PartitionFiles(unit.partition, unit.segments)
+    for _, batch in partition_raw(group, topic, carried):
+        yield batch
+
+
+def carried_records(files: tuple[str, ...], partition: int, storage: Storage) -> pa.Table:
+    """One partition's stored records, in offset order, with their partition column (Delta keeps
+    partition values in its log, not in the files)."""
+    parts = [pq.read_table(storage.parquet_source(f)) for f in files]
+    table = pa.concat_tables(parts, promote_options="default") if parts else None
+    if table is None or not table.num_rows:
+        return pa.table({c: pa.array([], t) for c, t in _CARRY_TYPES.items()})
+    table = table.append_column("source_partition", pa.array(np.full(table.num_rows, partition, np.int32)))
+    return table.select(list(CARRY_COLUMNS)).cast(pa.schema(_CARRY_TYPES.items())).sort_by("source_offset")
+
+
+_CARRY_TYPES = {
+    "source_partition": pa.int32(),
+    "source_offset": pa.int64(),
+    "record_timestamp_ms": pa.int64(),
+    "key": pa.binary(),
+    "value": pa.binary(),
+    "transaction": pa.string(),
+    "producer_id": pa.int64(),
+}
+
+
+def carried_raw_batch(carried: pa.Table, markers: transactions.Markers) -> pa.RecordBatch:
+    """Carried records as raw records for the decoder (`log_files.to_raw_batch`'s columns), marked
+    CARRIED; a record the run before left pending takes the outcome of its producer's next marker here."""
+    n = carried.num_rows
+    labels = carried.column("transaction").to_pylist()
+    partitions = carried.column("source_partition").to_pylist()
+    producers = carried.column("producer_id").to_pylist()
+    offsets = carried.column("source_offset").to_pylist()
+    for i, label in enumerate(labels):
+        if label == transactions.PENDING and producers[i] is not None:
+            labels[i] = markers.outcome(partitions[i], producers[i], offsets[i])
+    return pa.RecordBatch.from_arrays(
+        [
+            carried.column("source_partition").combine_chunks(),
+            carried.column("source_offset").combine_chunks(),
+            carried.column("record_timestamp_ms").combine_chunks(),
+            carried.column("key").combine_chunks(),
+            carried.column("value").combine_chunks(),
+            pa.array(np.zeros(n, bool)),
+            pa.nulls(n, pa.string()),
+            pa.nulls(n, pa.string()),
+            pa.nulls(n, pa.int64()),
+            pa.array(labels, pa.string()),
+            pa.nulls(n, pa.string()),
+            carried.column("producer_id").combine_chunks(),
+            pa.array(np.ones(n, bool)),
+        ],
+        names=[
+            "source_partition",
+            "source_offset",
+            "record_timestamp_ms",
+            "key",
+            "value",
+            "other_topic",
+            "source_error",
+            "source_note",
+            "skipped_bytes",
+            "transaction",
+            "copy_state",
+            "producer_id",
+            CARRIED,
+        ],
+    )
+
+
+PIECE_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value", "other_topic")
+
+
+def read_carried(unit: CarriedPartition) -> Iterator[pa.RecordBatch]:
+    """Carried records in the columns of a snapshot's pieces (`read_piece`): a Kafka source reads
+    read_committed, so nothing it carries is transactional."""
+    table = carried_records(unit.record_files, unit.partition, unit.storage)
+    if table.num_rows:
+        batch = carried_raw_batch(table, transactions.Markers())
+        yield batch.select([*PIECE_COLUMNS, CARRIED])
+
+
+def resumed_pieces(pieces: list[Piece], resume: Resume) -> list[Piece]:
+    """The snapshot's pieces less the row groups that hold only records below the positions, as their
+    footers' statistics show: every offset below the lowest position of the partitions they span. (A
+    file of many partitions whose offsets differ widely is read, and its old records dropped as read.)"""
+    kept = []
+    for piece in pieces:
+        metadata = pq.ParquetFile(piece.storage.parquet_source(piece.path)).metadata
+        names = metadata.schema.to_arrow_schema().names
+        at = {name: names.index(name) for name in ("partition", "offset")}
+        groups = []
+        rows = 0
+        for index in piece.row_groups:
+            group = metadata.row_group(index)
+            part, off = (group.column(at[n]).statistics for n in ("partition", "offset"))
+            if (
+                part is not None
+                and off is not None
+                and part.has_min_max
+                and off.has_min_max
+                and part.max - part.min < 1 << 16
+                and off.max < min(resume.floor(p) for p in range(int(part.min), int(part.max) + 1))
+            ):
+                continue
+            groups.append(index)
+            rows += group.num_rows
+        if groups:
+            kept.append(replace(piece, row_groups=tuple(groups), rows=rows))
+    return kept
+
+
+def read_unit(unit, topic: str) -> Iterator[pa.RecordBatch]:
+    """A Kafka-source snapshot's unit of a resumed read: a piece of new rows, or carried records."""
+    if isinstance(unit, CarriedPartition):
+        yield from read_carried(unit)
+    else:
+        yield from read_piece(unit, topic)
+
+
+def carried_units(resume: Resume) -> list[CarriedPartition]:
+    return [
+        CarriedPartition(p, files, resume.storage, 200 * len(files)) for p, files in sorted(resume.record_files.items())
+    ]
+
+
+class ResumeFilter:
+    """Inside a decode task: drops the new records below their partition's position, and notes how far
+    each partition's records reach (`ends`: the offset after the last record read, before the drop,
+    so a log whose offsets went backwards shows) and how many carried records went through."""
+
+    def __init__(self, floors: dict[int, int]) -> None:
+        self.floors = floors
+        self.ends: dict[int, int] = {}
+        self.carried = 0
+
+    def take(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        names = batch.schema.names
+        n = batch.num_rows
+        carried = (
+            batch.column(CARRIED).fill_null(False).to_numpy(zero_copy_only=False)
+            if CARRIED in names
+            else np.zeros(n, bool)
+        )
+        self.carried += int(carried.sum())
+        partitions = batch.column("source_partition")
+        offsets = batch.column("source_offset")
+        fresh = ~carried
+        if "source_error" in names:
+            fresh_read = fresh & batch.column("source_error").is_null().to_numpy(zero_copy_only=False)
+        else:
+            fresh_read = fresh
+        if "other_topic" in names:
+            fresh_read &= ~batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
+        known = fresh_read & partitions.is_valid().to_numpy(zero_copy_only=False)
+        known &= offsets.is_valid().to_numpy(zero_copy_only=False)
+        keep = np.ones(n, bool)
+        if known.any():
+            parts = partitions.to_numpy(zero_copy_only=False)
+            offs = offsets.to_numpy(zero_copy_only=False)
+            for partition in np.unique(parts[known]).tolist():
+                mine = known & (parts == partition)
+                top = int(offs[mine].max()) + 1
+                if top > self.ends.get(partition, -1):
+                    self.ends[partition] = top
+                floor = self.floors.get(partition, 0)
+                if floor:
+                    keep &= ~(mine & (offs < floor))
+        if fresh.any() and self.floors:
+            # Error rows and rows without coordinates below no position: an error row with an offset
+            # below its partition's position stands for records read before.
+            errors = fresh & ~known & partitions.is_valid().to_numpy(zero_copy_only=False)
+            errors &= offsets.is_valid().to_numpy(zero_copy_only=False)
+            if errors.any():
+                parts = partitions.to_numpy(zero_copy_only=False)
+                offs = offsets.to_numpy(zero_copy_only=False)
+                floors = np.array([self.floors.get(int(p), 0) for p in parts[errors]], np.int64)
+                below = np.zeros(n, bool)
+                below[np.flatnonzero(errors)] = offs[errors] < floors
+                keep &= ~below
+        if CARRIED in names:
+            batch = batch.drop_columns([CARRIED])
+        return batch if keep.all() else batch.filter(pa.array(keep))
+
+
+def pending_rows(batch: pa.RecordBatch) -> pa.Table | None:
+    """The batch's transactional records still waiting for a marker, as the state carries them."""
+    if "transaction" not in batch.schema.names:
+        return None
+    pending = pc.fill_null(pc.equal(batch.column("transaction"), transactions.PENDING), False)
+    if not pc.any(pending).as_py():
+        return None
+    picked = pa.Table.from_batches([batch.filter(pending)])
+    return carry_table(picked)
+
+
+def carry_table(table: pa.Table) -> pa.Table:
+    """Rows in the carried columns (a producer id only where a record is still pending)."""
+    n = table.num_rows
+    columns = {}
+    for name, kind in _CARRY_TYPES.items():
+        if name in table.column_names:
+            columns[name] = table.column(name).cast(kind)
+        else:
+            columns[name] = pa.nulls(n, kind)
+    out = pa.table(columns)
+    pending = pc.fill_null(pc.equal(out.column("transaction"), transactions.PENDING), False)
+    producers = pc.if_else(pending, out.column("producer_id"), pa.scalar(None, pa.int64()))
+    return out.set_column(out.schema.get_field_index("producer_id"), "producer_id", producers)
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What the input shows before it is read, for an incremental audit's checks of its positions;
+    empty where the input cannot tell (Kafka-source snapshots show nothing until read)."""
+
+    partitions: tuple[int, ...] | None = None
+    log_starts: dict[int, int] = field(default_factory=dict)
+    topic_ids: dict[int, str] = field(default_factory=dict)
+    cluster_id: str | None = None
+    # cleaner-offset-checkpoint: how far the log cleaner has cleaned each partition; None when unknown.
+    cleaned_to: dict[int, int] | None = None
+    # Whether the partitions listed are all the topic has (a live cluster), not only those given.
+    whole_topic: bool = False
+
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
+
+
+def folder_facts(groups: list[PartitionFiles], topic: str, storage: Storage = LOCAL) -> InputFacts:
+    """Broker folders: each partition's first segment's base offset (its log start once the loader
+    has run), its folder's topic id, and from the data directory holding it the cluster id
+    (meta.properties) and how far the cleaner got (cleaner-offset-checkpoint), reference 4.5."""
+    log_starts: dict[int, int] = {}
+    topic_ids: dict[int, str] = {}
+    clusters: set[str] = set()
+    cleaned: dict[int, int] | None = {}
+    for group in groups:
+        if group.partition is None or not group.files:
+            continue
+        folder = parent(group.files[0].path)
+        bases = [log_loader.base_offset(f.path) for f in group.files if log_loader.suffix(f.path) is None]
+        known = [b for b in bases if b is not None]
+        if known:
+            log_starts[group.partition] = min(known)
+        if (topic_id := log_loader.topic_id(folder, storage)) is not None:
+            topic_ids[group.partition] = topic_id
+        data_dir = parent(folder)
+        if (cluster := _cluster_id(data_dir, storage)) is not None:
+            clusters.add(cluster)
+        if cleaned is not None:
+            offsets = _cleaner_offsets(data_dir, topic, storage)
+            if offsets is None:
+                cleaned = None
+            elif group.partition in offsets:
+                cleaned[group.partition] = offsets[group.partition]
+    partitions = tuple(sorted(g.partition for g in groups if g.partition is not None))
+    cluster_id = ",".join(sorted(clusters)) if clusters else None
+    return InputFacts(partitions, log_starts, topic_ids, cluster_id, cleaned)
+
+
+def _cluster_id(data_dir: str, storage: Storage) -> str | None:
+    from offset_audit.inputs.broker_properties import parse_properties
+    from offset_audit.storage import join
+
+    path = join(data_dir, META_PROPERTIES)
+    try:
+        if not storage.exists(path):
+            return None
+        with storage.open_text(path) as handle:
+            return parse_properties(handle.read()).get("cluster.id") or None
+    except (OSError, ValueError):
+        return None
+
+
+def _cleaner_offsets(data_dir: str, topic: str, storage: Storage) -> dict[int, int] | None:
+    """The data directory's cleaner-offset-checkpoint for `topic` (version 0: a version line, a count
+    line, then "topic partition offset" lines); None when it is missing or unreadable. A partition it
+    does not list has never been cleaned."""
+    from offset_audit.storage import join
+
+    path = join(data_dir, CLEANER_CHECKPOINT)
+    try:
+        if not storage.exists(path):
+            return None
+        with storage.open_text(path) as handle:
+            lines = handle.read().split("\n")
+    except OSError:
+        return None
+    if len(lines) < 2 or lines[0].strip() != "0":
+        return None
+    offsets = {}
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == topic and parts[1].isdigit() and parts[2].lstrip("-").isdigit():
+            offsets[int(parts[1])] = int(parts[2])
+    return offsets

@@ -1,0 +1,292 @@
+"""An incremental audit's state, kept in two Delta tables under the audit folder (docs/incremental.md):
+
+    DIR/state/records     the records a full read would still replay (schemas/tables/state_records.json),
+                          partitioned by source_partition, replaced whole by each run that merges
+    DIR/state/positions   one row per partition: where the next run reads from, and which version of
+                          state/records goes with it (schemas/tables/state_positions.json)
+
+A run commits state/records first, then state/positions naming the records version it made. A run killed
+between the two leaves positions that still name the records version before, so the next run reads the
+state the run before left, and reads the new records again. The positions commit is made against the
+version the run read at its start: when another run merged meanwhile, Delta's conflict check refuses it
+(`StateMergedMeanwhile`), so two overlapping runs never both merge. On a local folder a lock file also
+makes a second run refuse at its start (`state_lock`).
+
+Written with delta-rs: the state is the tool's own bookkeeping, read back only by it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from offset_audit.errors import UserError
+from offset_audit.layouts.tables import table_schema
+from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, new_run_dir
+from offset_audit.storage import LOCAL, Storage, is_remote, join
+
+STATE = "state"
+RECORDS = f"{STATE}/records"
+POSITIONS = f"{STATE}/positions"
+# Raised when the state's layout changes: a run refuses a state of a newer layout and reads one of an
+# older layout again from the start.
+STATE_FORMAT = 1
+LOCK_FILE = ".lock"
+STATE_TABLES = (RECORDS, POSITIONS)
+
+
+def records_schema() -> pa.Schema:
+    return to_arrow_schema(table_schema("state_records").struct())
+
+
+def positions_schema() -> pa.Schema:
+    return to_arrow_schema(table_schema("state_positions").struct(), timezone="UTC")
+
+
+@dataclass(frozen=True)
+class Position:
+    """One partition's row of state/positions."""
+
+    partition: int
+    next_offset: int
+    log_start_offset: int | None = None
+    topic_id: str | None = None
+    cluster_id: str | None = None
+    input_format: str | None = None
+    newest_record_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """The state a run starts from: its positions, and the records version they name."""
+
+    positions: dict[int, Position]
+    positions_version: int
+    records_version: int
+    state_format: int
+    merged_at: datetime
+    run_id: str
+    # The Parquet files of each partition's records at records_version, and their row counts.
+    record_files: dict[int, tuple[str, ...]]
+    records: int
+
+    @property
+    def newest_record_ms(self) -> int | None:
+        stamps = [p.newest_record_ms for p in self.positions.values() if p.newest_record_ms is not None]
+        return max(stamps) if stamps else None
+
+    @property
+    def cluster_id(self) -> str | None:
+        ids = {p.cluster_id for p in self.positions.values() if p.cluster_id}
+        return ids.pop() if len(ids) == 1 else None
+
+    @property
+    def input_format(self) -> str | None:
+        formats = {p.input_format for p in self.positions.values() if p.input_format}
+        return formats.pop() if len(formats) == 1 else None
+
+
+def read_state(output: str, storage: Storage = LOCAL) -> StoredState | None:
+    """The state under `output`, or None when no run has merged one yet."""
+    from deltalake import DeltaTable
+
+    options = storage.delta_options
+    path = join(output, POSITIONS)
+    if not DeltaTable.is_deltatable(path, storage_options=options):
+        return None
+    table = DeltaTable(path, storage_options=options)
+    rows = table.to_pyarrow_table().to_pylist()
+    if not rows:
+        return None
+    first = rows[0]
+    positions = {
+        r["source_partition"]: Position(
+            r["source_partition"],
+            r["next_offset"],
+            r["log_start_offset"],
+            r["topic_id"],
+            r["cluster_id"],
+            r["input_format"],
+            r["newest_record_ms"],
+        )
+        for r in rows
+    }
+    state_format = max(r["state_format"] for r in rows)
+    record_files: dict[int, tuple[str, ...]] = {}
+    records = 0
+    if state_format == STATE_FORMAT:
+        records_table = DeltaTable(join(output, RECORDS), version=first["records_version"], storage_options=options)
+        for action in pa.table(records_table.get_add_actions(flatten=True)).to_pylist():
+            partition = int(action["partition.source_partition"])
+            record_files[partition] = (*record_files.get(partition, ()), join(output, RECORDS, action["path"]))
+            records += int(action.get("num_records") or 0)
+    merged_at = first["merged_at"]
+    if merged_at is not None and merged_at.tzinfo is None:
+        merged_at = merged_at.replace(tzinfo=UTC)
+    return StoredState(
+        positions,
+        table.version(),
+        first["records_version"],
+        state_format,
+        merged_at,
+        first["run_id"],
+        record_files,
+        records,
+    )
+
+
+class StateMergedMeanwhile(Exception):
+    """Another run merged into the state after this one read it: this run's state is not merged."""
+
+
+def write_records(output: str, records: pa.Table, run_id: str, storage: Storage = LOCAL) -> int:
+    """Replace state/records (the first half of a merge); the version made, for `write_positions`."""
+    records_dir = join(output, RECORDS)
+    files = _write_record_files(records_dir, records, storage)
+    return commit_files(
+        records_dir, files, records_schema(), "overwrite", ["source_partition"], run_id=run_id, storage=storage
+    )
+
+
+def write_positions(
+    output: str,
+    positions: list[Position],
+    records_version: int,
+    read_version: int | None,
+    run_id: str,
+    storage: Storage = LOCAL,
+) -> int:
+    """Replace state/positions, naming `records_version`, committed against `read_version` (the
+    positions version this run started from; None when it found no state): the commit that makes the
+    merge. Returns the version made; raises StateMergedMeanwhile when another run merged first."""
+    from deltalake import DeltaTable, write_deltalake
+    from deltalake.exceptions import CommitFailedError
+
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "source_partition": p.partition,
+            "next_offset": p.next_offset,
+            "log_start_offset": p.log_start_offset,
+            "topic_id": p.topic_id,
+            "cluster_id": p.cluster_id,
+            "input_format": p.input_format,
+            "newest_record_ms": p.newest_record_ms,
+            "records_version": records_version,
+            "state_format": STATE_FORMAT,
+            "run_id": run_id,
+            "merged_at": now,
+        }
+        for p in sorted(positions, key=lambda p: p.partition)
+    ]
+    table = pa.Table.from_pylist(rows, schema=positions_schema())
+    path = join(output, POSITIONS)
+    options = storage.delta_options
+    try:
+        if read_version is None:
+            if DeltaTable.is_deltatable(path, storage_options=options):
+                raise StateMergedMeanwhile
+            write_deltalake(path, table, mode="error", configuration=TABLE_PROPERTIES, storage_options=options)
+        else:
+            base = DeltaTable(path, version=read_version, storage_options=options)
+            write_deltalake(base, table, mode="overwrite")
+    except CommitFailedError as err:
+        raise StateMergedMeanwhile from err
+    except Exception as err:  # delta-rs: "table already exists" for mode error
+        if "exist" in str(err).lower():
+            raise StateMergedMeanwhile from err
+        raise
+    return DeltaTable(path, storage_options=options).version()
+
+
+def _write_record_files(records_dir: str, records: pa.Table, storage: Storage) -> list[DataFile]:
+    """One Parquet file per partition, in offset order, under a new folder of the table."""
+    run_dir = new_run_dir(records_dir)
+    schema = records_schema()
+    data = schema.remove(schema.get_field_index("source_partition"))
+    files = []
+    if not records.num_rows:
+        return files
+    records = records.sort_by([("source_partition", "ascending"), ("source_offset", "ascending")])
+    partitions = records.column("source_partition").to_numpy()
+    cuts = np.flatnonzero(np.diff(partitions)) + 1
+    for start, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(partitions)], strict=True):
+        part = records.slice(start, end - start)
+        partition = int(partitions[start])
+        path = join(run_dir, f"source_partition={partition}", f"part-{uuid.uuid4().hex[:12]}.parquet")
+        with storage.open_output_stream(path) as sink:
+            pq.write_table(part.select(data.names).cast(data), sink, compression="snappy")
+            size = sink.tell()
+        files.append(DataFile(path, part.num_rows, size, {"source_partition": str(partition)}))
+    return files
+
+
+@contextmanager
+def state_lock(output: str) -> Iterator[None]:
+    """Held for a whole incremental run on a local folder: a second run refuses at once, in one
+    sentence, instead of doing all its work only to find its merge refused. (Object stores have no
+    lock here: there the positions commit's conflict check alone keeps overlapping runs apart.)"""
+    if is_remote(output):
+        yield
+        return
+    folder = join(output, STATE)
+    os.makedirs(folder, exist_ok=True)
+    path = join(folder, LOCK_FILE)
+    handle = open(path, "a+")  # noqa: SIM115 - held for the block, closed below
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise UserError(
+                f"another incremental audit ({holder}) is merging into the state of '{output}'; run again when "
+                "it has finished"
+            ) from err
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def check_unlocked(output: str) -> None:
+    """Before Spark starts: refuse at once when another run holds the state's lock."""
+    with state_lock(output):
+        pass
+
+
+def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> pa.Table:
+    """The next state from the files of every task's carried rows (`outputs.fast_write`): the last record
+    of each key in log order, less tombstones (a tombstone that is its key's last record hides nothing
+    left in the state), and every pending transactional record."""
+    from offset_audit.decoding.compaction import RAW_KEY, last_per_key
+    from offset_audit.inputs.transactions import PENDING
+
+    parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files]
+    if not parts:
+        return records_schema().empty_table()
+    carried = pa.concat_tables(parts)
+    if not carried.num_rows:
+        return records_schema().empty_table()
+    pending = pc.fill_null(pc.equal(carried.column("transaction"), PENDING), False)
+    settled = last_per_key(carried.filter(pc.invert(pending)), (RAW_KEY,))
+    settled = settled.filter(pc.is_valid(settled.column("value")))
+    kept = pa.concat_tables([settled, carried.filter(pending)])
+    return kept.select(records_schema().names).cast(records_schema())

@@ -1,0 +1,257 @@
+"""audit --incremental and --full: the state kept under the audit folder, checked, resumed from and
+merged again (docs/incremental.md).
+
+A run reads the state's positions, checks them against what the input shows (`plan`), and then either
+resumes (the carried records and the input's records past the positions) or reads everything. Either
+way the replay, the rules and the tables are those of a full read; afterwards the records to carry
+and the new positions replace the state (`merge_state`), the positions last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from offset_audit.durations import MINUTE_MS, format_minutes
+from offset_audit.errors import UserError
+from offset_audit.inputs import log_files
+from offset_audit.inputs.dump import input_paths, log_units, resolved
+from offset_audit.inputs.resumed import InputFacts, Resume, folder_facts
+from offset_audit.outputs.audit_state import (
+    STATE_FORMAT,
+    Position,
+    StateMergedMeanwhile,
+    StoredState,
+    check_unlocked,
+    compacted_state,
+    read_state,
+    write_positions,
+    write_records,
+)
+from offset_audit.runs import progress
+from offset_audit.settings import Settings
+from offset_audit.storage import Storage, for_settings
+
+FULL = "full"
+# runs.state
+RESUMED, FIRST, READ_ALL, RESET = "resumed", "first", "full", "reset"
+# Formats whose positions are record offsets a later copy keeps (the text dumps number lines).
+RESUMABLE = (log_files.SEGMENTS, "parquet", "delta", "kafka")
+
+
+class ReadAgain(Exception):
+    """Found while reading: the positions cannot be resumed from; the run reads everything instead."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a run uses its state: `resume` (None: read everything), the runs.state word, and why."""
+
+    stored: StoredState | None
+    resume: Resume | None
+    state: str
+    reason: str | None = None
+
+
+def check_resumable(settings: Settings, keep_decoded: bool) -> None:
+    """Before Spark starts: what --incremental cannot do, one sentence each."""
+    if settings.input.format in log_files.LOG_FORMATS and settings.input.format != log_files.SEGMENTS:
+        raise UserError(
+            f"--incremental cannot resume a {settings.input.format} text dump (its lines carry no offsets a "
+            "later dump keeps); give broker folders, a Kafka-source snapshot or --input-format kafka"
+        )
+    if settings.input.format not in RESUMABLE:
+        raise UserError(f"--incremental cannot resume {settings.input.format} input")
+    if keep_decoded:
+        raise UserError("--keep-decoded decodes the whole log every time; it cannot be combined with --incremental")
+    from offset_audit.runs.session import delta_spark_configured
+
+    if settings.output.writer == "delta-spark" or (
+        settings.output.writer == "auto" and delta_spark_configured(settings.spark)
+    ):
+        raise UserError(
+            "--incremental keeps its state with delta-rs; run it with --writer auto or delta-rs (its snapshot tables "
+            "are the same Delta tables)"
+        )
+
+
+def check_before_start(inputs: list[str], output: str, settings: Settings, mode: str, keep_decoded: bool) -> None:
+    """Everything about the state a run can refuse before Spark starts: the input, and a state of another
+    cluster (as broker folders show theirs) or of a newer layout."""
+    settings = resolved(settings, inputs)
+    check_resumable(settings, keep_decoded)
+    if settings.input.format in ("parquet", "delta") and len(input_paths(inputs, settings)) > 1:
+        raise UserError(
+            "--incremental resumes one Kafka-source snapshot at a time (copies of one would be merged by reading "
+            "them whole); give one --input"
+        )
+    check_unlocked(output)
+    stored = stored_state(output, settings)
+    if stored is not None:
+        plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, output)
+
+
+def input_facts(spark, inputs: list[str], settings: Settings) -> InputFacts:
+    """What the input shows of its partitions before it is read."""
+    if settings.input.format == log_files.SEGMENTS:
+        groups = log_files.by_partition(log_units(inputs, settings))
+        return folder_facts(groups, settings.input.topic, for_settings(settings))
+    if settings.input.format == "kafka" and spark is not None:
+        from offset_audit.inputs.kafka_topic import topic_facts
+
+        facts = topic_facts(spark, settings, log_starts=True)
+        topic_ids = {p: facts.topic_id for p in facts.partitions} if facts.topic_id else {}
+        return InputFacts(tuple(facts.partitions), facts.log_starts, topic_ids, facts.cluster_id, None, True)
+    return InputFacts()
+
+
+def plan(
+    stored: StoredState | None,
+    facts: InputFacts,
+    mode: str,
+    input_format: str,
+    delete_retention_ms: int,
+    output: str,
+    now: datetime | None = None,
+) -> Plan:
+    """Resume, or read everything and say why; refuse (UserError) where reading everything would be
+    wrong too: a state of another cluster, or of a newer layout."""
+    if stored is None:
+        return Plan(None, None, READ_ALL if mode == FULL else FIRST)
+    if stored.state_format > STATE_FORMAT:
+        raise UserError(
+            f"the state in '{output}' was written by a newer version of this tool (state layout "
+            f"{stored.state_format}, this one reads {STATE_FORMAT}); upgrade, or give another --output"
+        )
+    if facts.cluster_id and stored.cluster_id and facts.cluster_id != stored.cluster_id:
+        raise UserError(
+            f"the state in '{output}' belongs to cluster {stored.cluster_id}, the input to cluster "
+            f"{facts.cluster_id}; give each cluster its own --output"
+        )
+    if mode == FULL:
+        return Plan(stored, None, READ_ALL)
+    reason = _why_read_all(stored, facts, input_format, delete_retention_ms, now or datetime.now(UTC))
+    if reason is not None:
+        return Plan(stored, None, RESET, reason)
+    floors = {p: position.next_offset for p, position in stored.positions.items()}
+    return Plan(stored, Resume(floors, stored.record_files), RESUMED)
+
+
+def _why_read_all(
+    stored: StoredState, facts: InputFacts, input_format: str, delete_retention_ms: int, now: datetime
+) -> str | None:
+    if stored.state_format < STATE_FORMAT:
+        return f"the state was written by an older version of this tool (state layout {stored.state_format})"
+    if stored.input_format and stored.input_format != input_format:
+        return f"the state counts positions in {stored.input_format} input, this run reads {input_format}"
+    if facts.partitions is not None:
+        gone = sorted(set(stored.positions) - set(facts.partitions))
+        if gone:
+            return f"the partition count changed: partition {gone[0]} of the state is not in the input"
+        if facts.whole_topic and len(facts.partitions) != len(stored.positions):
+            return f"the partition count changed from {len(stored.positions)} to {len(facts.partitions)}"
+    for partition, position in sorted(stored.positions.items()):
+        topic_id = facts.topic_ids.get(partition)
+        if topic_id and position.topic_id and topic_id != position.topic_id:
+            return f"partition {partition}'s topic id changed (the topic was recreated)"
+        start = facts.log_starts.get(partition)
+        if start is not None and start > position.next_offset:
+            return (
+                f"partition {partition}'s log start offset {start} moved past the position read up to "
+                f"({position.next_offset})"
+            )
+    gap_ms = (now - stored.merged_at).total_seconds() * 1000
+    if gap_ms > delete_retention_ms:
+        gap = _ago(gap_ms)
+        retention = format_minutes(max(1, delete_retention_ms // MINUTE_MS))
+        if facts.cleaned_to is None:
+            return (
+                f"the run before merged {gap} ago, more than delete_retention_ms ({retention}): the cleaner may "
+                "have removed tombstones since"
+            )
+        cleaned = facts.cleaned_to
+        past = [p for p, position in sorted(stored.positions.items()) if cleaned.get(p, 0) > position.next_offset]
+        if past:
+            return (
+                f"the run before merged {gap} ago, more than delete_retention_ms ({retention}), and the cleaner "
+                f"has cleaned partition {past[0]} past its position: tombstones may be gone"
+            )
+    return None
+
+
+def _ago(ms: float) -> str:
+    """A gap in its largest whole unit: "2 days", "5 hours", "12 minutes"."""
+    for unit, size in (("day", 86_400_000), ("hour", 3_600_000), ("minute", MINUTE_MS)):
+        if ms >= size:
+            count = int(ms // size)
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return "less than a minute"
+
+
+def check_ends(plan_: Plan):
+    """The check made once the new records are read, before anything is committed: a partition whose
+    records now end below its position had its offsets go backwards (the topic was recreated)."""
+
+    def check(ends: dict[int, int]) -> None:
+        if plan_.resume is None:
+            return
+        for partition, floor in sorted(plan_.resume.floors.items()):
+            end = ends.get(partition)
+            if end is not None and end < floor:
+                raise ReadAgain(
+                    f"partition {partition}'s offsets went backwards (its records end at {end}, the position was "
+                    f"{floor}): the topic was recreated"
+                )
+
+    return check
+
+
+def new_positions(
+    plan_: Plan, facts: InputFacts, ends: dict[int, int], newest_ms: int | None, input_format: str
+) -> list[Position]:
+    """Each partition's position after this run: the offset after its last record read (or where it
+    stood), with what the input showed of it."""
+    floors = plan_.resume.floors if plan_.resume is not None else {}
+    partitions = set(ends) | set(floors) | set(facts.partitions or ())
+    cluster = facts.cluster_id or (plan_.stored.cluster_id if plan_.stored is not None else None)
+    return [
+        Position(
+            p,
+            max(floors.get(p, 0), ends.get(p, 0)),
+            facts.log_starts.get(p),
+            facts.topic_ids.get(p),
+            cluster,
+            input_format,
+            newest_ms,
+        )
+        for p in sorted(partitions)
+    ]
+
+
+def merge_state(
+    output: str,
+    plan_: Plan,
+    facts: InputFacts,
+    carry_files: list[str],
+    ends: dict[int, int],
+    newest_ms: int | None,
+    input_format: str,
+    run_id: str,
+    storage: Storage,
+) -> str | None:
+    """Replace the state with this run's; None when merged, else why not (another run merged first)."""
+    records = compacted_state(carry_files, storage)
+    positions = new_positions(plan_, facts, ends, newest_ms, input_format)
+    read_version = plan_.stored.positions_version if plan_.stored is not None else None
+    records_version = write_records(output, records, run_id, storage)
+    # A run killed here leaves positions that still name the records of the run before.
+    progress.begin("committing the state's positions")
+    try:
+        write_positions(output, positions, records_version, read_version, run_id, storage)
+    except StateMergedMeanwhile:
+        return "another run merged into the state while this one ran: this run's tables are written, its state is not"
+    return None
+
+
+def stored_state(output: str, settings: Settings) -> StoredState | None:
+    return read_state(output, for_settings(settings))

@@ -1,0 +1,477 @@
+"""audit --incremental against a full read of the same log: random logs of broker folders cut into runs at
+random offsets (transactions open across a cut, tombstones and group deletions, the cleaner compacting
+between runs, the topic recreated), each run's tables compared row for row with a full audit of the log as
+it stands then, at the same as_of."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from dump_records import DAY, T0, commit, group_record, group_tombstone, offset_tombstone
+from segment_files import TRANSACTIONAL, batch, marker
+
+from offset_audit.coordinator.partitioner import partition_for
+from offset_audit.errors import UserError
+from offset_audit.generator.writers import SNAPSHOT_SCHEMA
+from offset_audit.inputs.resumed import InputFacts, segments_to_open
+from offset_audit.outputs.audit_state import (
+    STATE_FORMAT,
+    Position,
+    StateMergedMeanwhile,
+    StoredState,
+    read_state,
+    state_lock,
+    write_positions,
+)
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.runs.incremental import ReadAgain, check_ends, plan
+
+PARTITIONS = 3
+TOPIC = "__consumer_offsets"
+AS_OF = "2026-03-01T00:00:00"
+TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
+
+
+@dataclass
+class Entry:
+    """One batch of the log: a record (key, value, ts), transactional under `producer`, or a marker."""
+
+    key: bytes | None
+    value: bytes | None
+    ts: int
+    producer: int = -1
+    control: bool | None = None  # a marker: True COMMIT, False ABORT
+
+
+@dataclass
+class Log:
+    """Each partition's batches by offset (a cleaner leaves gaps), and the topic's id."""
+
+    entries: dict[int, dict[int, Entry]] = field(default_factory=lambda: {p: {} for p in range(PARTITIONS)})
+    topic_id: str = field(default_factory=lambda: uuid.uuid4().hex[:22])
+    next_offset: dict[int, int] = field(default_factory=lambda: dict.fromkeys(range(PARTITIONS), 0))
+    # group -> (producer id, the run that opened it) of each open transaction; how many were settled in a
+    # later run than the one that opened them, and how many cleanings removed something.
+    open_txn: dict[str, tuple[int, int]] = field(default_factory=dict)
+    settled_across_runs: int = 0
+    cleaned: int = 0
+
+    def append(self, partition: int, entry: Entry) -> None:
+        self.entries[partition][self.next_offset[partition]] = entry
+        self.next_offset[partition] += 1
+
+    def write(self, data_dir: Path, segment_batches: int) -> None:
+        """The log as a broker's data directory: a segment file every `segment_batches` batches."""
+        if data_dir.exists():
+            for old in data_dir.glob("*/*"):
+                old.unlink()
+        for partition, entries in self.entries.items():
+            folder = data_dir / f"{TOPIC}-{partition}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "partition.metadata").write_text(f"version: 0\ntopic_id: {self.topic_id}")
+            offsets = sorted(entries)
+            for start in range(0, len(offsets), segment_batches):
+                chunk = offsets[start : start + segment_batches]
+                data = b""
+                for offset in chunk:
+                    e = entries[offset]
+                    if e.control is not None:
+                        data += marker(offset, e.producer, e.control, e.ts)
+                    else:
+                        attributes = TRANSACTIONAL if e.producer >= 0 else 0
+                        data += batch(offset, [(e.key, e.value, e.ts)], e.producer, attributes)
+                (folder / f"{chunk[0]:020d}.log").write_bytes(data)
+
+    def clean(self, below: int, read_up_to: dict[int, int]) -> None:
+        """The log cleaner over [0, below): drop ordinary records a later ordinary record of the same key
+        replaces, and tombstones the runs have read already (older than delete.retention.ms by then)
+        that no earlier record of their key outlives."""
+        for partition, entries in self.entries.items():
+            last: dict[bytes, int] = {}
+            for offset in sorted(entries):
+                e = entries[offset]
+                if e.control is None and e.producer < 0 and e.key is not None:
+                    last[e.key] = offset
+            for offset in sorted(entries):
+                e = entries[offset]
+                if offset >= below or e.control is not None or e.producer >= 0 or e.key is None:
+                    continue
+                if last[e.key] != offset or (e.value is None and offset < read_up_to.get(partition, 0)):
+                    del entries[offset]
+                    self.cleaned += 1
+
+
+def random_log_events(rng: random.Random, log: Log, steps: int, day0: int, run: int, transactions: bool = True) -> None:
+    """`steps` random acts of groups: commits, tombstones, group records and deletions, transactional
+    commits committed, aborted or left open (unless not `transactions`)."""
+    groups = [f"g{i}" for i in range(8)]
+    topics = ["orders", "clicks"]
+    for step in range(steps):
+        day = day0 + step // 4
+        group = rng.choice(groups)
+        partition = partition_for(group, PARTITIONS)
+        roll = rng.random()
+        if group in log.open_txn and roll < 0.35:
+            producer, opened = log.open_txn.pop(group)
+            log.settled_across_runs += opened < run
+            log.append(partition, Entry(None, None, T0 + day * DAY, producer, rng.random() < 0.7))
+        elif roll < 0.55 or (not transactions and roll >= 0.84):
+            key, value, ts = commit(group, rng.choice(topics), rng.randrange(2), rng.randrange(10_000), day)
+            log.append(partition, Entry(key, value, ts))
+        elif roll < 0.62:
+            key, value, ts = offset_tombstone(group, rng.choice(topics), rng.randrange(2), day)
+            log.append(partition, Entry(key, value, ts))
+        elif roll < 0.78:
+            members = [[rng.choice(topics)] for _ in range(rng.randrange(3))]
+            key, value, ts = group_record(group, day, members=members)
+            log.append(partition, Entry(key, value, ts))
+        elif roll < 0.84:
+            key, value, ts = group_tombstone(group, day)
+            log.append(partition, Entry(key, value, ts))
+        else:
+            producer, _ = log.open_txn.setdefault(group, (1000 + groups.index(group), run))
+            key, value, ts = commit(group, rng.choice(topics), rng.randrange(2), rng.randrange(10_000), day)
+            log.append(partition, Entry(key, value, ts, producer))
+
+
+def table(output: Path, name: str) -> list[dict]:
+    rows = DeltaTable(str(output / name)).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=repr)
+
+
+def audit(spark, data_dir: Path, output: Path, keep_state: str | None):
+    settings = load_settings(as_of=AS_OF, input_format="segments")
+    return run_audit(spark, [str(data_dir)], str(output), settings, snapshot_id="s", keep_state=keep_state)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_incremental_runs_equal_a_full_read(spark, tmp_path, seed):
+    rng = random.Random(seed)
+    log = Log()
+    data_dir, state_out = tmp_path / "data", tmp_path / "incremental"
+    runs = rng.randrange(2, 8) if seed else 20
+    steps = rng.randrange(60, 160)
+    read_up_to: dict[int, int] = {}
+    states, expected = [], []
+    for run in range(runs):
+        recreated = run and rng.random() < 0.12
+        if recreated:  # the topic deleted and created again: offsets start over, under a new topic id
+            log = Log()
+        expected.append("first" if not run else "reset" if recreated else "resumed")
+        random_log_events(rng, log, max(1, steps // runs + rng.randrange(-3, 4)), day0=run * 3, run=run)
+        if run and rng.random() < 0.5:
+            log.clean(rng.randrange(1, 1 + max(log.next_offset.values())), read_up_to)
+        log.write(data_dir, segment_batches=rng.choice([3, 7, 50]))
+        resumed = audit(spark, data_dir, state_out, "incremental")
+        full = audit(spark, data_dir, tmp_path / f"full-{run}", None)
+        states.append(resumed.report.state)
+        if recreated:  # the new topic id, or a partition with no segment yet
+            assert "topic id changed" in resumed.report.state_reason or "partition" in resumed.report.state_reason
+        assert resumed.report.reconciles
+        for name in TABLES:
+            assert table(state_out, name) == table(tmp_path / f"full-{run}", name), (seed, run, name, states)
+        read_up_to = dict(log.next_offset)
+        assert (resumed.offsets, resumed.expired) == (full.offsets, full.expired)
+    assert states == expected
+    if seed == 0:  # the long history meets every case
+        assert log.settled_across_runs and log.cleaned and "reset" in states, (log.settled_across_runs, log.cleaned)
+
+
+def test_a_segment_below_the_position_is_not_opened(tmp_path):
+    from offset_audit.inputs.log_files import LogFile
+
+    files = tuple(LogFile(str(tmp_path / f"{base:020d}.log"), "segments", 0, 100) for base in (0, 40, 90))
+    assert [Path(f.path).stem for f in segments_to_open(files, 95)] == ["00000000000000000090"]
+    assert len(segments_to_open(files, 90)) == 1  # 90 is the last file's first offset
+    assert len(segments_to_open(files, 89)) == 2
+    assert segments_to_open(files, 0) == files
+
+
+def test_state_keeps_pending_and_last_records_only(spark, tmp_path):
+    log = Log()
+    for day in range(5):
+        key, value, ts = commit("g0", "orders", 0, day, day)
+        log.append(partition_for("g0", PARTITIONS), Entry(key, value, ts))
+    key, value, ts = commit("g0", "orders", 1, 7, 6)
+    log.append(partition_for("g0", PARTITIONS), Entry(key, value, ts, producer=77))  # left open
+    log.write(tmp_path / "data", 2)
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    stored = DeltaTable(str(tmp_path / "out/state/records")).to_pyarrow_table()
+    assert sorted(stored.column("transaction").to_pylist(), key=str) == [None, "pending"]
+    assert sorted(stored.column("producer_id").to_pylist(), key=str) == [77, None]
+    positions = DeltaTable(str(tmp_path / "out/state/positions")).to_pyarrow_table().to_pylist()
+    assert {p["source_partition"]: p["next_offset"] for p in positions}[partition_for("g0", PARTITIONS)] == 6
+    assert all(p["topic_id"] == log.topic_id for p in positions)
+    assert pa.compute.sum(stored.column("source_offset")).as_py() == 4 + 5
+
+
+# The rules a state is checked by (runs.incremental.plan) ------------------------------------------------
+
+
+def stored(positions: dict[int, int], **given) -> StoredState:
+    merged_at = given.pop("merged_at", datetime.now(UTC))
+    state_format = given.pop("state_format", STATE_FORMAT)
+    rows = {p: Position(p, n, **{"input_format": "segments", **given}) for p, n in positions.items()}
+    return StoredState(rows, 3, 2, state_format, merged_at, "r", {}, 0)
+
+
+def why(state, facts=None, mode="incremental", retention=86_400_000, input_format="segments"):
+    return plan(state, facts or InputFacts(), mode, input_format, retention, "/audit")
+
+
+def test_a_state_that_holds_resumes_from_its_positions():
+    made = why(stored({0: 10, 1: 4}), InputFacts((0, 1), {0: 0, 1: 0}, cleaned_to={}))
+    assert (made.state, made.reason, made.resume.floors) == ("resumed", None, {0: 10, 1: 4})
+    assert why(None).state == "first" and why(None, mode="full").state == "full"
+    assert why(stored({0: 10}), mode="full").resume is None
+
+
+@pytest.mark.parametrize(
+    ("state", "facts", "says"),
+    [
+        (stored({0: 10}), InputFacts((0,), {0: 11}), "log start offset 11 moved past the position read up to (10)"),
+        (stored({0: 10, 1: 3}), InputFacts((0,)), "partition count changed: partition 1"),
+        (stored({0: 10}), InputFacts((0, 1), whole_topic=True), "partition count changed from 1 to 2"),
+        (stored({0: 10}, topic_id="a"), InputFacts((0,), topic_ids={0: "b"}), "topic id changed"),
+        (stored({0: 10}, state_format=STATE_FORMAT - 1), InputFacts(), "older version of this tool"),
+        (stored({0: 10}, input_format="parquet"), InputFacts(), "counts positions in parquet input"),
+        (
+            stored({0: 10}, merged_at=datetime.now(UTC) - timedelta(days=2)),
+            InputFacts(),
+            "merged 2 days ago, more than delete_retention_ms (1d)",
+        ),
+        (
+            stored({0: 10, 1: 5}, merged_at=datetime.now(UTC) - timedelta(days=2)),
+            InputFacts((0, 1), cleaned_to={0: 3, 1: 9}),
+            "the cleaner has cleaned partition 1 past its position",
+        ),
+    ],
+)
+def test_a_state_that_cannot_be_trusted_is_read_again_and_says_why(state, facts, says):
+    made = why(state, facts)
+    assert (made.state, made.resume) == ("reset", None)
+    assert says in made.reason, made.reason
+
+
+def test_runs_further_apart_than_delete_retention_resume_where_the_cleaner_has_not_passed():
+    old = stored({0: 10, 1: 5}, merged_at=datetime.now(UTC) - timedelta(days=2))
+    assert why(old, InputFacts((0, 1), cleaned_to={0: 10, 1: 2})).state == "resumed"
+
+
+@pytest.mark.parametrize(
+    ("state", "facts", "says"),
+    [
+        (stored({0: 1}, cluster_id="A"), InputFacts(cluster_id="B"), "belongs to cluster A, the input to cluster B"),
+        (stored({0: 1}, state_format=STATE_FORMAT + 1), InputFacts(), "newer version of this tool"),
+    ],
+)
+def test_a_state_of_another_cluster_or_a_newer_tool_is_refused(state, facts, says):
+    with pytest.raises(UserError, match=says):
+        why(state, facts)
+    if "cluster" in says:
+        with pytest.raises(UserError):
+            why(state, facts, mode="full")
+
+
+def test_offsets_that_went_backwards_are_found_once_read():
+    check = check_ends(why(stored({0: 10, 1: 7})))
+    check({0: 12})
+    with pytest.raises(ReadAgain, match="partition 1's offsets went backwards"):
+        check({0: 12, 1: 3})
+
+
+def test_offsets_gone_backwards_under_the_same_topic_id_read_everything_again(spark, tmp_path):
+    rng = random.Random(7)
+    log = Log()
+    random_log_events(rng, log, 60, 0, 0)
+    log.write(tmp_path / "data", 5)
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    again = Log(topic_id=log.topic_id)  # a folder restored from an older copy, say
+    random_log_events(rng, again, 12, 0, 0)
+    again.write(tmp_path / "data", 5)
+    result = audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    assert result.report.state == "reset" and "went backwards" in result.report.state_reason
+    audit(spark, tmp_path / "data", tmp_path / "full", None)
+    for name in TABLES:
+        assert table(tmp_path / "out", name) == table(tmp_path / "full", name)
+
+
+def test_a_run_that_finds_the_state_merged_meanwhile_says_so_and_leaves_it(spark, tmp_path):
+    log = Log()
+    random_log_events(random.Random(3), log, 40, 0, 0)
+    log.write(tmp_path / "data", 5)
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    first = DeltaTable(str(tmp_path / "out/state/positions")).version()
+    read = read_state(str(tmp_path / "out"))
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")  # another run merges meanwhile
+    with pytest.raises(StateMergedMeanwhile):
+        write_positions(str(tmp_path / "out"), list(read.positions.values()), read.records_version, first, "late")
+    assert DeltaTable(str(tmp_path / "out/state/positions")).version() == first + 1
+
+
+def test_what_incremental_cannot_do_is_refused_before_spark_starts(no_spark, tmp_path):
+    from click.testing import CliRunner
+
+    from offset_audit.cli.main import main
+
+    text = Path(__file__).parents[1] / "textdumps" / "dump_log_3_8.txt"
+    cases = [
+        (["--input", str(text)], "cannot resume a dump-log text dump"),
+        (["--input", str(text), "--input-format", "console", "--as-of", "now"], "cannot resume a console text dump"),
+    ]
+    log = Log()
+    random_log_events(random.Random(1), log, 10, 0, 0)
+    log.write(tmp_path / "data", 5)
+    cases.append((["--input", str(tmp_path / "data"), "--keep-decoded"], "cannot be combined with --incremental"))
+    for args, says in cases:
+        result = CliRunner().invoke(main, ["audit", *args, "--output", str(tmp_path / "out"), "--incremental"])
+        assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, result.output
+    with state_lock(str(tmp_path / "busy")):
+        result = CliRunner().invoke(
+            main, ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "busy"), "--incremental"]
+        )
+    assert result.exit_code == 2 and "another incremental audit (pid" in result.output, result.output
+
+
+def test_a_state_of_another_cluster_is_refused_before_spark_starts(spark, tmp_path):
+    from click.testing import CliRunner
+
+    from offset_audit.cli.main import main
+
+    log = Log()
+    random_log_events(random.Random(2), log, 20, 0, 0)
+    log.write(tmp_path / "data", 5)
+    (tmp_path / "data" / "meta.properties").write_text("version=1\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\nnode.id=1\n")
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    assert read_state(str(tmp_path / "out")).cluster_id == "AAAAAAAAAAAAAAAAAAAAAA"
+    (tmp_path / "data" / "meta.properties").write_text("version=1\ncluster.id=BBBBBBBBBBBBBBBBBBBBBB\nnode.id=1\n")
+    result = CliRunner().invoke(
+        main, ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental"]
+    )
+    assert result.exit_code == 2 and "belongs to cluster AAAAAAAAAAAAAAAAAAAAAA" in result.output, result.output
+
+
+# Kafka-source snapshots that grow -------------------------------------------------------------------
+
+
+def snapshot_rows(log: Log, since: dict[int, int]) -> pa.Table:
+    """The log's records from each partition's `since` on, as Spark's Kafka source writes them."""
+    rows = [
+        (e.key, e.value, p, o, e.ts)
+        for p, entries in log.entries.items()
+        for o, e in sorted(entries.items())
+        if o >= since.get(p, 0) and e.control is None and e.producer < 0
+    ]
+    keys, values, partitions, offsets, stamps = zip(*rows, strict=True) if rows else ([],) * 5
+    return pa.table(
+        {
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+            "topic": [TOPIC] * len(keys),
+            "partition": pa.array(partitions, pa.int32()),
+            "offset": pa.array(offsets, pa.int64()),
+            "timestamp": pa.array([s * 1000 for s in stamps], pa.timestamp("us", tz="UTC")),
+            "timestampType": pa.array([0] * len(keys), pa.int32()),
+        },
+        schema=SNAPSHOT_SCHEMA,
+    )
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_growing_kafka_source_snapshot_reads_its_new_rows_only(spark, tmp_path, kind):
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    rng = random.Random(11)
+    log, since = Log(), {}
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for run in range(4):
+        random_log_events(rng, log, 30, run * 3, run, transactions=False)
+        rows = snapshot_rows(log, since)
+        if kind == "parquet":
+            pq.write_table(rows, snapshot / f"part-{run:05d}.parquet")
+        else:
+            write_deltalake(str(snapshot), rows, mode="append")
+        settings = load_settings(as_of=AS_OF)
+        resumed = run_audit(
+            spark, [str(snapshot)], str(tmp_path / "out"), settings, snapshot_id="s", keep_state="incremental"
+        )
+        run_audit(spark, [str(snapshot)], str(tmp_path / f"full-{run}"), settings, snapshot_id="s")
+        for name in TABLES:
+            assert table(tmp_path / "out", name) == table(tmp_path / f"full-{run}", name), (run, name)
+        assert resumed.report.state == ("first" if run == 0 else "resumed")
+        assert resumed.report.records_read - resumed.report.records_carried == rows.num_rows
+        since = dict(log.next_offset)
+
+
+# Kills ------------------------------------------------------------------------------------------------
+
+KILL_AT = (
+    "committing the decode tables",
+    "judging and writing group_verdicts",
+    "committing the state's positions",
+    "writing the runs row",
+)
+
+
+@pytest.mark.parametrize("stage", KILL_AT)
+def test_a_run_killed_at_any_stage_leaves_a_state_the_next_run_answers_rightly(spark, tmp_path, stage):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    rng = random.Random(5)
+    log = Log()
+    random_log_events(rng, log, 50, 0, 0)
+    log.write(tmp_path / "data", 4)
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    random_log_events(rng, log, 30, 3, 1)
+    log.write(tmp_path / "data", 4)
+    program = Path(sys.executable).parent / "offset-audit"
+    args = [str(program), "audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out")]
+    args += ["--incremental", "--as-of", AS_OF, "--snapshot-id", "s"]
+    env = {**os.environ, "OFFSET_AUDIT_WARM": "0"}
+    child = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if f"offset-audit: {stage} ..." in line:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait(timeout=120)
+    assert child.returncode == -signal.SIGKILL, "".join(seen)
+    resumed = audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    audit(spark, tmp_path / "data", tmp_path / "full", None)
+    for name in TABLES:
+        assert table(tmp_path / "out", name) == table(tmp_path / "full", name), (stage, name)
+    assert resumed.report.state == "resumed"
+
+
+def test_a_resumed_read_of_unchanged_folders_opens_no_segment_below_the_positions(spark, tmp_path):
+    from offset_audit.inputs.dump import resumed_source
+    from offset_audit.inputs.resumed import Resume
+
+    log = Log()
+    random_log_events(random.Random(4), log, 90, 0, 0)
+    log.write(tmp_path / "data", 4)
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    state = read_state(str(tmp_path / "out"))
+    floors = {p: position.next_offset for p, position in state.positions.items()}
+    source = resumed_source(
+        spark, [str(tmp_path / "data")], load_settings(input_format="segments"), Resume(floors, state.record_files)
+    )
+    for unit in source.units:
+        files = sorted((tmp_path / "data" / f"{TOPIC}-{unit.partition}").glob("*.log"))
+        assert [Path(f.path).name for f in unit.segments] == [files[-1].name], unit.partition
+        assert unit.record_files == state.record_files.get(unit.partition, ())
+    assert source.files == PARTITIONS < sum(1 for _ in (tmp_path / "data").glob("*/*.log"))
