@@ -475,3 +475,40 @@ def test_a_resumed_read_of_unchanged_folders_opens_no_segment_below_the_position
         assert [Path(f.path).name for f in unit.segments] == [files[-1].name], unit.partition
         assert unit.record_files == state.record_files.get(unit.partition, ())
     assert source.files == PARTITIONS < sum(1 for _ in (tmp_path / "data").glob("*/*.log"))
+
+
+def test_the_resume_filter_keeps_exact_offsets_and_what_it_cannot_place():
+    from offset_audit.inputs.resumed import CARRIED, ResumeFilter
+
+    big = 2**53 + 1
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "source_partition": pa.array([0, 0, 0, None, 1, 1], pa.int32()),
+            "source_offset": pa.array([big - 5, big, big + 2, None, 3, 1], pa.int64()),
+            "source_error": pa.array([None, None, None, "bad bytes", "bad batch", None]),
+            CARRIED: [False, False, False, False, False, True],
+        }
+    )
+    kept = ResumeFilter({0: big, 1: 5}).take(batch)
+    assert kept.column("source_offset").to_pylist() == [big, big + 2, None, 1]
+    assert CARRIED not in kept.schema.names
+    only = ResumeFilter({0: big, 1: 5})
+    only.take(batch)
+    assert only.ends == {0: big + 3} and only.carried == 1
+
+
+def test_a_resumed_run_starts_the_jvm_for_what_it_reads_not_for_the_whole_log(spark, tmp_path):
+    from offset_audit.runs.incremental import resumed_bytes
+
+    log = Log()
+    random_log_events(random.Random(6), log, 90, 0, 0)
+    log.write(tmp_path / "data", 4)
+    settings = load_settings(input_format="segments")
+    args = ([str(tmp_path / "data")], str(tmp_path / "out"), settings)
+    assert resumed_bytes(*args, "incremental") is None  # no state yet: the whole input
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    last_files = [sorted(folder.glob("*.log"))[-1] for folder in (tmp_path / "data").glob(f"{TOPIC}-*")]
+    state_files = list((tmp_path / "out" / "state" / "records").rglob("*.parquet"))
+    expected = sum(f.stat().st_size for f in last_files) + sum(f.stat().st_size for f in state_files)
+    assert resumed_bytes(*args, "incremental") == expected
+    assert resumed_bytes(*args, "full") is None

@@ -142,12 +142,14 @@ def audit(
     preflight.check_as_of(settings.audit.as_of, settings.input.format)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     preflight.check_output(output, written_tables(keep_state is not None), settings)
+    input_size = None
     if keep_state is not None:
-        from offset_audit.runs.incremental import check_before_start
+        from offset_audit.runs.incremental import check_before_start, resumed_bytes
 
         check_before_start(dump.inputs, output, settings, keep_state, keep_decoded)
+        input_size = resumed_bytes(dump.inputs, output, settings, keep_state)
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs)
+        spark = start_spark(settings, dump.inputs, input_size)
         result = run_audit(
             spark,
             dump.inputs,

@@ -272,9 +272,10 @@ class ResumeFilter:
         known = fresh_read & partitions.is_valid().to_numpy(zero_copy_only=False)
         known &= offsets.is_valid().to_numpy(zero_copy_only=False)
         keep = np.ones(n, bool)
+        # Filled, so that NumPy keeps exact integers (a null would make the column float: offsets past 2^53).
+        parts = partitions.fill_null(-1).to_numpy(zero_copy_only=False)
+        offs = offsets.fill_null(-1).to_numpy(zero_copy_only=False)
         if known.any():
-            parts = partitions.to_numpy(zero_copy_only=False)
-            offs = offsets.to_numpy(zero_copy_only=False)
             for partition in np.unique(parts[known]).tolist():
                 mine = known & (parts == partition)
                 top = int(offs[mine].max()) + 1
@@ -283,14 +284,13 @@ class ResumeFilter:
                 floor = self.floors.get(partition, 0)
                 if floor:
                     keep &= ~(mine & (offs < floor))
-        if fresh.any() and self.floors:
-            # Error rows and rows without coordinates below no position: an error row with an offset
-            # below its partition's position stands for records read before.
-            errors = fresh & ~known & partitions.is_valid().to_numpy(zero_copy_only=False)
+        if "source_error" in names and self.floors:
+            # An error row with an offset below its partition's position stands for bytes read before;
+            # one without coordinates is kept.
+            errors = fresh & batch.column("source_error").is_valid().to_numpy(zero_copy_only=False)
+            errors &= partitions.is_valid().to_numpy(zero_copy_only=False)
             errors &= offsets.is_valid().to_numpy(zero_copy_only=False)
             if errors.any():
-                parts = partitions.to_numpy(zero_copy_only=False)
-                offs = offsets.to_numpy(zero_copy_only=False)
                 floors = np.array([self.floors.get(int(p), 0) for p in parts[errors]], np.int64)
                 below = np.zeros(n, bool)
                 below[np.flatnonzero(errors)] = offs[errors] < floors

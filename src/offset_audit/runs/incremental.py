@@ -16,7 +16,7 @@ from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import input_paths, log_units, resolved
-from offset_audit.inputs.resumed import InputFacts, Resume, folder_facts
+from offset_audit.inputs.resumed import InputFacts, Resume, folder_facts, segments_to_open
 from offset_audit.outputs.audit_state import (
     STATE_FORMAT,
     Position,
@@ -89,6 +89,23 @@ def check_before_start(inputs: list[str], output: str, settings: Settings, mode:
     stored = stored_state(output, settings)
     if stored is not None:
         plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, output)
+
+
+def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str) -> int | None:
+    """About how many bytes a resumed run over broker folders reads: the segment files it opens and the
+    state's records (None where that is the whole input, or unknown). A scheduled run over a few new
+    records then starts the JVM a small run gets (runs.local_jvm), not the one for the whole log."""
+    settings = resolved(settings, inputs)
+    if mode == FULL or settings.input.format != log_files.SEGMENTS:
+        return None
+    stored = stored_state(output, settings)
+    if stored is None:
+        return None
+    storage = for_settings(settings)
+    floors = {p: position.next_offset for p, position in stored.positions.items()}
+    groups = log_files.by_partition(log_units(inputs, settings))
+    opened = sum(f.size for g in groups for f in segments_to_open(g.files, floors.get(g.partition, 0)))
+    return opened + sum(storage.size(f) for files in stored.record_files.values() for f in files)
 
 
 def input_facts(spark, inputs: list[str], settings: Settings) -> InputFacts:

@@ -294,9 +294,10 @@ def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[No
                 spark.conf.set(name, value)
 
 
-def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
+def start_spark(settings: Settings, inputs: list[str], input_size: int | None = None) -> SparkSession:
     """The run's SparkSession, its progress shown; under spark-submit, with shuffles sized to the dump and
-    the cluster (each setting chosen is said on stderr)."""
+    the cluster (each setting chosen is said on stderr). `input_size`: the bytes the run will read, where
+    that is not the whole input (an incremental audit's)."""
     from offset_audit.inputs.dump import input_bytes
     from offset_audit.runs import progress
 
@@ -305,7 +306,9 @@ def start_spark(settings: Settings, inputs: list[str]) -> SparkSession:
     progress.begin("starting Spark")
     submitted = under_spark_submit()
     local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
-    size = input_bytes(inputs, settings) if submitted or local else None
+    size = None
+    if submitted or local:
+        size = input_size if input_size is not None else input_bytes(inputs, settings)
     spark = get_spark(settings.spark, size if local else None)
     progress.attach_spark(spark)
     if submitted:
