@@ -47,13 +47,32 @@ AS_OF = "2024-06-01T00:00:00"
 def segments_for(records: int) -> Path:
     """The fleet dump as a data directory, written once."""
     target = DATA / f"segments-{records}-1-4mib"
-    if (target / "done").exists():
-        return target
+    if not (target / "done").exists():
+        _write_data_dir(_snapshot(records), target)
+    return target
+
+
+def compacted_for(records: int) -> Path:
+    """The same log as the cleaner would leave it: the last record of each key, tombstones gone."""
+    target = DATA / f"segments-{records}-1-4mib-compacted"
+    if not (target / "done").exists():
+        table = _snapshot(records)
+        table = table.append_column("_rank", pa.array(np.arange(table.num_rows)))
+        last = table.group_by(["partition", "key"], use_threads=False).aggregate([("_rank", "max")])
+        kept = table.take(last.column("_rank_max")).filter(pc.is_valid(pc.field("value")))
+        _write_data_dir(kept.drop_columns(["_rank"]), target)
+    return target
+
+
+def _snapshot(records: int) -> pa.Table:
+    return pq.read_table(dump_for(records, 1), columns=["key", "value", "partition", "offset", "timestamp"])
+
+
+def _write_data_dir(table: pa.Table, target: Path) -> None:
+    """Snapshot rows as `__consumer_offsets-N/*.log` segments rolled at SEGMENT_BYTES, marked done."""
     from offset_audit.inputs.segments.writer import write_partition
 
     shutil.rmtree(target, ignore_errors=True)
-    snapshot = dump_for(records, 1)
-    table = pq.read_table(snapshot, columns=["key", "value", "partition", "offset", "timestamp"])
     table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
     partitions = table.column("partition").to_numpy()
     cuts = np.flatnonzero(np.diff(partitions)) + 1
@@ -69,37 +88,6 @@ def segments_for(records: int) -> Path:
         )
         write_partition(target / f"{TOPIC}-{int(partitions[start])}", rows, segment_bytes=SEGMENT_BYTES)
     (target / "done").write_text("")
-    return target
-
-
-def compacted_for(log: Path, records: int) -> Path:
-    """The same log as the cleaner would leave it: the last record of each key, tombstones gone."""
-    target = DATA / f"segments-{records}-1-4mib-compacted"
-    if (target / "done").exists():
-        return target
-    from offset_audit.inputs.segments.writer import write_partition
-
-    snapshot = dump_for(records, 1)
-    table = pq.read_table(snapshot, columns=["key", "value", "partition", "offset", "timestamp"])
-    rank = pa.array(np.arange(table.num_rows))
-    table = table.append_column("_rank", rank)
-    last = table.group_by(["partition", "key"], use_threads=False).aggregate([("_rank", "max")])
-    kept = table.take(last.column("_rank_max")).filter(pc.is_valid(pc.field("value")))
-    kept = kept.sort_by([("partition", "ascending"), ("offset", "ascending")])
-    shutil.rmtree(target, ignore_errors=True)
-    for partition in pc.unique(kept.column("partition")).to_pylist():
-        part = kept.filter(pc.equal(kept.column("partition"), partition))
-        stamps = (part.column("timestamp").cast(pa.int64()).to_numpy() // 1000).tolist()
-        rows = zip(
-            part.column("offset").to_pylist(),
-            part.column("key").to_pylist(),
-            part.column("value").to_pylist(),
-            stamps,
-            strict=True,
-        )
-        write_partition(target / f"{TOPIC}-{partition}", rows, segment_bytes=SEGMENT_BYTES)
-    (target / "done").write_text("")
-    return target
 
 
 def batch_ends(path: Path) -> list[tuple[int, int]]:
@@ -162,7 +150,7 @@ def state_size(output: Path) -> tuple[int, int]:
 
 def measure(records: int, fractions: list[float], env: dict[str, str], label: str) -> dict:
     log = segments_for(records)
-    compacted = compacted_for(log, records)
+    compacted = compacted_for(records)
     work = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
     try:
         full_s, full = timed_audit(log, work / "full", env)

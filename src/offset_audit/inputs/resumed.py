@@ -22,24 +22,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.kafka_source import Piece, read_piece
 from offset_audit.inputs.log_files import LogFile, PartitionFiles
+from offset_audit.layouts.tables import table_schema
 from offset_audit.storage import LOCAL, Storage, parent
 
 CARRIED = "carried"
-# The raw columns an incremental run carries from one run to the next (schemas/tables/state_records.json),
-# and the one the decode task adds to settle them: the key they replace each other under.
-CARRY_COLUMNS = (
-    "source_partition",
-    "source_offset",
-    "record_timestamp_ms",
-    "key",
-    "value",
-    "transaction",
-    "producer_id",
-)
+# The raw columns an incremental run carries from one run to the next: state/records' own
+# (schemas/tables/state_records.json).
+CARRY_SCHEMA = to_arrow_schema(table_schema("state_records").struct())
 
 
 @dataclass(frozen=True)
@@ -95,11 +89,9 @@ def segments_to_open(files: tuple[LogFile, ...], floor: int) -> tuple[LogFile, .
 
 def resumed_partitions(groups: list[PartitionFiles], resume: Resume, bytes_per_record: int) -> list[ResumedPartition]:
     units = []
-    seen = set()
     for group in groups:
         opened = segments_to_open(group.files, resume.floor(group.partition))
         carried = resume.record_files.get(group.partition, ()) if group.partition is not None else ()
-        seen.add(group.partition)
         weight = sum(f.size for f in opened) // bytes_per_record + 200 * len(carried)
         units.append(ResumedPartition(group.partition, opened, carried, resume.storage, weight))
     return units
@@ -124,20 +116,9 @@ def carried_records(files: tuple[str, ...], partition: int, storage: Storage) ->
     parts = [pq.read_table(storage.parquet_source(f)) for f in files]
     table = pa.concat_tables(parts, promote_options="default") if parts else None
     if table is None or not table.num_rows:
-        return pa.table({c: pa.array([], t) for c, t in _CARRY_TYPES.items()})
+        return CARRY_SCHEMA.empty_table()
     table = table.append_column("source_partition", pa.array(np.full(table.num_rows, partition, np.int32)))
-    return table.select(list(CARRY_COLUMNS)).cast(pa.schema(_CARRY_TYPES.items())).sort_by("source_offset")
-
-
-_CARRY_TYPES = {
-    "source_partition": pa.int32(),
-    "source_offset": pa.int64(),
-    "record_timestamp_ms": pa.int64(),
-    "key": pa.binary(),
-    "value": pa.binary(),
-    "transaction": pa.string(),
-    "producer_id": pa.int64(),
-}
+    return table.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA).sort_by("source_offset")
 
 
 def carried_raw_batch(carried: pa.Table, markers: transactions.Markers) -> pa.RecordBatch:
@@ -315,11 +296,11 @@ def carry_table(table: pa.Table) -> pa.Table:
     """Rows in the carried columns (a producer id only where a record is still pending)."""
     n = table.num_rows
     columns = {}
-    for name, kind in _CARRY_TYPES.items():
-        if name in table.column_names:
-            columns[name] = table.column(name).cast(kind)
+    for column in CARRY_SCHEMA:
+        if column.name in table.column_names:
+            columns[column.name] = table.column(column.name).cast(column.type)
         else:
-            columns[name] = pa.nulls(n, kind)
+            columns[column.name] = pa.nulls(n, column.type)
     out = pa.table(columns)
     pending = pc.fill_null(pc.equal(out.column("transaction"), transactions.PENDING), False)
     producers = pc.if_else(pending, out.column("producer_id"), pa.scalar(None, pa.int64()))

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
+from offset_audit.inputs.resumed import CARRY_SCHEMA
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, new_run_dir
 from offset_audit.storage import LOCAL, Storage, is_remote, join
@@ -45,10 +46,6 @@ POSITIONS = f"{STATE}/positions"
 STATE_FORMAT = 1
 LOCK_FILE = ".lock"
 STATE_TABLES = (RECORDS, POSITIONS)
-
-
-def records_schema() -> pa.Schema:
-    return to_arrow_schema(table_schema("state_records").struct())
 
 
 def positions_schema() -> pa.Schema:
@@ -156,7 +153,7 @@ def write_records(output: str, records: pa.Table, run_id: str, storage: Storage 
     records_dir = join(output, RECORDS)
     files = _write_record_files(records_dir, records, storage)
     return commit_files(
-        records_dir, files, records_schema(), "overwrite", ["source_partition"], run_id=run_id, storage=storage
+        records_dir, files, CARRY_SCHEMA, "overwrite", ["source_partition"], run_id=run_id, storage=storage
     )
 
 
@@ -214,7 +211,7 @@ def write_positions(
 def _write_record_files(records_dir: str, records: pa.Table, storage: Storage) -> list[DataFile]:
     """One Parquet file per partition, in offset order, under a new folder of the table."""
     run_dir = new_run_dir(records_dir)
-    schema = records_schema()
+    schema = CARRY_SCHEMA
     data = schema.remove(schema.get_field_index("source_partition"))
     files = []
     if not records.num_rows:
@@ -281,12 +278,12 @@ def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> pa.Tabl
 
     parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files]
     if not parts:
-        return records_schema().empty_table()
+        return CARRY_SCHEMA.empty_table()
     carried = pa.concat_tables(parts)
     if not carried.num_rows:
-        return records_schema().empty_table()
+        return CARRY_SCHEMA.empty_table()
     pending = pc.fill_null(pc.equal(carried.column("transaction"), PENDING), False)
     settled = last_per_key(carried.filter(pc.invert(pending)), (RAW_KEY,))
     settled = settled.filter(pc.is_valid(settled.column("value")))
     kept = pa.concat_tables([settled, carried.filter(pending)])
-    return kept.select(records_schema().names).cast(records_schema())
+    return kept.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA)
