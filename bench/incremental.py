@@ -140,12 +140,13 @@ def timed_audit(log: Path, output: Path, env: dict[str, str], *flags: str) -> tu
     return seconds, json.loads(done.stdout)
 
 
-def state_size(output: Path) -> tuple[int, int]:
-    files = [f for f in (output / "state" / "records").rglob("*.parquet")]
+def state_size(output: Path, table: str = "records") -> tuple[int, int]:
+    """Rows and bytes of a state table at its current version."""
     from deltalake import DeltaTable
 
-    rows = DeltaTable(str(output / "state" / "records")).to_pyarrow_table(columns=["source_offset"]).num_rows
-    return rows, sum(f.stat().st_size for f in files)
+    delta = DeltaTable(str(output / "state" / table))
+    actions = pa.table(delta.get_add_actions(flatten=True))
+    return int(pc.sum(actions.column("num_records")).as_py() or 0), int(pc.sum(actions.column("size_bytes")).as_py())
 
 
 def measure(records: int, fractions: list[float], env: dict[str, str], label: str) -> dict:
@@ -160,11 +161,13 @@ def measure(records: int, fractions: list[float], env: dict[str, str], label: st
             older = work / f"older-{fraction}"
             left_out = without_newest(log, fraction, older)
             out = work / f"state-{fraction}"
-            timed_audit(older, out, env, "--incremental")
+            first_s, _ = timed_audit(older, out, env, "--incremental")
+            first_log = state_size(out, "log")
             seconds, doc = timed_audit(log, out, env, "--incremental")
             assert doc["state"]["used"] == "resumed", doc["state"]
             assert doc["offsets"] == full["offsets"], (doc["offsets"], full["offsets"])
             state_rows, state_bytes = state_size(out)
+            log_rows, log_bytes = state_size(out, "log")
             rows.append(
                 {
                     "fraction": fraction,
@@ -174,6 +177,11 @@ def measure(records: int, fractions: list[float], env: dict[str, str], label: st
                     "seconds": seconds,
                     "state_rows": state_rows,
                     "state_bytes": state_bytes,
+                    "first_seconds": first_s,
+                    "log_appended": log_rows - first_log[0],
+                    "log_appended_bytes": log_bytes - first_log[1],
+                    "log_rows": log_rows,
+                    "log_bytes": log_bytes,
                 }
             )
         return {
@@ -195,13 +203,26 @@ def table(result: dict) -> str:
         f"{result['route']}: {result['records']:,} records, {result['live_offsets']:,} live offsets; full audit "
         f"{full:.1f} s; full audit of the compacted log ({result['compacted_records']:,} records) {compact:.1f} s",
         "",
-        "| new records | run | x compacted full | x 20M full | state rows | state MiB |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| new records | run | x compacted full | x 20M full | state rows | state MiB | appended to state/log |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
         lines.append(
             f"| {r['fraction']:.1%} ({r['new_records']:,}) | {r['seconds']:.1f} s | {r['seconds'] / compact:.2f} "
-            f"| {r['seconds'] / full:.0%} | {r['state_rows']:,} | {r['state_bytes'] / 2**20:.1f} |"
+            f"| {r['seconds'] / full:.0%} | {r['state_rows']:,} | {r['state_bytes'] / 2**20:.1f} "
+            f"| {r['log_appended']:,} ({r['log_appended_bytes'] / 2**20:.1f} MiB) |"
+        )
+    lines += [
+        "",
+        "The runs before (the first of each state, which also copies what it read into state/log):",
+        "",
+        "| records read | first run | x 20M full | state/log after the timed run |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in result["runs"]:
+        lines.append(
+            f"| {result['records'] - r['left_out']:,} | {r['first_seconds']:.1f} s | {r['first_seconds'] / full:.2f} "
+            f"| {r['log_rows']:,} records, {r['log_bytes'] / 2**20:.0f} MiB |"
         )
     return "\n".join(lines)
 

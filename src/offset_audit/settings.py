@@ -59,6 +59,8 @@ class AuditSettings:
     as_of: str = "latest"
     # audit --incremental: runs further apart than this may have missed tombstones the cleaner removed.
     delete_retention_ms: int = K.DELETE_RETENTION_MS_DEFAULT
+    # audit --incremental: append every record read to DIR/state/log, for history --audit.
+    keep_log: bool = True
 
 
 @dataclass(frozen=True)

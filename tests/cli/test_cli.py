@@ -257,6 +257,8 @@ REFUSED = {
     "snapshot id that ends the SQL literal": (["audit", "--snapshot-id", "x\\' OR true --"], "takes a letter or digit"),
     "snapshot id that climbs up": (["whatif", "--retention-minutes", "60", "--snapshot-id", "../x"], "at most 100"),
     "snapshot id with a slash": (["history", "--snapshot-id", "a/b"], "--snapshot-id"),
+    "history of a dump and an audit": (["history", "--audit", lambda t: str(t)], "not both"),
+    "a log generation without an audit": (["history", "--log-generation", "2"], "give --audit AUDIT"),
     "delta-spark writer without Delta": (["audit", "--writer", "delta-spark"], "needs a Spark session with Delta"),
     "delta-spark writer for a decode": (["decode", "--writer", "delta-spark"], "spark.sql.extensions"),
 }
@@ -274,6 +276,13 @@ def test_mistakes_are_refused_before_spark_starts_and_nothing_is_written(no_spar
     assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
     assert words in result.output
     assert not out.exists()
+
+
+def test_history_of_an_audit_that_kept_no_log_is_refused_and_writes_nothing(no_spark, small_dump, tmp_path):
+    (tmp_path / "audit").mkdir()
+    result = run("history", "--audit", str(tmp_path / "audit"))
+    assert result.exit_code == 2 and "holds no state/log: only audit --incremental keeps one" in result.output
+    assert list((tmp_path / "audit").iterdir()) == []
 
 
 def test_output_that_is_a_file_is_refused_and_left_alone(no_spark, small_dump, tmp_path):

@@ -33,6 +33,7 @@ from offset_audit.outputs.audit_state import (
 from offset_audit.runs.audit import run_audit
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.incremental import ReadAgain, check_ends, plan
+from offset_audit.views.summary import state_lines
 
 PARTITIONS = 3
 TOPIC = "__consumer_offsets"
@@ -455,6 +456,8 @@ def test_a_run_killed_at_any_stage_leaves_a_state_the_next_run_answers_rightly(s
     for name in TABLES:
         assert table(tmp_path / "out", name) == table(tmp_path / "full", name), (stage, name)
     assert resumed.report.state == "resumed"
+    if stage == "committing the state's positions":  # state/log holds the killed run's records, and again
+        assert history_rows(spark, tmp_path / "out") == history_rows(spark, tmp_path / "h", [str(tmp_path / "data")])
 
 
 def test_a_resumed_read_of_unchanged_folders_opens_no_segment_below_the_positions(spark, tmp_path):
@@ -512,3 +515,102 @@ def test_a_resumed_run_starts_the_jvm_for_what_it_reads_not_for_the_whole_log(sp
     expected = sum(f.stat().st_size for f in last_files) + sum(f.stat().st_size for f in state_files)
     assert resumed_bytes(*args, "incremental") == expected
     assert resumed_bytes(*args, "full") is None
+
+
+# The log the runs keep (state/log) and history --audit -------------------------------------------------
+
+
+def history_rows(spark, output: Path, inputs: list[str] | None = None, generation: int | None = None) -> list[dict]:
+    """offset_history of a dump, or (no `inputs`) of what the audit folder `output` kept."""
+    from offset_audit.outputs.kept_log import kept_log
+    from offset_audit.runs.history import run_history
+    from offset_audit.views.summary import history_summary
+
+    target = output / f"history-{generation}" if inputs is None else output
+    if inputs is None:
+        kept = kept_log(str(output), generation)
+        result = run_history(spark, [], str(target), load_settings(), snapshot_id="s", kept=kept)
+        summaries.append(history_summary(result, str(target)))
+    else:
+        run_history(spark, inputs, str(target), load_settings(input_format="segments"), snapshot_id="s")
+    rows = DeltaTable(str(target / "offset_history")).to_pyarrow_table().to_pylist()
+    return sorted(({k: v for k, v in r.items() if k != "snapshot_id"} for r in rows), key=repr)
+
+
+summaries: list[str] = []
+
+
+def grow(whole: Log, log: Log) -> None:
+    """Copy the records `log` gained into `whole`, which the cleaner never touches."""
+    for partition, entries in log.entries.items():
+        whole.entries[partition].update({o: e for o, e in entries.items() if o >= whole.next_offset[partition]})
+        whole.next_offset[partition] = log.next_offset[partition]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_history_of_an_audit_is_the_history_of_its_log_before_the_cleaner_ran(spark, tmp_path, seed):
+    """Runs read a log whose cleaner removes, between runs, superseded records and tombstones the runs have
+    read; the topic is recreated once. history --audit explains each generation as a history of that log
+    before any cleaning, which the log itself no longer can."""
+    rng = random.Random(seed)
+    log = Log()
+    whole = Log(topic_id=log.topic_id)
+    wholes = [whole]
+    data_dir, out = tmp_path / "data", tmp_path / "audit"
+    read_up_to: dict[int, int] = {}
+    recreate_at = 2 + seed
+    for run in range(6):
+        if run == recreate_at:
+            log = Log()
+            whole = Log(topic_id=log.topic_id)
+            wholes.append(whole)
+            read_up_to = {}
+        random_log_events(rng, log, 30, day0=run * 3, run=run)
+        grow(whole, log)
+        if read_up_to:
+            log.clean(min(read_up_to.values()), read_up_to)
+        log.write(data_dir, segment_batches=rng.choice([3, 7]))
+        report = audit(spark, data_dir, out, "incremental").report
+        assert f"state/log: +{report.records_logged:,} records" in "\n".join(state_lines(report))
+        read_up_to = dict(log.next_offset)
+    assert log.cleaned + sum(w.cleaned for w in wholes) > 0
+    for generation, kept in enumerate(wholes, start=1):
+        kept.write(tmp_path / f"whole-{generation}", 5)
+        expected = history_rows(spark, tmp_path / f"expected-{generation}", [str(tmp_path / f"whole-{generation}")])
+        assert history_rows(spark, out, generation=generation) == expected, (seed, generation)
+        others = {1: "2", 2: "1"}[generation]
+        assert f"log generation {generation} (" in summaries[-1] and f"other generations: {others}" in summaries[-1]
+    forgot = history_rows(spark, tmp_path / "cleaned", [str(data_dir)])
+    assert len(forgot) < len(expected)  # the log alone no longer tells it all
+
+
+def test_the_log_takes_new_settled_records_and_those_a_marker_settled_since():
+    from offset_audit.inputs.resumed import CARRIED, LogFloors, logged_rows
+
+    big = 2**53 + 1
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "source_partition": pa.array([0, 0, 0, 0, 1, 1, 1, None], pa.int32()),
+            "source_offset": pa.array([big - 1, big, big + 1, 4, 2, 7, 9, None], pa.int64()),
+            "record_timestamp_ms": pa.array([1, 2, 3, 4, 5, 6, 7, 8], pa.int64()),
+            "key": [b"k"] * 8,
+            "value": [b"v", None, b"v", b"v", b"v", b"v", b"v", None],
+            "transaction": [None, None, "pending", "committed", "committed", None, "aborted", None],
+            "source_error": [None] * 6 + ["bad", "bad"],
+            CARRIED: [False, False, False, True, True, True, False, False],
+        }
+    )
+    logged = logged_rows(batch, LogFloors({0: big, 1: 0}, frozenset({(0, 4)})))
+    # below the floor, pending, carried and not held, an error row: left out; a tombstone: kept
+    assert logged.column("source_offset").to_pylist() == [big, 4]
+    assert logged.column("value").to_pylist() == [None, b"v"]
+    assert logged.column("transaction").to_pylist() == [None, "committed"]
+    everything = logged_rows(batch, LogFloors(carried=True))
+    assert everything.column("source_offset").to_pylist() == [big - 1, big, 4, 2, 7]
+
+
+def test_history_of_an_audit_without_a_log_is_refused_in_one_sentence(no_spark, tmp_path):
+    from offset_audit.outputs.kept_log import kept_log
+
+    with pytest.raises(UserError, match="holds no state/log: only audit --incremental keeps one"):
+        kept_log(str(tmp_path))

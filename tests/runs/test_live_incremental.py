@@ -192,6 +192,19 @@ def test_incremental_audits_of_copied_folders_equal_a_full_read_and_the_sweep(sp
         after = {(v["group_id"], v["topic"], v["partition"]) for v in newest_rows(out, "partition_verdicts")}
     assert not expiring & after, expiring & after
     assert staying <= after, staying - after
+    # What the runs kept explains each of the sweep's tombstones, and the DeleteGroups of the acts.
+    cli("history", "--audit", str(out), "--conf", str(conf), "--quiet")
+    events = DeltaTable(str(out / "history" / "offset_history")).to_pyarrow_table().to_pylist()
+    swept = {
+        (e["group_id"], e["topic"], e["partition"])
+        for e in events
+        if e["event"] == "OFFSET_DELETED" and e["cause"] == "EXPIRED"
+    }
+    assert expiring <= swept, expiring - swept
+    assert {(e["event"], e["cause"]) for e in events if e["group_id"] == "deleted"} >= {
+        ("COMMITTED", None),
+        ("GROUP_DELETED", "DELETED_BY_REQUEST"),
+    }
 
 
 @pytest.mark.delta_spark
@@ -210,6 +223,16 @@ def test_incremental_audits_through_the_kafka_source_equal_a_full_read(spark, tm
                 "--quiet")  # fmt: skip
             cli("audit", *source, "--output", str(tmp_path / "full"), "--as-of", as_of, "--snapshot-id", "s",
                 "--quiet")  # fmt: skip
+            # What the runs kept, against the topic itself (its cleaner has not run: nothing is gone yet),
+            # each written by this session's delta-spark.
+            live_topic = ["--input-format", "kafka", "--bootstrap-server", live_broker.bootstrap]
+            cli("history", "--audit", str(out), "--snapshot-id", "s", "--quiet")
+            cli("history", *live_topic, "--output", str(tmp_path / "history"), "--snapshot-id", "s", "--quiet")
     assert len(states) >= 10 and states[0] == "first" and set(states[1:]) == {"resumed"}, states
     for name in TABLES:
         assert rows(out, name, "s") == rows(tmp_path / "full", name, "s"), name
+    # (as_of left out: a delta-spark session's history judges at the clock's time)
+    kept, whole = (
+        [{**e, "as_of": None} for e in rows(d, "offset_history", "s")] for d in (out / "history", tmp_path / "history")
+    )
+    assert kept == whole and any(e["event"] == "GROUP_DELETED" for e in kept)

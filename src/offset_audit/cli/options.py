@@ -218,7 +218,7 @@ def dump_options(
             writer=writer,
             **overrides,
         )
-        if settings.input.format != "kafka" and not inputs:
+        if settings.input.format != "kafka" and not inputs and options.get("audit_dir") is None:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         return command(dump=Dump(paths(inputs), settings), **options)
 

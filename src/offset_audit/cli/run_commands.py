@@ -328,7 +328,25 @@ def share(
 @click.command()
 @dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes", "kafka_version"))
 @click.option(
-    "--output", required=True, metavar="DIR", help="folder for offset_history (decode tables go to DIR/decoded)."
+    "--output",
+    default=None,
+    metavar="DIR",
+    help="folder for offset_history (decode tables go to DIR/decoded); with --audit, AUDIT/history by default.",
+)
+@click.option(
+    "--audit",
+    "audit_dir",
+    default=None,
+    metavar="AUDIT",
+    help="instead of --input: the records audit --incremental kept in this audit folder (state/log), those the "
+    "cleaner has since removed from the topic too.",
+)
+@click.option(
+    "--log-generation",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="with --audit: which log, when the topic was recreated (default the newest).",
 )
 @KAFKA_VERSION_OPTION
 @click.option(
@@ -350,7 +368,9 @@ def share(
 @output_options
 def history(
     dump: Dump,
-    output: str,
+    output: str | None,
+    audit_dir: str | None,
+    log_generation: int | None,
     groups: tuple[str, ...],
     only_topic: str | None,
     snapshot_id: str | None,
@@ -361,18 +381,42 @@ def history(
 
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
+    from offset_audit.errors import UserError
     from offset_audit.runs import preflight, progress
     from offset_audit.runs.history import run_history, written_tables
     from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import history_document
     from offset_audit.views.summary import history_summary
 
-    output = normalize(output)
-    settings = preflight.check_inputs(dump.inputs, dump.settings)
+    kept = None
+    if audit_dir is not None:
+        from offset_audit.outputs.kept_log import kept_log
+        from offset_audit.storage import for_settings, join
+
+        if dump.inputs:
+            raise UserError("give the dump with --input or an audit folder with --audit, not both")
+        audit_dir = normalize(audit_dir)
+        settings = dump.settings
+        kept = kept_log(audit_dir, log_generation, for_settings(settings))
+        output = normalize(output) if output is not None else join(audit_dir, "history")
+    else:
+        if output is None:
+            raise UserError("pass --output DIR (or --audit AUDIT, whose history goes to AUDIT/history)")
+        if log_generation is not None:
+            raise UserError("--log-generation picks a log of --audit; give --audit AUDIT")
+        output = normalize(output)
+        settings = preflight.check_inputs(dump.inputs, dump.settings)
     preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs)
+        spark = start_spark(settings, dump.inputs if kept is None else [kept.path])
         result = run_history(
-            spark, dump.inputs, output, settings, groups=list(groups), topic=only_topic, snapshot_id=snapshot_id
+            spark,
+            dump.inputs,
+            output,
+            settings,
+            groups=list(groups),
+            topic=only_topic,
+            snapshot_id=snapshot_id,
+            kept=kept,
         )
     emit(as_json, lambda: history_document(result, output), lambda: history_summary(result, output))

@@ -61,6 +61,8 @@ class DecodeReport:
     state: str | None = None
     state_reason: str | None = None
     records_carried: int = 0
+    # ... and how many records it appended to DIR/state/log (None: it kept no log).
+    records_logged: int | None = None
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:

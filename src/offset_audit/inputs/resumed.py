@@ -34,6 +34,11 @@ CARRIED = "carried"
 # The raw columns an incremental run carries from one run to the next: state/records' own
 # (schemas/tables/state_records.json).
 CARRY_SCHEMA = to_arrow_schema(table_schema("state_records").struct())
+# The columns of a file of state/log (schemas/tables/state_log.json): its partition column,
+# log_generation, lives in the Delta log, as Delta keeps partition values.
+LOG_GENERATION = "log_generation"
+_LOG = to_arrow_schema(table_schema("state_log").struct())
+LOG_SCHEMA = _LOG.remove(_LOG.get_field_index(LOG_GENERATION))
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,10 @@ class ResumeFilter:
         self.carried = 0
 
     def take(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return unmarked(self.keep(batch))
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch less the new records below their partition's position, still marked CARRIED."""
         names = batch.schema.names
         n = batch.num_rows
         carried = (
@@ -276,9 +285,67 @@ class ResumeFilter:
                 below = np.zeros(n, bool)
                 below[np.flatnonzero(errors)] = offs[errors] < floors
                 keep &= ~below
-        if CARRIED in names:
-            batch = batch.drop_columns([CARRIED])
         return batch if keep.all() else batch.filter(pa.array(keep))
+
+
+def unmarked(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return batch.drop_columns([CARRIED]) if CARRIED in batch.schema.names else batch
+
+
+@dataclass(frozen=True)
+class LogFloors:
+    """What a run appends to state/log (docs/incremental.md): the new records from each partition's
+    `floors` on (the positions of the log's generation so far; none for a new one), and the records at
+    `held` positions (those the state left waiting for a marker), each once it is settled; with
+    `carried`, every carried record too (the log's first run over a state kept without one)."""
+
+    floors: dict[int, int] = field(default_factory=dict)
+    held: frozenset[tuple[int, int]] = frozenset()
+    carried: bool = False
+
+
+def logged_rows(batch: pa.RecordBatch, log: LogFloors) -> pa.Table | None:
+    """A decode task's rows for state/log from a batch past the resume filter (`ResumeFilter.keep`):
+    settled records of the dump itself (no reader's error, not another topic's) that are new from the
+    log's floors, or at a held position. A carried record is logged only from a held position (the
+    others were logged by the run that first read them), unless the log takes every carried record."""
+    names = batch.schema.names
+    n = batch.num_rows
+    if not n:
+        return None
+    carried = (
+        batch.column(CARRIED).fill_null(False).to_numpy(zero_copy_only=False) if CARRIED in names else np.zeros(n, bool)
+    )
+    valid = batch.column("source_partition").is_valid().to_numpy(zero_copy_only=False)
+    valid &= batch.column("source_offset").is_valid().to_numpy(zero_copy_only=False)
+    if "source_error" in names:
+        valid &= batch.column("source_error").is_null().to_numpy(zero_copy_only=False)
+    if "other_topic" in names:
+        valid &= ~batch.column("other_topic").fill_null(False).to_numpy(zero_copy_only=False)
+    if "transaction" in names:
+        valid &= ~pc.fill_null(pc.equal(batch.column("transaction"), transactions.PENDING), False).to_numpy(
+            zero_copy_only=False
+        )
+    if not valid.any():
+        return None
+    parts = batch.column("source_partition").fill_null(-1).to_numpy(zero_copy_only=False)
+    offs = batch.column("source_offset").fill_null(-1).to_numpy(zero_copy_only=False)
+    floors = np.array([log.floors.get(int(p), 0) for p in parts.tolist()], np.int64) if log.floors else np.zeros(n)
+    take = (carried & log.carried) | (~carried & (offs >= floors))
+    if log.held:
+        held = np.array([(int(p), int(o)) in log.held for p, o in zip(parts.tolist(), offs.tolist(), strict=True)])
+        take |= held
+    take &= valid
+    if not take.any():
+        return None
+    picked = pa.Table.from_batches([batch.filter(pa.array(take))])
+    columns = {}
+    for column in LOG_SCHEMA:
+        if column.name in picked.column_names:
+            columns[column.name] = picked.column(column.name).cast(column.type)
+        else:
+            columns[column.name] = pa.nulls(picked.num_rows, column.type)
+    return pa.table(columns, schema=LOG_SCHEMA)
 
 
 def pending_rows(batch: pa.RecordBatch) -> pa.Table | None:

@@ -12,7 +12,9 @@ files the read commands write), and how the job reads its own tables back.
                  driver), and the clearing of what dead runs left behind
     share_tables the share tables shaped in Arrow from the replay's rows
     read_back    a Delta table this project wrote, read back as a DataFrame (with or without Delta's jars)
-    audit_state  an incremental audit's state: the records it carries and its positions, their lock
+    audit_state  an incremental audit's state: the records it carries, its positions, their lock, and the
+                 log of every record the runs read
+    kept_log     that log read back as a dump, each record once, for history --audit
 
 A new output table is a file in schemas/tables/ (its columns, documented in docs/tables.md) and a call
 to delta.write_delta or delta.write_arrow from the run that fills it, with the run's TableWriter (chosen

@@ -4,12 +4,15 @@
                           partitioned by source_partition, replaced whole by each run that merges
     DIR/state/positions   one row per partition: where the next run reads from, and which version of
                           state/records goes with it (schemas/tables/state_positions.json)
+    DIR/state/log         every record the runs read, appended by each run that merges, for history
+                          --audit (schemas/tables/state_log.json), partitioned by log_generation
 
-A run commits state/records first, then state/positions naming the records version it made. A run killed
-between the two leaves positions that still name the records version before, so the next run reads the
-state the run before left, and reads the new records again. The positions commit is made against the
-version the run read at its start: when another run merged meanwhile, Delta's conflict check refuses it
-(`StateMergedMeanwhile`), so two overlapping runs never both merge. On a local folder a lock file also
+A run commits state/records first, then appends to state/log, then commits state/positions naming the
+records version it made. A run killed before the positions commit leaves positions that still name the
+records version before, so the next run reads the state the run before left, and reads the new records
+again (a record it appends to state/log again is read once: `outputs.kept_log`). The positions commit is
+made against the version the run read at its start: when another run merged meanwhile, Delta's conflict
+check refuses it (`StateMergedMeanwhile`), so two overlapping runs never both merge. On a local folder a lock file also
 makes a second run refuse at its start (`state_lock`).
 
 Written with delta-rs: the state is the tool's own bookkeeping, read back only by it.
@@ -23,7 +26,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -33,7 +36,8 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
-from offset_audit.inputs.resumed import CARRY_SCHEMA
+from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LogFloors
+from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, new_run_dir
 from offset_audit.storage import LOCAL, Storage, is_remote, join
@@ -41,15 +45,20 @@ from offset_audit.storage import LOCAL, Storage, is_remote, join
 STATE = "state"
 RECORDS = f"{STATE}/records"
 POSITIONS = f"{STATE}/positions"
+LOG = f"{STATE}/log"
 # Raised when the state's layout changes: a run refuses a state of a newer layout and reads one of an
 # older layout again from the start.
 STATE_FORMAT = 1
 LOCK_FILE = ".lock"
-STATE_TABLES = (RECORDS, POSITIONS)
+STATE_TABLES = (RECORDS, POSITIONS, LOG)
 
 
 def positions_schema() -> pa.Schema:
     return to_arrow_schema(table_schema("state_positions").struct(), timezone="UTC")
+
+
+def log_schema() -> pa.Schema:
+    return to_arrow_schema(table_schema("state_log").struct())
 
 
 @dataclass(frozen=True)
@@ -274,7 +283,6 @@ def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> pa.Tabl
     of each key in log order, less tombstones (a tombstone that is its key's last record hides nothing
     left in the state), and every pending transactional record."""
     from offset_audit.decoding.compaction import RAW_KEY, last_per_key
-    from offset_audit.inputs.transactions import PENDING
 
     parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files]
     if not parts:
@@ -287,3 +295,89 @@ def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> pa.Tabl
     settled = settled.filter(pc.is_valid(settled.column("value")))
     kept = pa.concat_tables([settled, carried.filter(pending)])
     return kept.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA)
+
+
+@dataclass(frozen=True)
+class StoredLog:
+    """state/log as the runs before left it: its version, its newest generation, and each generation's
+    files and records (the files of runs killed before they merged included: history --audit reads each
+    record once)."""
+
+    version: int | None = None
+    generation: int = 0
+    files: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    records: dict[int, int] = field(default_factory=dict)
+
+
+def read_log(output: str, storage: Storage = LOCAL) -> StoredLog:
+    from deltalake import DeltaTable
+
+    path = join(output, LOG)
+    options = storage.delta_options
+    if not DeltaTable.is_deltatable(path, storage_options=options):
+        return StoredLog()
+    table = DeltaTable(path, storage_options=options)
+    files: dict[int, tuple[str, ...]] = {}
+    records: dict[int, int] = {}
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+        generation = int(action[f"partition.{LOG_GENERATION}"])
+        files[generation] = (*files.get(generation, ()), join(path, action["path"]))
+        records[generation] = records.get(generation, 0) + int(action.get("num_records") or 0)
+    return StoredLog(table.version(), max(files, default=0), files, records)
+
+
+def log_floors(stored: StoredState | None, storage: Storage = LOCAL) -> LogFloors:
+    """What a run appends to a generation of state/log it continues: from the stored positions on (the
+    records before them were appended by the runs that read them), and the records the state holds as
+    pending, once settled. Without a state it can read, everything read (history --audit reads a record
+    appended twice once)."""
+    if stored is None or stored.state_format != STATE_FORMAT:
+        return LogFloors()
+    held = set()
+    for partition, files in stored.record_files.items():
+        for f in files:
+            table = pq.read_table(storage.parquet_source(f), columns=["source_offset", "transaction"])
+            pending = pc.fill_null(pc.equal(table.column("transaction"), PENDING), False)
+            held.update((partition, int(o)) for o in table.column("source_offset").filter(pending).to_pylist())
+    return LogFloors({p: position.next_offset for p, position in stored.positions.items()}, frozenset(held))
+
+
+def closing_files(output: str, stored: StoredState, generation: int, storage: Storage = LOCAL) -> list[DataFile]:
+    """The records a generation ends with that state/log does not hold: the state's pending ones. The
+    topic that would have settled them is gone; a history of that log shows them pending, as a full
+    read of it did."""
+    from offset_audit.inputs.resumed import LOG_SCHEMA
+
+    parts = []
+    for partition, files in sorted(stored.record_files.items()):
+        for f in files:
+            table = pq.read_table(storage.parquet_source(f))
+            table = table.filter(pc.fill_null(pc.equal(table.column("transaction"), PENDING), False))
+            if table.num_rows:
+                column = pa.array(np.full(table.num_rows, partition, np.int32))
+                parts.append(table.append_column("source_partition", column).select(LOG_SCHEMA.names).cast(LOG_SCHEMA))
+    if not parts:
+        return []
+    path = join(log_dir(output, generation), f"part-{uuid.uuid4().hex[:12]}.parquet")
+    table = pa.concat_tables(parts)
+    with storage.open_output_stream(path) as sink:
+        pq.write_table(table, sink, compression="snappy")
+        size = sink.tell()
+    return [DataFile(path, table.num_rows, size, {LOG_GENERATION: str(generation)})]
+
+
+def log_dir(output: str, generation: int) -> str:
+    """Where a run's tasks write their state/log files: a fresh folder in the generation's partition."""
+    return new_run_dir(join(output, LOG, f"{LOG_GENERATION}={generation}"))
+
+
+def append_log(output: str, files: list[DataFile], generation: int, run_id: str, storage: Storage = LOCAL) -> int:
+    """Append a run's state/log files (one commit), into `generation` where a file names none; the
+    version made. Committed before the positions: a run killed between the two leaves records the next
+    run appends again, which history --audit reads once."""
+    marked = [
+        f if f.partition_values else replace(f, partition_values={LOG_GENERATION: str(generation)}) for f in files
+    ]
+    return commit_files(
+        join(output, LOG), marked, log_schema(), "append", [LOG_GENERATION], run_id=run_id, storage=storage
+    )

@@ -38,7 +38,15 @@ from offset_audit.decoding.decoder import (
 from offset_audit.decoding.fast_commits import key_types
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
-from offset_audit.inputs.resumed import ResumeFilter, carry_table, pending_rows
+from offset_audit.inputs.resumed import (
+    LOG_SCHEMA,
+    LogFloors,
+    ResumeFilter,
+    carry_table,
+    logged_rows,
+    pending_rows,
+    unmarked,
+)
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
 from offset_audit.layouts.tables import parse_type
@@ -55,13 +63,15 @@ STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
 # epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`);
 # for an incremental audit also how far each partition's records reach (kind "end") and how many
-# carried records it decoded (kind "carried"), and its file of records to carry (table_name CARRY).
+# carried records it decoded (kind "carried"), its file of records to carry (table_name CARRY) and its
+# file of records for state/log (table_name LOG).
 TASK_REPORT = parse_type(
     "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
     "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
     "source_partition:int,end_offset:bigint>"
 )
 CARRY = "_carry"
+LOG = "_log"
 _REPORT_ARROW = to_arrow_schema(TASK_REPORT)
 
 
@@ -179,6 +189,9 @@ def _decode_and_write(
         files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
     kept_apart = ResumeFilter(resume.floors) if resume is not None else None
+    log_file = None
+    if resume is not None and resume.log is not None:
+        log_file = _TableFile(join(resume.log_dir, f"{prefix}.parquet"), LOG_SCHEMA, storage)
     pending: list[pa.Table] = []
     state_types = np.array(sorted(layouts), np.int64)
     counts: Counter = Counter()
@@ -199,7 +212,10 @@ def _decode_and_write(
 
     for batch in batches:
         if kept_apart is not None:
-            batch = kept_apart.take(batch)
+            batch = kept_apart.keep(batch)
+            if log_file is not None and (logged := logged_rows(batch, resume.log)) is not None:
+                log_file.add(logged)
+            batch = unmarked(batch)
             if (held := pending_rows(batch)) is not None:
                 pending.append(held)
         read += batch.num_rows
@@ -224,6 +240,12 @@ def _decode_and_write(
     report = [{"kind": "read", "rows": read}]
     if kept_apart is not None:
         report += _carry(kept_apart, last, pending, resume.carry_dir, prefix, storage)
+    if log_file is not None:
+        log_file.close()
+        if log_file.rows:
+            report.append(
+                {"kind": "file", "table_name": LOG, "path": log_file.path, "rows": log_file.rows, "size": log_file.size}
+            )
     report += [{"kind": "newest", "rows": newest}] if newest is not None else []
     report += [{"kind": "note", "table_name": note, "rows": n} for note, n in notes.items()]
     for name, written in files.items():
@@ -250,11 +272,14 @@ def _decode_and_write(
 
 @dataclass(frozen=True)
 class Resumed:
-    """An incremental audit's part in the decode tasks: each partition's position, and the folder the
-    tasks leave their records to carry in."""
+    """An incremental audit's part in the decode tasks: each partition's position, the folder the
+    tasks leave their records to carry in, and what they append to state/log and where (None: no log
+    is kept)."""
 
     floors: dict[int, int]
     carry_dir: str
+    log: LogFloors | None = None
+    log_dir: str | None = None
 
 
 def _carry(
@@ -293,6 +318,7 @@ class DecodedFiles:
     carried: int = 0
     ends: dict[int, int] = field(default_factory=dict)
     carry_files: list[str] = field(default_factory=list)
+    log_files: list[DataFile] = field(default_factory=list)
 
 
 def decode_to_files(
@@ -354,10 +380,12 @@ def decode_to_files(
     newest = None
     notes: Counter = Counter()
     read = 0
-    carried, ends, carry_files = 0, {}, []
+    carried, ends, carry_files, log_files = 0, {}, [], []
     for row in reports:
         if row.kind == "file" and row.table_name == CARRY:
             carry_files.append(row.path)
+        elif row.kind == "file" and row.table_name == LOG:
+            log_files.append(DataFile(row.path, row.rows, row.size))
         elif row.kind == "carried":
             carried += row.rows
         elif row.kind == "end":
@@ -375,7 +403,7 @@ def decode_to_files(
                 row.rows
             )
     stamp = datetime_of(newest)
-    return DecodedFiles(counts, files, stamp, notes, read, carried, ends, carry_files)
+    return DecodedFiles(counts, files, stamp, notes, read, carried, ends, carry_files, log_files)
 
 
 def commit_decoded(

@@ -123,6 +123,7 @@ def audit_with_state(
         facts = incremental.input_facts(spark, inputs, settings)
         plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, output)
         for attempt in (1, 2):
+            log = incremental.log_plan(output, plan, settings)
             report.state, report.state_reason = plan.state, plan.reason
             newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
             try:
@@ -136,8 +137,10 @@ def audit_with_state(
                     False,
                     carry=True,
                     resume=plan.resume,
-                    check=incremental.check_ends(plan),
+                    check=incremental.check_ends(plan, log),
                     newest_before=datetime_of(newest),
+                    log=None if log is None else log.floors,
+                    log_dir=None if log is None else log.folder,
                 ) as state:
                     result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
                     progress.begin("merging the audit's state")
@@ -152,6 +155,9 @@ def audit_with_state(
                         input_format,
                         report.run_id,
                         storage,
+                        log,
+                        state.decoded.log_files,
+                        report,
                     )
                     if why_not is not None:
                         report.state_reason = why_not
@@ -159,7 +165,7 @@ def audit_with_state(
             except incremental.ReadAgain as again:
                 if attempt == 2:
                     raise
-                plan = incremental.Plan(stored, None, incremental.RESET, str(again))
+                plan = incremental.Plan(stored, None, incremental.RESET, str(again), new_log=True)
                 report.reset_counts()
     raise AssertionError("unreachable")
 

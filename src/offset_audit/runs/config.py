@@ -84,6 +84,7 @@ KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
         "check_interval_ms": _WHOLE,
         "as_of": _TEXT,
         "delete_retention_ms": _WHOLE,
+        "keep_log": _FLAG,
     },
     "output": {"writer": _TEXT},
     "metrics": {
@@ -170,6 +171,7 @@ FLAG_NAMES: dict[str, tuple[str, str]] = {
     "check_interval_ms": ("audit", "check_interval_ms"),
     "as_of": ("audit", "as_of"),
     "delete_retention_ms": ("audit", "delete_retention_ms"),
+    "keep_log": ("audit", "keep_log"),
     "writer": ("output", "writer"),
     **{f"metrics_{name}": ("metrics", name) for name in MetricsSettings.__dataclass_fields__},
 }
@@ -226,6 +228,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "check_interval_ms": audit.get("check_interval_ms", default.check_interval_ms),
         "as_of": audit.get("as_of", default.as_of),
         "delete_retention_ms": audit.get("delete_retention_ms", default.delete_retention_ms),
+        "keep_log": audit.get("keep_log", default.keep_log),
         "writer": section("output").get("writer", default.writer),
         "kafka_version": str(section("kafka").get("version", default.kafka_version)),
         **_metrics(section("metrics"), default),

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved, resumed_source
-from offset_audit.inputs.resumed import Resume
-from offset_audit.outputs.delta import TableWriter, write_delta
+from offset_audit.inputs.resumed import LogFloors, Resume
+from offset_audit.outputs.delta import DataFile, TableWriter, write_delta
 from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
 from offset_audit.outputs.read_back import bytes_skipped
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
@@ -53,6 +53,8 @@ class Decoded:
     # records to carry to the next run.
     ends: dict[int, int] = field(default_factory=dict)
     carry_files: list[str] = field(default_factory=list)
+    # Its files for state/log, not yet committed (`log` of decode_dump).
+    log_files: list[DataFile] = field(default_factory=list)
 
 
 def decode_dump(
@@ -67,6 +69,9 @@ def decode_dump(
     resume: Resume | None = None,
     carry_to: str | None = None,
     check: Callable[[dict[int, int]], None] | None = None,
+    log: LogFloors | None = None,
+    log_dir: str | None = None,
+    source: DataFrame | FileUnits | None = None,
 ) -> Decoded:
     """Decode the dump into the decode tables under `output`, filling `report`'s counts.
 
@@ -76,14 +81,18 @@ def decode_dump(
     every task decode only its last record of each key and write its commits to that folder instead of
     offset_commits, which is then committed empty. `carry_to` (an incremental audit, with
     `compact_commits_to`; `resume` when it resumes from a state) makes the tasks leave there what the
-    next run carries; `check` sees how far each partition's records reached before anything is committed.
+    next run carries; `check` sees how far each partition's records reached before anything is committed;
+    `log` (with `carry_to`) makes them write what state/log takes into files under `log_dir`. `source`
+    (direct route) is read instead of `inputs`: records the tool kept (history --audit).
     """
     settings = resolved(settings, inputs)
     storage = writer.storage
     report.input_format = settings.input.format
     route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
-        if resume is not None:
+        if source is not None:
+            pass
+        elif resume is not None:
             source = resumed_source(spark, inputs, settings, resume)
         else:
             source = raw_source(spark, inputs, settings)
@@ -109,7 +118,9 @@ def decode_dump(
             compact_commits_to,
             storage=storage,
             commit_buckets=COMMIT_BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism,
-            resume=None if carry_to is None else Resumed(resume.floors if resume is not None else {}, carry_to),
+            resume=None
+            if carry_to is None
+            else Resumed(resume.floors if resume is not None else {}, carry_to, log, log_dir),
         )
         report.records_read = result.records_read if known is None else known
         report.records_carried = result.carried
@@ -119,7 +130,9 @@ def decode_dump(
         check_reconciles(report)  # nothing is committed unless every record is accounted for
         if check is not None:
             check(result.ends)
-        decoded = Decoded(result.newest_record, ends=result.ends, carry_files=result.carry_files)
+        decoded = Decoded(
+            result.newest_record, ends=result.ends, carry_files=result.carry_files, log_files=result.log_files
+        )
         if compact_commits_to is not None:
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
             decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
@@ -128,7 +141,7 @@ def decode_dump(
         for name, written in commit_decoded(output, result.files, run_id=report.run_id, storage=storage).items():
             report.wrote(name, written)
         return decoded
-    raw = load_raw_records(spark, inputs, settings)
+    raw = source if isinstance(source, DataFrame) else load_raw_records(spark, inputs, settings)
     progress.begin(f"decoding the dump ({settings.input.format})")
     report.records_read = raw.count()
     decoded = decoder.decode_records(raw, settings.input.topic, settings.decode.fast_path).persist(

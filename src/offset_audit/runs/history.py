@@ -18,6 +18,7 @@ from offset_audit.coordinator import history
 from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
+from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import write_snapshot
@@ -91,6 +92,7 @@ class HistoryResult:
     timeline: list[dict] = field(default_factory=list)  # the events of --group, in log order
     retention: RetentionBound = field(default_factory=RetentionBound)
     groups: list[str] = field(default_factory=list)
+    kept: KeptLog | None = None
 
 
 def run_history(
@@ -101,12 +103,20 @@ def run_history(
     groups: list[str] | None = None,
     topic: str | None = None,
     snapshot_id: str | None = None,
+    kept: KeptLog | None = None,
 ) -> HistoryResult:
+    """`kept` (history --audit): the records incremental audits kept in an audit folder are the dump."""
+    source = None
+    if kept is not None:
+        inputs = [kept.path]
+        settings = settings.replaced("input", format=kept.input_format)
     report = DecodeReport.start("history", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     storage = writer.storage
+    if kept is not None:
+        source = kept_records(spark, kept, settings.input.topic, storage)
     decoded_dir = join(output, DECODED)
-    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer)
+    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer, source=source)
     report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
     report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
     log = history.DecodedLog(
@@ -128,7 +138,7 @@ def run_history(
     )
     progress.begin(f"writing {HISTORY_TABLE}")
     write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, writer)
-    result = HistoryResult(report, snapshot, settings.audit.retention_minutes, groups=list(groups or []))
+    result = HistoryResult(report, snapshot, settings.audit.retention_minutes, groups=list(groups or []), kept=kept)
     _summarise(spark, result, output, snapshot, storage, groups, settings.audit.check_interval_ms)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
     report.finished_at = datetime.now(UTC)

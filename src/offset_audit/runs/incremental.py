@@ -16,14 +16,21 @@ from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import input_paths, log_units, resolved
-from offset_audit.inputs.resumed import InputFacts, Resume, folder_facts, segments_to_open
+from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, folder_facts, segments_to_open
 from offset_audit.outputs.audit_state import (
+    LOG,
     STATE_FORMAT,
     Position,
     StateMergedMeanwhile,
+    StoredLog,
     StoredState,
+    append_log,
     check_unlocked,
+    closing_files,
     compacted_state,
+    log_dir,
+    log_floors,
+    read_log,
     read_state,
     write_positions,
     write_records,
@@ -40,7 +47,8 @@ RESUMABLE = (log_files.SEGMENTS, "parquet", "delta", "kafka")
 
 
 class ReadAgain(Exception):
-    """Found while reading: the positions cannot be resumed from; the run reads everything instead."""
+    """Found while reading: the log is not the one the state was read from (its offsets went backwards);
+    the run reads everything instead, as a new generation of state/log."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,37 @@ class Plan:
     resume: Resume | None
     state: str
     reason: str | None = None
+    # The topic is not the one the state was read from (recreated): state/log starts a new generation.
+    new_log: bool = False
+
+
+@dataclass(frozen=True)
+class LogPlan:
+    """What a run appends to state/log: from which floors, into which generation, where its tasks write
+    the files (None: `[audit] keep_log` is off)."""
+
+    floors: LogFloors
+    generation: int
+    folder: str
+    # The generation a recreated topic ends (its pending records go in with this run's).
+    closing: int | None = None
+
+
+def log_plan(output: str, plan_: Plan, settings: Settings) -> LogPlan | None:
+    if not settings.audit.keep_log:
+        return None
+    storage = for_settings(settings)
+    stored_log: StoredLog = read_log(output, storage)
+    if stored_log.generation == 0:
+        # The log's first run (the state's too, or a state kept without a log so far): what the state
+        # carries of the runs before is all that is left of them, and goes in with the new records.
+        floors, generation = LogFloors(carried=True), 1
+    elif plan_.new_log:
+        folder = log_dir(output, stored_log.generation + 1)
+        return LogPlan(LogFloors(), stored_log.generation + 1, folder, closing=stored_log.generation)
+    else:
+        floors, generation = log_floors(plan_.stored, storage), stored_log.generation
+    return LogPlan(floors, generation, log_dir(output, generation))
 
 
 def check_resumable(settings: Settings, keep_decoded: bool) -> None:
@@ -145,11 +184,12 @@ def plan(
             f"the state in '{output}' belongs to cluster {stored.cluster_id}, the input to cluster "
             f"{facts.cluster_id}; give each cluster its own --output"
         )
+    recreated = _recreated(stored, facts)
     if mode == FULL:
-        return Plan(stored, None, READ_ALL)
-    reason = _why_read_all(stored, facts, input_format, delete_retention_ms, now or datetime.now(UTC))
+        return Plan(stored, None, READ_ALL, new_log=recreated is not None)
+    reason = recreated or _why_read_all(stored, facts, input_format, delete_retention_ms, now or datetime.now(UTC))
     if reason is not None:
-        return Plan(stored, None, RESET, reason)
+        return Plan(stored, None, RESET, reason, new_log=recreated is not None)
     floors = {p: position.next_offset for p, position in stored.positions.items()}
     return Plan(stored, Resume(floors, stored.record_files), RESUMED)
 
@@ -168,9 +208,6 @@ def _why_read_all(
         if facts.whole_topic and len(facts.partitions) != len(stored.positions):
             return f"the partition count changed from {len(stored.positions)} to {len(facts.partitions)}"
     for partition, position in sorted(stored.positions.items()):
-        topic_id = facts.topic_ids.get(partition)
-        if topic_id and position.topic_id and topic_id != position.topic_id:
-            return f"partition {partition}'s topic id changed (the topic was recreated)"
         start = facts.log_starts.get(partition)
         if start is not None and start > position.next_offset:
             return (
@@ -196,6 +233,14 @@ def _why_read_all(
     return None
 
 
+def _recreated(stored: StoredState, facts: InputFacts) -> str | None:
+    for partition, position in sorted(stored.positions.items()):
+        topic_id = facts.topic_ids.get(partition)
+        if topic_id and position.topic_id and topic_id != position.topic_id:
+            return f"partition {partition}'s topic id changed (the topic was recreated)"
+    return None
+
+
 def _ago(ms: float) -> str:
     """A gap in its largest whole unit: "2 days", "5 hours", "12 minutes"."""
     for unit, size in (("day", 86_400_000), ("hour", 3_600_000), ("minute", MINUTE_MS)):
@@ -205,14 +250,19 @@ def _ago(ms: float) -> str:
     return "less than a minute"
 
 
-def check_ends(plan_: Plan):
+def check_ends(plan_: Plan, log: LogPlan | None = None):
     """The check made once the new records are read, before anything is committed: a partition whose
-    records now end below its position had its offsets go backwards (the topic was recreated)."""
+    records now end below its position (or below state/log's, when everything is read again) had its
+    offsets go backwards (the topic was recreated)."""
 
     def check(ends: dict[int, int]) -> None:
-        if plan_.resume is None:
+        if plan_.resume is not None:
+            floors = plan_.resume.floors
+        elif log is not None:
+            floors = log.floors.floors
+        else:
             return
-        for partition, floor in sorted(plan_.resume.floors.items()):
+        for partition, floor in sorted(floors.items()):
             end = ends.get(partition)
             if end is not None and end < floor:
                 raise ReadAgain(
@@ -255,12 +305,26 @@ def merge_state(
     input_format: str,
     run_id: str,
     storage: Storage,
+    log: LogPlan | None = None,
+    log_files: list | None = None,
+    report=None,
 ) -> str | None:
-    """Replace the state with this run's; None when merged, else why not (another run merged first)."""
+    """Replace the state with this run's, after appending its records to state/log; None when merged,
+    else why not (another run merged first)."""
     records = compacted_state(carry_files, storage)
     positions = new_positions(plan_, facts, ends, newest_ms, input_format)
     read_version = plan_.stored.positions_version if plan_.stored is not None else None
     records_version = write_records(output, records, run_id, storage)
+    if log is not None and report is not None:
+        report.records_logged = 0
+    if log is not None and log.closing is not None and plan_.stored is not None:
+        log_files = [*closing_files(output, plan_.stored, log.closing, storage), *(log_files or [])]
+    if log is not None and log_files:
+        progress.begin("appending the records read to state/log")
+        version = append_log(output, log_files, log.generation, run_id, storage)
+        if report is not None:
+            report.records_logged = sum(f.rows for f in log_files)
+            report.table_versions[LOG] = version
     # A run killed here leaves positions that still name the records of the run before.
     progress.begin("committing the state's positions")
     try:

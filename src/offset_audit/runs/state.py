@@ -17,7 +17,7 @@ from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, new
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
-from offset_audit.inputs.resumed import Resume
+from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
@@ -157,6 +157,8 @@ def coordinator_state(
     resume: Resume | None = None,
     check: Callable[[dict[int, int]], None] | None = None,
     newest_before: datetime | None = None,
+    log: LogFloors | None = None,
+    log_dir: str | None = None,
 ) -> Iterator[CoordinatorState]:
     """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block.
 
@@ -168,7 +170,8 @@ def coordinator_state(
     `carry` (an incremental audit): the decode tasks also leave what the next run carries, in the
     scratch folder, read by `runs.incremental.merge_state` before the block ends; `resume` reads the
     state's carried records and the input past its positions; `check` sees how far each partition
-    reached before anything is committed; `newest_before` is the newest record of the runs before.
+    reached before anything is committed; `newest_before` is the newest record of the runs before;
+    `log` and `log_dir`: what the tasks write for state/log, and where.
     """
     decoded_dir = join(output, DECODED)
     storage = writer.storage
@@ -190,6 +193,8 @@ def coordinator_state(
             resume=resume,
             carry_to=carry_to,
             check=check,
+            log=log,
+            log_dir=log_dir,
         )
         if newest_before is not None and (decoded.newest_record is None or decoded.newest_record < newest_before):
             decoded.newest_record = newest_before

@@ -118,6 +118,7 @@ def audit_document(result: Any, output: str, alerts: dict | None = None) -> dict
                     "reason": report.state_reason,
                     "records_carried": report.records_carried,
                     "records_new": report.records_read - report.records_carried,
+                    "records_appended_to_log": report.records_logged,
                 }
             }
             if report.state is not None
@@ -193,6 +194,17 @@ def history_document(result: Any, output: str) -> dict:
         **_run(report, output),
         "snapshot_id": result.snapshot_id,
         "retention_minutes": result.retention_minutes,
+        **(
+            {
+                "kept_log": {
+                    "log_generation": result.kept.generation,
+                    "generations": sorted(result.kept.log.files),
+                    "records_appended": result.kept.records,
+                }
+            }
+            if result.kept is not None
+            else {}
+        ),
         "counts": _counts(report),
         "events": [
             {"event": event, "cause": cause, "rows": rows}

@@ -93,6 +93,16 @@ def state_lines(report) -> list[str]:
     state was not merged."""
     if report.state is None:
         return []
+    return [*_state_use(report), *_log_lines(report)]
+
+
+def _log_lines(report) -> list[str]:
+    if report.records_logged is None:
+        return []
+    return [f"  state/log: +{_n(report.records_logged)} records, for history --audit"]
+
+
+def _state_use(report) -> list[str]:
     new = report.records_read - report.records_carried
     reason = terminal(report.state_reason or "")
     if report.state == "resumed":
@@ -334,6 +344,20 @@ def timeline(group_events: list[dict]) -> list[str]:
     return lines
 
 
+def _kept_log_lines(kept) -> list[str]:
+    """Where history --audit read from: which generation of the kept log, and how many there are."""
+    if kept is None:
+        return []
+    others = [g for g in sorted(kept.log.files) if g != kept.generation]
+    line = (
+        f"  read from what audit --incremental runs kept: log generation {kept.generation} "
+        f"({_n(kept.records)} records appended)"
+    )
+    if others:
+        line += f"; the topic was recreated, other generations: {', '.join(map(str, others))} (--log-generation N)"
+    return [line]
+
+
 def history_summary(result, output: str) -> str:
     report = result.report
     counts = result.events_by_kind
@@ -357,6 +381,7 @@ def history_summary(result, output: str) -> str:
         + (f", unknown {_n(deleted[events.UNKNOWN])}" if deleted[events.UNKNOWN] else ""),
         f"  groups deleted: expired {_n(groups_deleted[events.EXPIRED])}, by request "
         f"{_n(groups_deleted[events.DELETED_BY_REQUEST])}",
+        *_kept_log_lines(result.kept),
     ]
     bound = result.retention
     if bound.tombstones:
@@ -389,11 +414,21 @@ def history_summary(result, output: str) -> str:
         )
     if len(reach) > 20:
         lines.append(f"    ... {_n(len(reach) - 20)} more in offset_history")
+    if result.kept is None:
+        caveat = [
+            "  A compacted log keeps only the last record of each key up to the cleaner's point, and tombstones only",
+            "  delete.retention.ms (24 h by default) after cleaning: older commits and deletions may be gone. Log",
+            "  segments with their uncompacted head tell the most.",
+        ]
+    else:
+        caveat = [
+            "  The runs kept every record they read, those the cleaner removed since included; a record the cleaner",
+            "  removed before any run read it is not there. Each run reading every segment the broker rolled keeps",
+            "  them all.",
+        ]
     lines += [
         "",
-        "  A compacted log keeps only the last record of each key up to the cleaner's point, and tombstones only",
-        "  delete.retention.ms (24 h by default) after cleaning: older commits and deletions may be gone. Log",
-        "  segments with their uncompacted head tell the most.",
+        *caveat,
         "",
         f"  Delta tables under {terminal(output)}:",
     ]
