@@ -56,6 +56,8 @@ UNIT_SECONDS: dict[str, float] = {
     "tests/runs/test_live_incremental.py": 125,
     "tests/runs/test_incremental.py::test_incremental_runs_equal_a_full_read": 100,
     "tests/runs/test_incremental.py::test_a_run_killed_at_any_stage_leaves_a_state_the_next_run_answers_rightly": 16,
+    # Six runs, then a history of what they kept and of the log before cleaning per generation: 83 s alone.
+    "tests/runs/test_incremental.py::test_history_of_an_audit_is_the_history_of_its_log_before_the_cleaner_ran": 83,
 }
 
 

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
-from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LogFloors
+from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, LogFloors
 from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, new_run_dir
@@ -333,33 +333,31 @@ def log_floors(stored: StoredState | None, storage: Storage = LOCAL) -> LogFloor
     appended twice once)."""
     if stored is None or stored.state_format != STATE_FORMAT:
         return LogFloors()
-    held = set()
-    for partition, files in stored.record_files.items():
-        for f in files:
-            table = pq.read_table(storage.parquet_source(f), columns=["source_offset", "transaction"])
-            pending = pc.fill_null(pc.equal(table.column("transaction"), PENDING), False)
-            held.update((partition, int(o)) for o in table.column("source_offset").filter(pending).to_pylist())
+    pending = _pending_records(stored, storage)
+    held = zip(pending.column("source_partition").to_pylist(), pending.column("source_offset").to_pylist(), strict=True)
     return LogFloors({p: position.next_offset for p, position in stored.positions.items()}, frozenset(held))
+
+
+def _pending_records(stored: StoredState, storage: Storage) -> pa.Table:
+    """The state's records still waiting for a marker, in state/log's columns."""
+    parts = [LOG_SCHEMA.empty_table()]
+    for partition, files in sorted(stored.record_files.items()):
+        for f in files:
+            table = pq.read_table(storage.parquet_source(f))
+            table = table.filter(pc.fill_null(pc.equal(table.column("transaction"), PENDING), False))
+            column = pa.array(np.full(table.num_rows, partition, np.int32))
+            parts.append(table.append_column("source_partition", column).select(LOG_SCHEMA.names).cast(LOG_SCHEMA))
+    return pa.concat_tables(parts)
 
 
 def closing_files(output: str, stored: StoredState, generation: int, storage: Storage = LOCAL) -> list[DataFile]:
     """The records a generation ends with that state/log does not hold: the state's pending ones. The
     topic that would have settled them is gone; a history of that log shows them pending, as a full
     read of it did."""
-    from offset_audit.inputs.resumed import LOG_SCHEMA
-
-    parts = []
-    for partition, files in sorted(stored.record_files.items()):
-        for f in files:
-            table = pq.read_table(storage.parquet_source(f))
-            table = table.filter(pc.fill_null(pc.equal(table.column("transaction"), PENDING), False))
-            if table.num_rows:
-                column = pa.array(np.full(table.num_rows, partition, np.int32))
-                parts.append(table.append_column("source_partition", column).select(LOG_SCHEMA.names).cast(LOG_SCHEMA))
-    if not parts:
+    table = _pending_records(stored, storage)
+    if not table.num_rows:
         return []
     path = join(log_dir(output, generation), f"part-{uuid.uuid4().hex[:12]}.parquet")
-    table = pa.concat_tables(parts)
     with storage.open_output_stream(path) as sink:
         pq.write_table(table, sink, compression="snappy")
         size = sink.tell()
