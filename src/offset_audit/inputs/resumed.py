@@ -338,14 +338,7 @@ def logged_rows(batch: pa.RecordBatch, log: LogFloors) -> pa.Table | None:
     take &= valid
     if not take.any():
         return None
-    picked = pa.Table.from_batches([batch.filter(pa.array(take))])
-    columns = {}
-    for column in LOG_SCHEMA:
-        if column.name in picked.column_names:
-            columns[column.name] = picked.column(column.name).cast(column.type)
-        else:
-            columns[column.name] = pa.nulls(picked.num_rows, column.type)
-    return pa.table(columns, schema=LOG_SCHEMA)
+    return in_columns(pa.Table.from_batches([batch.filter(pa.array(take))]), LOG_SCHEMA)
 
 
 def pending_rows(batch: pa.RecordBatch) -> pa.Table | None:
@@ -359,16 +352,18 @@ def pending_rows(batch: pa.RecordBatch) -> pa.Table | None:
     return carry_table(picked)
 
 
+def in_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in `schema`'s columns and types; a column it lacks is null."""
+    n = table.num_rows
+    return pa.table(
+        [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(n, f.type) for f in schema],
+        schema=schema,
+    )
+
+
 def carry_table(table: pa.Table) -> pa.Table:
     """Rows in the carried columns (a producer id only where a record is still pending)."""
-    n = table.num_rows
-    columns = {}
-    for column in CARRY_SCHEMA:
-        if column.name in table.column_names:
-            columns[column.name] = table.column(column.name).cast(column.type)
-        else:
-            columns[column.name] = pa.nulls(n, column.type)
-    out = pa.table(columns)
+    out = in_columns(table, CARRY_SCHEMA)
     pending = pc.fill_null(pc.equal(out.column("transaction"), transactions.PENDING), False)
     producers = pc.if_else(pending, out.column("producer_id"), pa.scalar(None, pa.int64()))
     return out.set_column(out.schema.get_field_index("producer_id"), "producer_id", producers)

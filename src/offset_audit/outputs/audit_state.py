@@ -333,12 +333,12 @@ def log_floors(stored: StoredState | None, storage: Storage = LOCAL) -> LogFloor
     appended twice once)."""
     if stored is None or stored.state_format != STATE_FORMAT:
         return LogFloors()
-    pending = _pending_records(stored, storage)
+    pending = pending_records(stored, storage)
     held = zip(pending.column("source_partition").to_pylist(), pending.column("source_offset").to_pylist(), strict=True)
     return LogFloors({p: position.next_offset for p, position in stored.positions.items()}, frozenset(held))
 
 
-def _pending_records(stored: StoredState, storage: Storage) -> pa.Table:
+def pending_records(stored: StoredState, storage: Storage) -> pa.Table:
     """The state's records still waiting for a marker, in state/log's columns."""
     parts = [LOG_SCHEMA.empty_table()]
     for partition, files in sorted(stored.record_files.items()):
@@ -347,14 +347,14 @@ def _pending_records(stored: StoredState, storage: Storage) -> pa.Table:
             table = table.filter(pc.fill_null(pc.equal(table.column("transaction"), PENDING), False))
             column = pa.array(np.full(table.num_rows, partition, np.int32))
             parts.append(table.append_column("source_partition", column).select(LOG_SCHEMA.names).cast(LOG_SCHEMA))
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts).combine_chunks()  # one chunk: Spark's createDataFrame reads it by chunk
 
 
 def closing_files(output: str, stored: StoredState, generation: int, storage: Storage = LOCAL) -> list[DataFile]:
     """The records a generation ends with that state/log does not hold: the state's pending ones. The
     topic that would have settled them is gone; a history of that log shows them pending, as a full
     read of it did."""
-    table = _pending_records(stored, storage)
+    table = pending_records(stored, storage)
     if not table.num_rows:
         return []
     path = join(log_dir(output, generation), f"part-{uuid.uuid4().hex[:12]}.parquet")

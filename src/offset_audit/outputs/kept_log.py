@@ -15,25 +15,16 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from offset_audit.errors import UserError
 from offset_audit.inputs.parquet_files import read_parquet_files
-from offset_audit.inputs.transactions import PENDING
-from offset_audit.outputs.audit_state import LOG, StoredLog, StoredState, read_log, read_state
+from offset_audit.inputs.resumed import LOG_SCHEMA
+from offset_audit.outputs.audit_state import LOG, StoredLog, StoredState, pending_records, read_log, read_state
 from offset_audit.storage import LOCAL, Storage, join
 
-_FILE = StructType(
-    [
-        StructField("source_partition", IntegerType()),
-        StructField("source_offset", LongType()),
-        StructField("record_timestamp_ms", LongType()),
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("transaction", StringType()),
-    ]
-)
-_STATE = StructType([f for f in _FILE.fields if f.name != "source_partition"])
+# state/log's file columns as Spark reads them (schemas/tables/state_log.json).
+_FILE = from_arrow_schema(LOG_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -81,13 +72,8 @@ def kept_records(spark: SparkSession, kept: KeptLog, topic: str, storage: Storag
         )
     ]
     if kept.generation == kept.log.generation and kept.state is not None:
-        for partition, files in sorted(kept.state.record_files.items()):
-            rows = read_parquet_files(spark, list(files), _STATE, storage).where(F.col("transaction") == PENDING)
-            frames.append(
-                rows.select(F.lit(partition).cast("int").alias("source_partition"), *_STATE.fieldNames()).withColumn(
-                    "_pending", F.lit(True)
-                )
-            )
+        pending = spark.createDataFrame(pending_records(kept.state, storage), schema=_FILE)
+        frames.append(pending.withColumn("_pending", F.lit(True)))
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)

@@ -90,12 +90,12 @@ def decode_dump(
     report.input_format = settings.input.format
     route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
-        if source is not None:
-            pass
-        elif resume is not None:
-            source = resumed_source(spark, inputs, settings, resume)
-        else:
-            source = raw_source(spark, inputs, settings)
+        if source is None:
+            source = (
+                resumed_source(spark, inputs, settings, resume)
+                if resume is not None
+                else raw_source(spark, inputs, settings)
+            )
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
         # their readers turn unreadable input into error rows, so nothing escapes the count. A resumed
         # read drops the records below its positions as it reads: its tasks count.

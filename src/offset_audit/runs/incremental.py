@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
@@ -35,6 +36,7 @@ from offset_audit.outputs.audit_state import (
     write_positions,
     write_records,
 )
+from offset_audit.outputs.delta import DataFile
 from offset_audit.runs import progress
 from offset_audit.settings import Settings
 from offset_audit.storage import Storage, for_settings
@@ -306,8 +308,8 @@ def merge_state(
     run_id: str,
     storage: Storage,
     log: LogPlan | None = None,
-    log_files: list | None = None,
-    report=None,
+    log_files: list[DataFile] | None = None,
+    report: DecodeReport | None = None,
 ) -> str | None:
     """Replace the state with this run's, after appending its records to state/log; None when merged,
     else why not (another run merged first)."""
