@@ -156,6 +156,7 @@ bench: setup
 	$(BIN)/python bench/fixed_cost.py --sizes $(FIXED_COST_SIZES)
 	$(BIN)/python bench/floors.py --records $(FLOOR_RECORDS)
 	$(BIN)/python bench/incremental.py --records $(INCREMENTAL_RECORDS) --warm
+	$(BIN)/python bench/snapshots.py --snapshots 1000 --keep 48
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.

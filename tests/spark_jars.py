@@ -30,6 +30,7 @@ JAR_MODULES = (
     "tests/outputs/test_delta.py",
     "tests/inputs/test_kafka_source.py",
     "tests/runs/test_live_incremental.py",
+    "tests/runs/test_upkeep.py",
 )
 # The ids of the delta_spark tests the suite's session set aside, for the launcher to run.
 SET_ASIDE = pytest.StashKey[list]()

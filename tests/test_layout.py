@@ -255,6 +255,7 @@ USED_BY_TESTS_ONLY = {
     "LZ4_AVAILABLE": "whether the native walker has lz4: the tests expect the Python path for lz4 batches without it",
     "RECORD_CLASSES": "the vocabulary of record_class: the generator and fuzz tests check every row against it",
     "blocks_in": "which outputs a document shows: the docs test checks each is produced and checked",
+    "repeat_snapshot": "a year of runs' snapshots without the runs: the retention tests and bench/snapshots.py",
     "marker_batch": "the segment writer's transaction marker: the tests build transactional segments with it",
 }
 

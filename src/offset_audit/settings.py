@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offset_audit import constants as K
+from offset_audit.errors import UserError
 
 # auto: worked out from the inputs (offset_audit.inputs.dump.detect_format); kafka is never guessed.
 # kip932-json (the KIP-932 draft's share-state control records) is read by the share command only.
@@ -64,10 +65,49 @@ class AuditSettings:
 
 
 @dataclass(frozen=True)
+class KeepSnapshots:
+    """--keep-snapshots: the newest `count` snapshots of each kind, or those judged within `minutes` of the
+    newest one (offset_audit.runs.upkeep)."""
+
+    count: int | None = None
+    minutes: int | None = None
+
+    @classmethod
+    def parse(cls, text: str | int, option: str) -> KeepSnapshots:
+        """A bare number is a count of snapshots (48), a number with a unit a duration (30d: those
+        judged within 30 days of the newest). 0 would keep nothing, not even the snapshot just written,
+        and is refused."""
+        from offset_audit.durations import parse_minutes
+
+        wrong = f"{option} takes a count of snapshots (1 or more, like 48) or a duration like 30d or 2w, not '{text}'"
+        if isinstance(text, int) or str(text).strip().isdigit():
+            if int(text) < 1:
+                raise UserError(wrong)
+            return cls(count=int(text))
+        try:
+            minutes = parse_minutes(text, option)
+        except UserError as err:
+            raise UserError(wrong) from err
+        if minutes < 1:
+            raise UserError(wrong)
+        return cls(minutes=minutes)
+
+    def __str__(self) -> str:
+        from offset_audit.durations import format_minutes
+
+        if self.count is not None:
+            return f"the newest {self.count} snapshot{'' if self.count == 1 else 's'}"
+        return f"the snapshots judged within {format_minutes(self.minutes or 0)} of the newest"
+
+
+@dataclass(frozen=True)
 class OutputSettings:
-    """[output]: who writes the Delta tables (WRITERS)."""
+    """[output]: who writes the Delta tables (WRITERS), how many snapshots they keep, and how long a
+    file they no longer list stays for readers of older versions (Delta's deletedFileRetentionDuration)."""
 
     writer: str = "auto"
+    keep_snapshots: KeepSnapshots | None = None
+    deleted_file_retention_minutes: int = 7 * 1440
 
 
 @dataclass(frozen=True)

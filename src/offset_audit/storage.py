@@ -173,6 +173,18 @@ class Storage:
         prefix = path.split("://", 1)[0] + "://" if is_remote(path) else ""
         return sorted(prefix + i.path for i in infos if i.type == pafs.FileType.File)
 
+    def file_sizes(self, path: str) -> dict[str, tuple[int, float]]:
+        """Every file under the folder, its size and when it was last written (seconds since the epoch),
+        by path relative to the folder."""
+        fs, inner = self.filesystem(path)
+        infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
+        root = inner.rstrip("/") + "/"
+        return {
+            i.path[len(root) :]: (i.size, i.mtime.timestamp() if i.mtime else 0.0)
+            for i in infos
+            if i.type == pafs.FileType.File
+        }
+
     def entries(self, path: str) -> list[str]:
         """The names directly inside a folder (none when it does not exist)."""
         if not is_remote(path):

@@ -5,6 +5,7 @@
                     dump options (building one Dump: paths and Settings), the audit-folder options
     run_commands    the commands that read a dump and run Spark: decode, audit, whatif, history, share
     read_commands   the commands that read an audit folder, no Spark: describe, delete-plan, report, metrics
+    tidy_command    tidy: snapshot retention and table upkeep of an output folder, no Spark
     generate        generate: a deterministic dump for demos, tests and benches
     warm_commands   warm start | status | stop: a Spark session kept warm between runs
     entry           the offset-audit program: the warm session runs the command if it can, else main

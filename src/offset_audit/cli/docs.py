@@ -33,10 +33,19 @@ DOCUMENTS = [
     "docs/rules.md",
     "docs/history.md",
     "docs/share-groups.md",
+    "docs/upkeep.md",
     "docs/dashboards.md",
 ]
 # Volatile parts of an output, the same in every run only once masked.
-VOLATILE = [(re.compile(r"\brun [0-9a-f]{12}\b"), "run <id>"), (re.compile(r"\(\d[\d,.]* KiB\)"), "(<n> KiB)")]
+VOLATILE = [
+    (re.compile(r"\brun [0-9a-f]{12}\b"), "run <id>"),
+    (re.compile(r"\(\d[\d,.]* KiB\)"), "(<n> KiB)"),
+    # tidy's sizes (commit files carry their times), its seconds, and its file counts (as many files as
+    # the session that wrote the tables had tasks)
+    (re.compile(r"\b\d+\.\d (KiB|MiB)\b"), r"<n> \1"),
+    (re.compile(r"\(\d+\.\d s\)"), "(<n> s)"),
+    (re.compile(r"\b(vacuumed|live files|files on the store) \d[\d,]*( -> \d[\d,]*)?"), r"\1 <n>"),
+]
 # A block's body never holds a fence, so an empty block cannot swallow the text after it.
 BLOCK = re.compile(r"(<!-- example: (?P<name>[\w-]+) -->\n```[a-z]*\n)(?P<body>(?:(?!```).)*)(```)", re.S)
 
@@ -109,6 +118,7 @@ EXAMPLES = [
         "whatif", ["whatif", "--input", "demo-input", "--output", "demo-output", "--retention-minutes", "1d,7d,30d"]
     ),
     Example("report", ["report", "--audit", "demo-output", "--output", "demo-output/report.html"]),
+    Example("tidy", ["tidy", "--audit", "demo-output", "--keep-snapshots", "1", "--deleted-file-retention", "0"]),
     Example("history", ["history", "--input", "demo-input", "--output", "demo-history", "--group", "deleted-00015"]),
     Example("decode", ["decode", "--input", "demo-input", "--output", "demo-decoded"]),
     Example(

@@ -8,6 +8,7 @@ from offset_audit.cli.generate import generate
 from offset_audit.cli.options import Commands
 from offset_audit.cli.read_commands import delete_plan, describe, metrics, report
 from offset_audit.cli.run_commands import audit, decode, history, share, whatif
+from offset_audit.cli.tidy_command import tidy
 from offset_audit.cli.warm_commands import warm
 
 
@@ -17,7 +18,7 @@ def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 
 
-for command in (decode, audit, whatif, share, history, describe, delete_plan, generate, metrics, report, warm):
+for command in (decode, audit, whatif, share, history, describe, delete_plan, generate, metrics, report, tidy, warm):
     main.add_command(command)
 
 

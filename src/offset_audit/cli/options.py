@@ -122,7 +122,33 @@ class SnapshotId(click.ParamType):
         return value
 
 
+class Keep(click.ParamType):
+    """--keep-snapshots: a count (48) or a duration (30d), refused before Spark starts."""
+
+    name = "count or duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from offset_audit.settings import KeepSnapshots
+
+        if isinstance(value, KeepSnapshots):
+            return value
+        try:
+            return KeepSnapshots.parse(value, "it")
+        except UserError as err:
+            self.fail(str(err).removeprefix("it "), param, ctx)
+
+
 DURATION = Duration()
+KEEP = Keep()
+KEEP_SNAPSHOTS_OPTION = click.option(
+    "--keep-snapshots",
+    type=KEEP,
+    default=None,
+    metavar="N|DURATION",
+    help="after the run, keep only the newest N snapshots of each command in this folder (48), or those "
+    "judged within DURATION of the newest (30d), and tidy its tables; [output] keep_snapshots. The state "
+    "in DIR/state is never removed (docs/upkeep.md).",
+)
 RETENTION_MINUTES = RetentionMinutes()
 SNAPSHOT_ID = SnapshotId()
 

@@ -13,6 +13,7 @@ import click
 from offset_audit.cli.options import (
     DURATION,
     END_OFFSETS_OPTION,
+    KEEP_SNAPSHOTS_OPTION,
     RETENTION_MINUTES,
     START_OFFSETS_OPTION,
     Dump,
@@ -64,7 +65,7 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
 
 
 @click.command()
-@dump_options(settings_from=("as_of", "retention_minutes", "kafka_version"))
+@dump_options(settings_from=("as_of", "retention_minutes", "kafka_version", "keep_snapshots"))
 @click.option(
     "--output", required=True, metavar="DIR", help="folder for the verdict tables (decode tables go to DIR/decoded)."
 )
@@ -114,6 +115,7 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     help="exit 4 when a group with members (not Empty) has expired offsets: its consumers reset when they "
     "come back to those partitions. Takes precedence over exit 3.",
 )
+@KEEP_SNAPSHOTS_OPTION
 @output_options
 def audit(
     dump: Dump,
@@ -174,7 +176,7 @@ def audit(
 
 
 @click.command()
-@dump_options(settings_from=("kafka_version",))
+@dump_options(settings_from=("kafka_version", "keep_snapshots"))
 @click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
 @KAFKA_VERSION_OPTION
 @click.option(
@@ -191,6 +193,7 @@ def audit(
 )
 @click.option("--per-group", is_flag=True, help="also write every group in every scenario (table whatif_groups).")
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
+@KEEP_SNAPSHOTS_OPTION
 @output_options
 def whatif(
     dump: Dump,
@@ -208,7 +211,7 @@ def whatif(
     from offset_audit.runs.session import start_spark
     from offset_audit.runs.whatif import run_whatif, written_tables
     from offset_audit.views.json_documents import whatif_document
-    from offset_audit.views.summary import whatif_summary
+    from offset_audit.views.summary import upkeep_lines, whatif_summary
 
     minutes = preflight.check_retention_list(retentions)
     points = list(as_of_points) or [dump.settings.audit.as_of]
@@ -234,7 +237,9 @@ def whatif(
         as_json,
         lambda: whatif_document(report, rows, output),
         lambda: (
-            f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):\n" + whatif_summary(rows)
+            f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):\n"
+            + whatif_summary(rows)
+            + "".join(f"\n{line}" for line in upkeep_lines(report.upkeep, indent="  "))
         ),
     )
 
@@ -326,7 +331,7 @@ def share(
 
 
 @click.command()
-@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes", "kafka_version"))
+@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes", "kafka_version", "keep_snapshots"))
 @click.option(
     "--output",
     default=None,
@@ -365,6 +370,7 @@ def share(
     "name of this snapshot in the table: letters, digits, '.', '_', '-' (default: the newest record's time and a "
     "digest of the dump)."
 )
+@KEEP_SNAPSHOTS_OPTION
 @output_options
 def history(
     dump: Dump,

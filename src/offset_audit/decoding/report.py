@@ -63,6 +63,8 @@ class DecodeReport:
     records_carried: int = 0
     # ... and how many records it appended to DIR/state/log (None: it kept no log).
     records_logged: int | None = None
+    # --keep-snapshots: what retention and upkeep did after the run (runs.upkeep.Upkeep.document()).
+    upkeep: dict | None = None
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:

@@ -9,6 +9,7 @@
     corrupt    records a broken producer, disk or copy could leave
     demo_dump  the __consumer_offsets dump end to end (generate_dump)
     writers    Kafka-source snapshot files, log segments rewritten from them, end offsets
+    snapshot_folder  an audit folder as a year of scheduled runs leaves it, without the runs
 
 May import: the top-level modules, layouts, inputs, coordinator.
 """

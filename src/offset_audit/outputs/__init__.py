@@ -5,7 +5,9 @@ files the read commands write), and how the job reads its own tables back.
                  function: format("delta") where the session has delta-spark, else Parquet files written
                  by the tasks and committed by delta-rs
     fast_write   the decode pass that writes its own files: each task decodes and writes, the driver commits
-    snapshot_tables   a snapshot's rows of a table replaced in one commit, and read back
+    snapshot_tables   a snapshot's rows of a table replaced in one commit, and read back; its row in the
+                 snapshots table (merged), which the read commands list snapshots from
+    table_upkeep rows deleted in one commit, small files compacted, vacuum and checkpoints, by either writer
     runs_table   the runs table: each run's row, appended last
     text_files   the delete script, report page and metrics file, each written whole
     scratch      a run's scratch folder in the output, what it holds (the latest commits merged on the

@@ -61,7 +61,7 @@ SPARK_COMMIT_ATTEMPTS = 10
 # now is, with the same files. Replacing the whole table again is what the later run would have done
 # alone; replacing its own snapshot's partition touches nothing the other wrote.
 DELTA_RS_COMMIT_ATTEMPTS = 10
-_CONFLICTS = re.compile(
+SPARK_CONFLICTS = re.compile(
     r"io\.delta\.exceptions\.(Concurrent\w+|MetadataChanged|ProtocolChanged)Exception|DeltaConcurrentModificationException"
 )
 # Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
@@ -267,7 +267,7 @@ def _write_with_spark(
             writer.save(target)
             break
         except Exception as err:  # py4j's or pyspark's wrapper of the JVM's exception
-            conflict = _CONFLICTS.search(str(err))
+            conflict = SPARK_CONFLICTS.search(str(err))
             if attempt == SPARK_COMMIT_ATTEMPTS or not conflict:
                 raise
             kind = conflict.group(1) or conflict.group()
@@ -277,13 +277,13 @@ def _write_with_spark(
                 file=sys.stderr,
             )
             time.sleep(random.uniform(0.1, 0.5) * attempt)
-    version, rows = _spark_commit(spark, target, token)
+    version, rows = spark_commit(spark, target, token)
     if rows is None:  # the cluster turned commit metrics off (spark.databricks.delta.history.metricsEnabled)
         rows = df.count()
     return WriteResult(basename(path), path, rows, -1, DELTA_SPARK, version=version if run_id else None)
 
 
-def _spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | None, int | None]:
+def spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | None, int | None]:
     """The version of the commit that carries `token`, and the rows it wrote, from the table's history
     as delta-spark reads it (any file system Spark reaches, s3a:// or hdfs:// alike)."""
     from pyspark.sql import DataFrame as PyDataFrame

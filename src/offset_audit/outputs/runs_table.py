@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TABLE_PROPERTIES, TableWriter, check_table_dir, commit_properties, write_delta
+from offset_audit.outputs.table_upkeep import compact_when_many
 from offset_audit.storage import join
 
 RUNS_TABLE = "runs"
@@ -44,3 +45,4 @@ def write_run(spark: SparkSession, writer: TableWriter, report: DecodeReport, ou
     else:
         frame = spark.createDataFrame([report.as_row()], schema)
         write_delta(frame, path, writer, mode="append", run_id=report.run_id)
+    compact_when_many(path, writer, spark, report.run_id)

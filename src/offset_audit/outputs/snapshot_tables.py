@@ -14,6 +14,8 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, WriteResult, write_delta
+from offset_audit.outputs.table_upkeep import again_on_conflict, compact_when_many
+from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 
 
@@ -83,3 +85,68 @@ def write_and_read_back(
         written = spark.read.format("delta").load(spark_path(result.path)).where(F.col("snapshot_id") == snapshot_id)
         return Written(written.select(*shape.columns), result, storage)
     return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
+
+
+def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeReport, writer: TableWriter) -> None:
+    """Add (or replace, for a snapshot judged again) the snapshot's row in SNAPSHOTS_TABLE, through Delta's
+    merge on (kind, snapshot_id): what the read commands list snapshots from, and report's history chart
+    draws, without opening every snapshot's rows."""
+    schema = table_schema(SNAPSHOTS_TABLE).arrow_schema()
+    table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names}], schema=schema)
+    path = join(output, SNAPSHOTS_TABLE)
+    condition = "t.kind = s.kind AND t.snapshot_id = s.snapshot_id"
+    if writer.delta_spark:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        from offset_audit.outputs.delta import spark_commit
+
+        target = spark_path(path)
+        source = spark.createDataFrame(table.to_pandas(), table_schema(SNAPSHOTS_TABLE).struct())
+        if not SparkDeltaTable.isDeltaTable(spark, target):
+            report.wrote(SNAPSHOTS_TABLE, write_delta(source, path, writer, mode="append", run_id=report.run_id))
+            return
+        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", report.run_id)
+        try:
+            merge = SparkDeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), condition)
+            merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        finally:
+            spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        version, _ = spark_commit(spark, target, report.run_id)
+        report.wrote(SNAPSHOTS_TABLE, WriteResult(SNAPSHOTS_TABLE, path, 1, -1, DELTA_SPARK, version=version))
+        compact_when_many(path, writer, spark, report.run_id)
+        return
+    from deltalake import DeltaTable, write_deltalake
+
+    from offset_audit.outputs.delta import DELTA_RS, TABLE_PROPERTIES, commit_properties, committed_version
+
+    storage = writer.storage
+    options = storage.delta_options
+    if not DeltaTable.is_deltatable(path, storage_options=options):
+        write_deltalake(
+            path,
+            table,
+            mode="append",
+            configuration=TABLE_PROPERTIES,
+            storage_options=options,
+            commit_properties=commit_properties(report.run_id),
+        )
+    else:
+        again_on_conflict(
+            path,
+            lambda: (
+                DeltaTable(path, storage_options=options)
+                .merge(
+                    table,
+                    condition,
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=commit_properties(report.run_id),
+                )
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            ),
+        )
+    version = committed_version(path, report.run_id, storage)
+    report.wrote(SNAPSHOTS_TABLE, WriteResult(SNAPSHOTS_TABLE, path, 1, 1, DELTA_RS, version=version))
+    compact_when_many(path, writer, spark, report.run_id)

@@ -19,20 +19,24 @@ from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import Written, write_and_read_back
+from offset_audit.outputs.snapshot_tables import Written, record_snapshot, write_and_read_back
 from offset_audit.runs import incremental, progress
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
+from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
+from offset_audit.snapshot_ids import AUDIT, SNAPSHOTS_TABLE
 from offset_audit.timestamps import datetime_of, millis_of
+from offset_audit.views.audit_folder import Snapshot
+from offset_audit.views.report_numbers import snapshot_totals
 
 AUDIT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
 
 
 def written_tables(keep_state: bool = False) -> list[str]:
     """Every table an audit writes under its output folder, checked before Spark starts."""
-    return [*AUDIT_TABLES, RUNS_TABLE, *decoded_tables(), *(STATE_TABLES if keep_state else ())]
+    return [*AUDIT_TABLES, SNAPSHOTS_TABLE, RUNS_TABLE, *decoded_tables(), *(STATE_TABLES if keep_state else ())]
 
 
 @dataclass
@@ -51,7 +55,8 @@ class AuditResult:
     not_expiring: int = 0
     offsets: int = 0
     top_candidates: list[dict] = field(default_factory=list)
-    # expired, time_to_expiry_ms and group_state of every offset: what the alert thresholds test.
+    # expired, time_to_expiry_ms, group_state, expires_at and lag of every offset: what the alert
+    # thresholds test and the snapshots table's totals.
     expiry: pa.Table | None = None
 
     def expiring_within(self, ms: int) -> int:
@@ -93,6 +98,7 @@ def run_audit(
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)
+    keep_and_tidy(spark, output, settings, report, writer)
     return result
 
 
@@ -200,6 +206,13 @@ def _judge(
     candidates = written(verdicts.deletion_candidates(partitions.frame), "deletion_candidates")
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
+    progress.begin(f"listing the snapshot in {SNAPSHOTS_TABLE}")
+    listed = snapshot_totals(Snapshot(snapshot, as_of, retention), result.expiry)
+    lag = listed.lag if listed.lag is None or listed.lag < 2**63 else None
+    row = {"kind": AUDIT, "snapshot_id": snapshot, "as_of": as_of, "retention_minutes": retention}
+    row |= {"offsets": listed.offsets, "expired": listed.expired, "expiring_soon": listed.expiring_soon}
+    row |= {"lag": lag, "groups": sum(n for *_, n in result.group_summary), "written_at": datetime.now(UTC)}
+    record_snapshot(spark, output, row, report, writer)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
     return result
 
@@ -216,7 +229,7 @@ def _summarise(result: AuditResult, partitions: Written, groups: Written, candid
     result.group_summary = [
         (r["group_type"], r["group_state"], r["would_delete"], r["count_all"]) for r in by_state.to_pylist()
     ]
-    offsets = partitions.columns(["expired", "time_to_expiry_ms", "group_state"])
+    offsets = partitions.columns(["expired", "time_to_expiry_ms", "group_state", "expires_at", "lag"])
     day = 86_400_000
     ttl = offsets.column("time_to_expiry_ms")
     expired = pc.fill_null(offsets.column("expired"), False)

@@ -27,6 +27,7 @@ from offset_audit.settings import (
     DecodeSettings,
     InputSettings,
     KafkaSettings,
+    KeepSnapshots,
     MetricsSettings,
     OutputSettings,
     Settings,
@@ -72,6 +73,7 @@ _MINUTES = (_minutes_or_duration, "minutes or a duration like 7d")
 _OPTIONS = (_table_of_scalars, "a table of NAME = value")
 _ANY_NAME = (_scalar, "text, a number or true/false")
 _TEXTS = (_texts, 'a list of text, like ["orders-.*"]')
+_KEEP = (_minutes_or_duration, 'a count of snapshots, a duration like "30d", or "" to keep every one')
 
 # Every section and setting a config file may hold (conf/default.toml documents each). [spark] and
 # [storage] take any name: Spark's own settings, and delta-rs' object-store options.
@@ -86,7 +88,7 @@ KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
         "delete_retention_ms": _WHOLE,
         "keep_log": _FLAG,
     },
-    "output": {"writer": _TEXT},
+    "output": {"writer": _TEXT, "keep_snapshots": _KEEP, "deleted_file_retention": _MINUTES},
     "metrics": {
         "granularity": _TEXT,
         "watch_expiring_within": _MINUTES,
@@ -173,6 +175,8 @@ FLAG_NAMES: dict[str, tuple[str, str]] = {
     "delete_retention_ms": ("audit", "delete_retention_ms"),
     "keep_log": ("audit", "keep_log"),
     "writer": ("output", "writer"),
+    "keep_snapshots": ("output", "keep_snapshots"),
+    "deleted_file_retention_minutes": ("output", "deleted_file_retention_minutes"),
     **{f"metrics_{name}": ("metrics", name) for name in MetricsSettings.__dataclass_fields__},
 }
 SECTIONS = {
@@ -230,6 +234,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "delete_retention_ms": audit.get("delete_retention_ms", default.delete_retention_ms),
         "keep_log": audit.get("keep_log", default.keep_log),
         "writer": section("output").get("writer", default.writer),
+        **_output(section("output"), default),
         "kafka_version": str(section("kafka").get("version", default.kafka_version)),
         **_metrics(section("metrics"), default),
     }
@@ -268,6 +273,18 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")
     return _sectioned(values)
+
+
+def _output(output: dict[str, Any], default: SimpleNamespace) -> dict[str, Any]:
+    """[output]'s retention settings, parsed: "" keeps every snapshot."""
+    from offset_audit.durations import parse_minutes
+
+    keep = output.get("keep_snapshots", "")
+    retention = output.get("deleted_file_retention", default.deleted_file_retention_minutes)
+    return {
+        "keep_snapshots": None if keep == "" else KeepSnapshots.parse(keep, "keep_snapshots in the config"),
+        "deleted_file_retention_minutes": parse_minutes(retention, "deleted_file_retention in the config"),
+    }
 
 
 def _metrics(metrics: dict[str, Any], default: SimpleNamespace) -> dict[str, Any]:

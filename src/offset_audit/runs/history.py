@@ -21,13 +21,15 @@ from offset_audit.durations import MINUTE_MS
 from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import write_snapshot
+from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import DECODED, broker_rules, decoded_tables
+from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
+from offset_audit.snapshot_ids import HISTORY, SNAPSHOTS_TABLE
 from offset_audit.storage import join
 from offset_audit.timestamps import datetime_of
 
@@ -36,7 +38,7 @@ HISTORY_TABLE = "offset_history"
 
 def written_tables() -> list[str]:
     """Every table a history run writes under its output folder, checked before Spark starts."""
-    return [HISTORY_TABLE, RUNS_TABLE, *decoded_tables()]
+    return [HISTORY_TABLE, SNAPSHOTS_TABLE, RUNS_TABLE, *decoded_tables()]
 
 
 @dataclass
@@ -138,12 +140,15 @@ def run_history(
     )
     progress.begin(f"writing {HISTORY_TABLE}")
     write_snapshot(shaped, output, HISTORY_TABLE, snapshot, report, writer)
+    row = {"kind": HISTORY, "snapshot_id": snapshot, "as_of": as_of, "written_at": datetime.now(UTC)}
+    record_snapshot(spark, output, row | {"retention_minutes": settings.audit.retention_minutes}, report, writer)
     result = HistoryResult(report, snapshot, settings.audit.retention_minutes, groups=list(groups or []), kept=kept)
     _summarise(spark, result, output, snapshot, storage, groups, settings.audit.check_interval_ms)
     report.snapshot_id, report.as_of, report.retention_minutes = snapshot, as_of, settings.audit.retention_minutes
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)
+    keep_and_tidy(spark, output, settings, report, writer)
     return result
 
 

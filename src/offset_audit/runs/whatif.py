@@ -14,12 +14,14 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import write_snapshot
+from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
+from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
+from offset_audit.snapshot_ids import SNAPSHOTS_TABLE, WHATIF
 from offset_audit.storage import Storage
 
 WHATIF_TABLES = ("whatif", "whatif_groups")
@@ -27,7 +29,7 @@ WHATIF_TABLES = ("whatif", "whatif_groups")
 
 def written_tables() -> list[str]:
     """Every table a what-if writes under its output folder, checked before Spark starts."""
-    return [*WHATIF_TABLES, RUNS_TABLE, *decoded_tables()]
+    return [*WHATIF_TABLES, SNAPSHOTS_TABLE, RUNS_TABLE, *decoded_tables()]
 
 
 def run_whatif(
@@ -83,10 +85,13 @@ def _compare(
             write_snapshot(kept, output, "whatif_groups", snapshot, report, writer)
     finally:
         groups.unpersist()
+    row = {"kind": WHATIF, "snapshot_id": snapshot, "as_of": points[0], "written_at": datetime.now(UTC)}
+    record_snapshot(spark, output, row, report, writer)
     report.snapshot_id, report.as_of = snapshot, points[0]
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)
+    keep_and_tidy(spark, output, settings, report, writer)
     return report, rows
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.snapshot_ids import AUDIT, KIND_OF_TABLE, SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join
 
 
@@ -103,8 +104,13 @@ def _read_files(
 
 def _files(table, keys: list[str], partition: tuple[str, str] | None = None) -> list[dict]:
     """The table's live files: path, partition values and when each was written (ms)."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    actions = actions.select(["path", "modification_time", *(f"partition.{k}" for k in keys)])
+    if partition is not None and f"partition.{partition[0]}" in actions.column_names:
+        # In Arrow, not row by row: a folder of a year of snapshots lists thousands of files.
+        actions = actions.filter(pc.equal(actions[f"partition.{partition[0]}"], partition[1]))
     files = []
-    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+    for action in actions.to_pylist():
         values = {k: action.get(f"partition.{k}") for k in keys}
         if partition is not None and values.get(partition[0]) != partition[1]:
             continue
@@ -125,30 +131,60 @@ def _column_type(table: str, column: str) -> pa.DataType:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One audited snapshot: its id, the time it was judged at, and the retention it was judged with."""
+    """One audited snapshot: its id, the time it was judged at, and the retention it was judged with;
+    for an audit's snapshot listed in the snapshots table, the totals report's history chart draws
+    (offsets, expired, expiring_soon, lag, groups), None otherwise."""
 
     snapshot_id: str
     as_of: object
     retention_minutes: int | None
+    totals: dict | None = None
+
+
+TOTALS = ("offsets", "expired", "expiring_soon", "lag", "groups")
 
 
 def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOCAL) -> list[Snapshot]:
     """The snapshots a table holds, oldest first: by as_of, then by when they were written (two
-    snapshots judged at the same time, as two dumps of one moment, are ordered as they were audited)."""
+    snapshots judged at the same time, as two dumps of one moment, are ordered as they were audited).
+
+    Which snapshots the table holds comes from its log (its partition values: no data file is read);
+    when and how each was judged from the folder's snapshots table, one small file however many runs
+    came before (after upkeep). Only a snapshot written before that table existed (an older version of
+    this tool) is read from its own rows, its partition's files alone."""
     from deltalake import DeltaTable
 
-    rows = read_table(folder, table, storage, columns=["snapshot_id", "as_of", "retention_minutes"])
-    if not rows.num_rows:
-        return []
-    written: dict[str, float] = {}
+    if not has_table(folder, table, storage):
+        raise InputNotFound(f"'{folder}' holds no {table} table: run offset-audit audit --output {folder} first")
     with readable(folder, table):
         delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
+        written: dict[str, float] = {}
         for file in _files(delta, ["snapshot_id"]):
             key = file["values"]["snapshot_id"]
             written[key] = max(written.get(key, 0), file["written"])
-    distinct = rows.group_by(["snapshot_id", "as_of", "retention_minutes"], use_threads=False).aggregate([])
-    found = [Snapshot(r["snapshot_id"], r["as_of"], r["retention_minutes"]) for r in distinct.to_pylist()]
+    if not written:
+        return []
+    listed = _listed(folder, KIND_OF_TABLE.get(table), storage)
+    found = [listed[s] for s in written if s in listed]
+    for snapshot_id in (s for s in written if s not in listed):
+        rows = read_snapshot(folder, table, snapshot_id, storage, ["as_of", "retention_minutes"]).slice(0, 1)
+        if rows.num_rows:
+            found.append(Snapshot(snapshot_id, rows["as_of"][0].as_py(), rows["retention_minutes"][0].as_py()))
     return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
+
+
+def _listed(folder: str, kind: str | None, storage: Storage) -> dict[str, Snapshot]:
+    """The snapshots table's rows of one kind, by id (the newest written where a concurrent first write
+    left two)."""
+    if kind is None or not has_table(folder, SNAPSHOTS_TABLE, storage):
+        return {}
+    rows = read_table(folder, SNAPSHOTS_TABLE, storage)
+    rows = rows.filter(pc.equal(rows["kind"], kind)).sort_by([("written_at", "ascending")])
+    listed = {}
+    for row in rows.to_pylist():
+        totals = {name: row[name] for name in TOTALS} if kind == AUDIT else None
+        listed[row["snapshot_id"]] = Snapshot(row["snapshot_id"], row["as_of"], row["retention_minutes"], totals)
+    return listed
 
 
 def pick_snapshot(

@@ -36,6 +36,7 @@ from offset_audit.views.report_charts import (
 from offset_audit.views.report_numbers import (
     DEFAULT_DAYS,
     SnapshotTotals,
+    listed_totals,
     snapshot_totals,
     soonest_expiries,
     top_candidates,
@@ -92,7 +93,9 @@ def read_audit(folder: str, snapshot_id: str | None = None, storage: Storage = L
     groups = read_snapshot(folder, "group_verdicts", chosen, storage, GROUP_COLUMNS)
     candidates = read_snapshot(folder, "deletion_candidates", chosen, storage, CANDIDATE_COLUMNS)
     history = [
-        snapshot_totals(
+        listed_totals(s)
+        if s.totals is not None and s.snapshot_id != chosen
+        else snapshot_totals(
             s,
             partitions
             if s.snapshot_id == chosen

@@ -68,6 +68,7 @@ def _run(report: DecodeReport, output: str) -> dict:
         "output": output,
         "started_at": iso(report.started_at),
         "finished_at": iso(report.finished_at),
+        **({"upkeep": report.upkeep} if report.upkeep is not None else {}),
     }
 
 

@@ -172,6 +172,20 @@ def snapshot_totals(snapshot: Snapshot, partitions: pa.Table, soon_days: int = S
     )
 
 
+def listed_totals(snapshot: Snapshot) -> SnapshotTotals:
+    """The totals of a snapshot as the snapshots table lists them (what `snapshot_totals` gave when the
+    audit wrote it): the history chart reads one row per earlier snapshot, not its offsets."""
+    totals = snapshot.totals or {}
+    return SnapshotTotals(
+        snapshot.snapshot_id,
+        as_utc(snapshot.as_of),
+        totals.get("offsets") or 0,
+        totals.get("expired") or 0,
+        totals.get("expiring_soon") or 0,
+        totals.get("lag"),
+    )
+
+
 def partition_ranges(partitions: list[int]) -> str:
     """`[0, 1, 2, 3, 7]` -> `0-3, 7`."""
     spans: list[list[int]] = []

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offset_audit.coordinator import events
+from offset_audit.durations import format_minutes
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
+from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.views.kafka_commands import delete_offsets
 
 if TYPE_CHECKING:
@@ -158,6 +160,8 @@ def audit_summary(result, output: str) -> str:
     lines += ["", f"  Delta tables under {terminal(output)}:"]
     decoded = {}
     for name, rows in report.table_rows.items():
+        if name == SNAPSHOTS_TABLE:
+            continue  # the snapshot's row in the folder's list of snapshots: bookkeeping, in --json
         if name.startswith("decoded/"):
             decoded[name.removeprefix("decoded/")] = rows
         else:
@@ -172,8 +176,42 @@ def audit_summary(result, output: str) -> str:
             f"    {'decoded/':<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
             f"other_records {_n(decoded.get('other_records', 0))}, {history}"
         )
+    lines += upkeep_lines(report.upkeep, indent="  ")
     lines.append(f"  next: offset-audit delete-plan --audit {shell_word(output)}")
     return "\n".join(lines)
+
+
+def upkeep_lines(upkeep: dict | None, indent: str = "") -> list[str]:
+    """What retention and upkeep did (runs.upkeep.Upkeep.document()): the snapshots removed by kind,
+    the tables compacted, the files vacuumed, and the folder's size before and after."""
+    if upkeep is None:
+        return []
+    keep = upkeep["keep_snapshots"]
+    lines = [f"{indent}retention: keep {keep} of each command" if keep else f"{indent}retention: none set"]
+    for removed in upkeep["removed"]:
+        ids = removed["snapshot_ids"]
+        span = terminal(ids[0]) if len(ids) == 1 else f"{terminal(ids[0])} .. {terminal(ids[-1])}"
+        lines.append(
+            f"{indent}  removed {_n(len(ids))} {removed['kind']} snapshot{'' if len(ids) == 1 else 's'} ({span}), "
+            f"{_n(removed['kept'])} kept"
+        )
+    if keep and not upkeep["removed"]:
+        lines.append(f"{indent}  nothing to remove")
+    before, after = upkeep["before"], upkeep["after"]
+    compacted = ", ".join(upkeep["compacted"]) or "none"
+    within = format_minutes(upkeep["deleted_file_retention_minutes"])
+    lines += [
+        f"{indent}upkeep: compacted {compacted}; vacuumed {_n(upkeep['vacuumed_files'])} files "
+        f"({_mib(upkeep['vacuumed_bytes'])}) no version within {within} lists",
+        f"{indent}  {_n(after['tables'])} tables: live files {_n(before['live_files'])} -> {_n(after['live_files'])}, "
+        f"files on the store {_n(before['data_files'])} -> {_n(after['data_files'])}, _delta_log "
+        f"{_mib(before['log_bytes'])} -> {_mib(after['log_bytes'])} ({upkeep['seconds']:.1f} s)",
+    ]
+    return lines
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1048576:.1f} MiB" if size >= 104858 else f"{size / 1024:.1f} KiB"
 
 
 def whatif_summary(rows: list[dict]) -> str:
@@ -382,6 +420,7 @@ def history_summary(result, output: str) -> str:
         f"  groups deleted: expired {_n(groups_deleted[events.EXPIRED])}, by request "
         f"{_n(groups_deleted[events.DELETED_BY_REQUEST])}",
         *_kept_log_lines(result.kept),
+        *upkeep_lines(report.upkeep, indent="  "),
     ]
     bound = result.retention
     if bound.tombstones:
@@ -432,5 +471,9 @@ def history_summary(result, output: str) -> str:
         "",
         f"  Delta tables under {terminal(output)}:",
     ]
-    lines += [f"    {name:<22} {_n(rows):>14} rows" for name, rows in report.table_rows.items() if "/" not in name]
+    lines += [
+        f"    {name:<22} {_n(rows):>14} rows"
+        for name, rows in report.table_rows.items()
+        if "/" not in name and name != SNAPSHOTS_TABLE
+    ]
     return "\n".join(lines)

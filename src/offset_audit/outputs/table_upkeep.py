@@ -1,0 +1,244 @@
+"""Keeping a folder's Delta tables small as runs accumulate: removing rows in one commit, compacting the
+small files appends leave, vacuuming files no version still lists, and checkpoints. Each through the
+engines' own operations (delta-rs' delete, optimize.compact, vacuum and create_checkpoint; delta-spark's
+DeltaTable.delete, optimize().executeCompaction() and vacuum), by the route the run writes with.
+
+A scheduled audit adds a commit and a few files to each table every run: in a year of hourly runs a
+table without upkeep lists 8,760 snapshots, and runs/ holds 8,760 one-row files that every read opens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import SparkSession
+
+from offset_audit.outputs.delta import (
+    DELTA_RS_COMMIT_ATTEMPTS,
+    SPARK_CONFLICTS,
+    TABLE_PROPERTIES,
+    TableWriter,
+    commit_properties,
+)
+from offset_audit.storage import Storage, join, spark_path
+
+# A table is compacted once one of its partitions holds this many live files: appends (runs, snapshots,
+# state/log) add one or a few files a run, while a snapshot's partition is written once and stays as it is.
+COMPACT_AT_FILES = 8
+# The commits a table's log may hold past its newest checkpoint before upkeep writes one (the tables'
+# own delta.checkpointInterval).
+CHECKPOINT_INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])
+# How deep under an audit folder tables lie: DIR/t, DIR/decoded/t, DIR/state/t, DIR/history/decoded/t.
+TABLE_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """A table's size on the store: its live files (those its current version lists), every data file
+    under its folder (live, or removed but not yet vacuumed), and its _delta_log; and when the oldest
+    data file it no longer lists was written (seconds since the epoch; None: every file is live)."""
+
+    live_files: int
+    data_files: int
+    data_bytes: int
+    log_files: int
+    log_bytes: int
+    oldest_unlisted: float | None = None
+
+    def vacuum_due(self, retention_minutes: int, now: float | None = None) -> bool:
+        """Whether vacuum can delete anything: a file is removed after it was written, and vacuum deletes
+        only files removed more than the retention ago, so when every unlisted file was written within it,
+        vacuum would only list the folder (seconds through delta-spark) to delete nothing."""
+        if self.oldest_unlisted is None:
+            return False
+        return self.oldest_unlisted < (time.time() if now is None else now) - retention_minutes * 60
+
+
+def table_files(path: str, storage: Storage) -> TableFiles:
+    from deltalake import DeltaTable
+
+    files = storage.file_sizes(path)
+    log = {name: size for name, (size, _) in files.items() if name.startswith("_delta_log/")}
+    data = {name: stat for name, stat in files.items() if name not in log and not name.endswith(".crc")}
+    actions = DeltaTable(path, storage_options=storage.delta_options).get_add_actions(flatten=True)
+    live = {unquote(p) for p in actions.column("path").to_pylist()}
+    unlisted = [written for name, (_, written) in data.items() if name not in live]
+    return TableFiles(
+        len(live),
+        len(data),
+        sum(size for size, _ in data.values()),
+        len(log),
+        sum(log.values()),
+        min(unlisted) if unlisted else None,
+    )
+
+
+def delta_tables(folder: str, storage: Storage, depth: int = TABLE_DEPTH) -> list[str]:
+    """The Delta tables under `folder`, as paths relative to it ("runs", "decoded/offset_commits")."""
+    found = []
+    for name in storage.entries(folder):
+        if name.startswith((".", "_")):
+            continue
+        path = join(folder, name)
+        if not storage.is_dir(path):
+            continue
+        if storage.is_dir(join(path, "_delta_log")):
+            found.append(name)
+        elif depth > 1:
+            found.extend(f"{name}/{inner}" for inner in delta_tables(path, storage, depth - 1))
+    return sorted(found)
+
+
+def delete_rows(path: str, predicate: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> int:
+    """Remove the rows matching `predicate` (SQL text of our own making: column names and snapshot ids,
+    which need no quoting) in one commit; the number of files it removed. A predicate on the partition
+    column only removes whole files, rewriting none. A commit that meets another writer's is made again
+    on the table as it now is, as every write of this tool is."""
+    if writer.delta_spark:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        def spark_delete() -> int:
+            table = SparkDeltaTable.forPath(spark, spark_path(path))
+            table.delete(predicate)
+            metrics = table.history(1).collect()[0].operationMetrics or {}
+            return int(metrics.get("numRemovedFiles", 0))
+
+        return again_on_conflict(path, spark_delete)
+    from deltalake import DeltaTable
+
+    def delete() -> int:
+        table = DeltaTable(path, storage_options=writer.storage.delta_options)
+        metrics = table.delete(predicate, commit_properties=commit_properties(run_id))
+        return int(metrics.get("num_removed_files", 0))
+
+    return again_on_conflict(path, delete)
+
+
+def needs_compaction(path: str, storage: Storage, at_files: int = COMPACT_AT_FILES) -> bool:
+    """Whether one of the table's partitions holds `at_files` live files or more."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path, storage_options=storage.delta_options)
+    keys = table.metadata().partition_columns
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if not actions.num_rows:
+        return False
+    if not keys:
+        return actions.num_rows >= at_files
+    counts = actions.group_by([f"partition.{k}" for k in keys], use_threads=False).aggregate([([], "count_all")])
+    return bool(pc.max(counts["count_all"]).as_py() >= at_files)
+
+
+def compact(path: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> None:
+    """Rewrite each partition's small files as few large ones, in one commit that changes no row."""
+    if writer.delta_spark:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        again_on_conflict(path, lambda: SparkDeltaTable.forPath(spark, spark_path(path)).optimize().executeCompaction())
+        return
+    from deltalake import DeltaTable
+
+    again_on_conflict(
+        path,
+        lambda: DeltaTable(path, storage_options=writer.storage.delta_options).optimize.compact(
+            commit_properties=commit_properties(run_id)
+        ),
+    )
+
+
+def compact_when_many(path: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> bool:
+    """Compact a table every run appends a row to (runs, snapshots) once it holds COMPACT_AT_FILES files:
+    every read command opens it whole, and a year of hourly one-row files took 0.6 s to read where one
+    file takes milliseconds. Whether it compacted."""
+    if not needs_compaction(path, writer.storage):
+        return False
+    compact(path, writer, spark, run_id)
+    return True
+
+
+def vacuum(path: str, retention_minutes: int, writer: TableWriter, spark: SparkSession | None) -> None:
+    """Delete the files no version within `retention_minutes` lists (nor any newer one). A reader still
+    on an older version keeps its files for that long, which is what Delta's retention is for; a
+    retention under Delta's own week is the operator's choice ([output] deleted_file_retention), so
+    Delta's check against it is turned off here rather than refused."""
+    hours = math.ceil(retention_minutes / 60)
+    if writer.delta_spark:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        # delta-spark lists the table's folder in spark.sql.sources.parallelPartitionDiscovery.parallelism
+        # tasks, 10,000 by default: 20-45 s a table on 2 local cores, against 2 s in as many tasks as the
+        # session has cores. The setting is the session's again afterwards.
+        listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+        before = spark.conf.get(listing, None)
+        spark.conf.set(listing, str(max(1, spark.sparkContext.defaultParallelism)))
+        try:
+            SparkDeltaTable.forPath(spark, spark_path(path)).vacuum(float(hours))
+        finally:
+            if before is None:
+                spark.conf.unset(listing)
+            else:
+                spark.conf.set(listing, before)
+        return
+    from deltalake import DeltaTable
+
+    DeltaTable(path, storage_options=writer.storage.delta_options).vacuum(
+        retention_hours=hours, dry_run=False, enforce_retention_duration=False
+    )
+
+
+def checkpoint(path: str, storage: Storage, interval: int = CHECKPOINT_INTERVAL, changed: bool = False) -> bool:
+    """A checkpoint of the table's current version when the newest one is `interval` commits behind or
+    more (a table created without delta.checkpointInterval, or whose commits skipped the hook), or when
+    upkeep just `changed` it (retention removed most of its files: readers would otherwise replay the
+    checkpoint that lists them all, then the removes), and the
+    commits and checkpoints older than the log's retention (delta.logRetentionDuration, 30 days by
+    default) removed: opening the table reads one checkpoint and fewer than `interval` commits after it,
+    however many runs came before. Whether a checkpoint was written."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path, storage_options=storage.delta_options)
+    behind = table.version() - _last_checkpoint(path, storage)
+    due = behind >= interval or (changed and behind > 0)
+    if due:
+        table.create_checkpoint()
+    table.cleanup_metadata()
+    return due
+
+
+def _last_checkpoint(path: str, storage: Storage) -> int:
+    """The version of the table's newest checkpoint (-1: none)."""
+    try:
+        with storage.open_input_file(join(path, "_delta_log", "_last_checkpoint")) as handle:
+            return int(json.loads(handle.read())["version"])
+    except (FileNotFoundError, OSError, ValueError, KeyError):
+        return -1
+
+
+def again_on_conflict(path: str, operation: Callable[[], object]):
+    """Run `operation` (which opens the table's newest version itself) until it lands."""
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(1, DELTA_RS_COMMIT_ATTEMPTS + 1):
+        try:
+            return operation()
+        except Exception as err:
+            conflict = isinstance(err, CommitFailedError) or SPARK_CONFLICTS.search(str(err))
+            if attempt == DELTA_RS_COMMIT_ATTEMPTS or not conflict:
+                raise
+            print(
+                f"offset-audit: {path}: another writer committed first; upkeep made again on its commit "
+                f"(attempt {attempt + 1})",
+                file=sys.stderr,
+            )
+            time.sleep(random.uniform(0.1, 0.5) * attempt)
+    raise AssertionError("unreachable")

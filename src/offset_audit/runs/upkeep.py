@@ -1,0 +1,186 @@
+"""Snapshot retention and table upkeep for an output folder: what `--keep-snapshots` does after a run
+that wrote a snapshot, and what `offset-audit tidy` does on its own.
+
+1. Retention: of each kind of snapshot (audit, what-if, history), the ones past `--keep-snapshots` (the
+   newest N, or those judged within a duration of the newest) lose their rows in every table of that
+   kind and their row in the snapshots table: one delete commit per table, which removes whole
+   partitions and rewrites nothing. The state under DIR/state (the incremental positions, carried
+   records and the log `history --audit` reads) holds no snapshot and is never touched, nor are the
+   runs rows, one per run, which say what each run did.
+2. Upkeep of every table under the folder: a table whose partitions hold many small files (appends:
+   runs, snapshots, state/log) is compacted; files that no version within the deleted-file retention
+   lists are vacuumed; a checkpoint is written and commits past the log's retention cleaned up.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from pyspark.sql import SparkSession
+
+from offset_audit.decoding.report import DecodeReport
+from offset_audit.outputs import table_upkeep
+from offset_audit.outputs.delta import TableWriter
+from offset_audit.runs import progress
+from offset_audit.settings import KeepSnapshots, Settings
+from offset_audit.snapshot_ids import SNAPSHOT_TABLES, SNAPSHOTS_TABLE, id_list
+from offset_audit.storage import join
+from offset_audit.views.audit_folder import Snapshot, has_table, snapshots
+
+
+@dataclass
+class Removed:
+    """One kind's snapshots removed by retention: their ids (oldest first), how many stay, and the files
+    each table's delete commit removed."""
+
+    kind: str
+    snapshot_ids: list[str]
+    kept: int
+    files: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Upkeep:
+    """What retention and upkeep did to a folder, for the summary and --json."""
+
+    keep: str | None
+    deleted_file_retention_minutes: int
+    removed: list[Removed] = field(default_factory=list)
+    compacted: list[str] = field(default_factory=list)
+    before: dict[str, table_upkeep.TableFiles] = field(default_factory=dict)
+    after: dict[str, table_upkeep.TableFiles] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def vacuumed_files(self) -> int:
+        return sum(max(0, self.before[t].data_files - self.after[t].data_files) for t in self.after if t in self.before)
+
+    @property
+    def vacuumed_bytes(self) -> int:
+        return sum(max(0, self.before[t].data_bytes - self.after[t].data_bytes) for t in self.after if t in self.before)
+
+    def document(self) -> dict:
+        """The --json form."""
+        totals = {
+            moment: {
+                "tables": len(files),
+                "live_files": sum(f.live_files for f in files.values()),
+                "data_files": sum(f.data_files for f in files.values()),
+                "data_bytes": sum(f.data_bytes for f in files.values()),
+                "log_files": sum(f.log_files for f in files.values()),
+                "log_bytes": sum(f.log_bytes for f in files.values()),
+            }
+            for moment, files in (("before", self.before), ("after", self.after))
+        }
+        return {
+            "keep_snapshots": self.keep,
+            "deleted_file_retention_minutes": self.deleted_file_retention_minutes,
+            "removed": [
+                {"kind": r.kind, "snapshot_ids": r.snapshot_ids, "kept": r.kept, "files_removed": r.files}
+                for r in self.removed
+            ],
+            "compacted": self.compacted,
+            "vacuumed_files": self.vacuumed_files,
+            "vacuumed_bytes": self.vacuumed_bytes,
+            **totals,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def to_remove(listed: list[Snapshot], keep: KeepSnapshots) -> list[Snapshot]:
+    """The snapshots past `keep`, oldest first: all but the newest `count`, or those judged more than
+    `minutes` before the newest one. The newest is always kept."""
+    if not listed:
+        return []
+    if keep.count is not None:
+        return listed[: max(0, len(listed) - keep.count)]
+    newest = listed[-1].as_of
+    cutoff = newest - timedelta(minutes=keep.minutes or 0)
+    return [s for s in listed[:-1] if s.as_of < cutoff]
+
+
+def prune(
+    output: str, keep: KeepSnapshots, writer: TableWriter, spark: SparkSession | None, run_id: str | None
+) -> list[Removed]:
+    """Retention: each kind's snapshots past `keep` removed from its tables, one commit per table."""
+    storage = writer.storage
+    removed = []
+    for kind, tables in SNAPSHOT_TABLES.items():
+        present = [t for t in tables if has_table(output, t, storage)]
+        if not present:
+            continue
+        # Every snapshot any of the kind's tables holds (a run killed between two tables leaves one in
+        # some only), in the first table's order (by as_of, then as written); the sort is stable.
+        ordered = snapshots(output, present[0], storage)
+        known = {s.snapshot_id for s in ordered}
+        for table in present[1:]:
+            more = [s for s in snapshots(output, table, storage) if s.snapshot_id not in known]
+            ordered += more
+            known |= {s.snapshot_id for s in more}
+        ordered.sort(key=lambda s: s.as_of)
+        going = [s.snapshot_id for s in to_remove(ordered, keep)]
+        if not going:
+            continue
+        done = Removed(kind, going, len(ordered) - len(going))
+        ids = id_list(going)
+        for table in present:
+            done.files[table] = table_upkeep.delete_rows(
+                join(output, table), f"snapshot_id IN ({ids})", writer, spark, run_id
+            )
+        if has_table(output, SNAPSHOTS_TABLE, storage):
+            predicate = f"kind = '{kind}' AND snapshot_id IN ({ids})"
+            done.files[SNAPSHOTS_TABLE] = table_upkeep.delete_rows(
+                join(output, SNAPSHOTS_TABLE), predicate, writer, spark, run_id
+            )
+        removed.append(done)
+    return removed
+
+
+def keep_and_tidy(
+    spark: SparkSession, output: str, settings: Settings, report: DecodeReport, writer: TableWriter
+) -> None:
+    """After a run that wrote a snapshot: retention and upkeep, when [output] keep_snapshots (or
+    --keep-snapshots) is set; noted in the report for the summary and --json."""
+    keep = settings.output.keep_snapshots
+    if keep is None:
+        return
+    progress.begin(f"keeping {keep} snapshots and tidying the tables")
+    done = tidy(output, writer, spark, keep, settings.output.deleted_file_retention_minutes, report.run_id)
+    report.upkeep = done.document()
+
+
+def tidy(
+    output: str,
+    writer: TableWriter,
+    spark: SparkSession | None,
+    keep: KeepSnapshots | None,
+    deleted_file_retention_minutes: int,
+    run_id: str | None = None,
+) -> Upkeep:
+    """Retention (when `keep` is given), then upkeep of every table under `output`."""
+    started = time.monotonic()
+    storage = writer.storage
+    upkeep = Upkeep(None if keep is None else str(keep), deleted_file_retention_minutes)
+    tables = table_upkeep.delta_tables(output, storage)
+    upkeep.before = {t: table_upkeep.table_files(join(output, t), storage) for t in tables}
+    if keep is not None:
+        upkeep.removed = prune(output, keep, writer, spark, run_id)
+    # What this tidy removed is due at once only when the retention is 0; otherwise vacuum waits for files
+    # that were unlisted before it (TableFiles.vacuum_due).
+    changed = {table for r in upkeep.removed for table in r.files}
+    for table in tables:
+        path = join(output, table)
+        compacted = table_upkeep.needs_compaction(path, storage)
+        if compacted:
+            table_upkeep.compact(path, writer, spark, run_id)
+            upkeep.compacted.append(table)
+        now = deleted_file_retention_minutes == 0 and (table in changed or compacted)
+        if now or upkeep.before[table].vacuum_due(deleted_file_retention_minutes):
+            table_upkeep.vacuum(path, deleted_file_retention_minutes, writer, spark)
+        if not writer.delta_spark:  # delta-spark checkpoints and cleans its log as it commits
+            table_upkeep.checkpoint(path, storage, changed=table in changed or compacted)
+    upkeep.after = {t: table_upkeep.table_files(join(output, t), storage) for t in tables}
+    upkeep.seconds = time.monotonic() - started
+    return upkeep
