@@ -61,8 +61,11 @@ SPARK_COMMIT_ATTEMPTS = 10
 # now is, with the same files. Replacing the whole table again is what the later run would have done
 # alone; replacing its own snapshot's partition touches nothing the other wrote.
 DELTA_RS_COMMIT_ATTEMPTS = 10
+# pyspark's wrapper of the JVM's exception names it by class (io.delta.exceptions.ConcurrentAppendException)
+# or by its error class only ([DELTA_CONCURRENT_APPEND...] ConcurrentAppendException: ...), as a merge's does.
 SPARK_CONFLICTS = re.compile(
     r"io\.delta\.exceptions\.(Concurrent\w+|MetadataChanged|ProtocolChanged)Exception|DeltaConcurrentModificationException"
+    r"|\b(Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)|MetadataChanged|ProtocolChanged)Exception\b"
 )
 # Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
 # userMetadata), so the `runs` row can name the version of each table the run committed.
@@ -270,7 +273,7 @@ def _write_with_spark(
             conflict = SPARK_CONFLICTS.search(str(err))
             if attempt == SPARK_COMMIT_ATTEMPTS or not conflict:
                 raise
-            kind = conflict.group(1) or conflict.group()
+            kind = conflict.group(1) or conflict.group(2) or conflict.group()
             print(
                 f"offset-audit: {basename(path)}: another writer committed first ({kind}); written again on "
                 f"its commit (attempt {attempt + 1})",

@@ -106,9 +106,15 @@ def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeR
             report.wrote(SNAPSHOTS_TABLE, write_delta(source, path, writer, mode="append", run_id=report.run_id))
             return
         spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", report.run_id)
+
+        def merge() -> None:
+            table = SparkDeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), condition)
+            table.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
         try:
-            merge = SparkDeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), condition)
-            merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+            # A merge reads the whole table: another run's row appended meanwhile is a conflict
+            # (ConcurrentAppendException), and the merge is made again on the table as it now is.
+            again_on_conflict(path, merge)
         finally:
             spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
         version, _ = spark_commit(spark, target, report.run_id)
