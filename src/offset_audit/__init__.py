@@ -18,5 +18,6 @@ it may import (tests/test_layout.py holds it to that):
 The modules beside them are the vocabulary every stage shares, and import no subpackage: constants
 (Kafka's numbers), errors (user errors), settings, storage (paths and object stores), durations,
 timestamps (Kafka's milliseconds), escaping (names from the dump made inert for each medium),
-snapshot_ids (the ids a run's rows carry) and jvm (what a session's JVM holds).
+snapshot_ids (the ids a run's rows carry), delta_files (a Delta table read through its live files,
+without Spark) and jvm (what a session's JVM holds).
 """

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from offset_audit.delta_files import read_live
 from offset_audit.snapshot_ids import AUDIT, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.storage import join
 
@@ -25,19 +26,10 @@ COMPACT_AT_FILES = 8
 
 
 def _table(path: str) -> pa.Table:
-    """A whole Delta table through its live files (small tables: the template snapshot's)."""
+    """A whole Delta table (small tables: the template snapshot's)."""
     from deltalake import DeltaTable
 
-    delta = DeltaTable(path)
-    schema = pa.schema(delta.schema().to_arrow())
-    keys = delta.metadata().partition_columns
-    parts = []
-    for action in pa.table(delta.get_add_actions(flatten=True)).to_pylist():
-        data = pq.read_table(join(path, action["path"]))
-        for key in (k for k in keys if k not in data.column_names):
-            data = data.append_column(key, pa.array([action[f"partition.{key}"]] * data.num_rows, pa.string()))
-        parts.append(data.select(schema.names).cast(schema))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    return read_live(DeltaTable(path), path)
 
 
 def _earlier(table: pa.Table, by: timedelta) -> pa.Table:

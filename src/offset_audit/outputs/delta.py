@@ -12,7 +12,7 @@ writer reads and appends to the other's tables (protocol 1/2, no column mapping,
 Two runs committing to one table at once both land: delta-rs retries on the next version, and on S3
 commits with the store's conditional writes (put-if-absent); a commit of either writer whose conflict
 check fails (both replaced the whole table) is made again on the table as it now is
-(DELTA_RS_COMMIT_ATTEMPTS, SPARK_COMMIT_ATTEMPTS). On S3 delta-spark's default log store is safe only within one
+(COMMIT_ATTEMPTS). On S3 delta-spark's default log store is safe only within one
 driver: concurrent drivers need its DynamoDB log store (docs/cluster.md).
 """
 
@@ -25,8 +25,9 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,15 +53,12 @@ TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 # (spark.databricks.delta.properties.defaults.*): this tool never deletes rows, and a table with them
 # would need delta-spark to read (readers without Delta read the data files, see read_back).
 SPARK_TABLE_PROPERTIES = {**TABLE_PROPERTIES, "delta.enableDeletionVectors": "false"}
-# delta-spark's optimistic concurrency: a commit that met another writer's (two audits into one folder
-# at once) fails with one of io.delta.exceptions' Concurrent*/MetadataChanged/ProtocolChanged
-# exceptions, and is written again on the table as it now is, this many times at most.
-SPARK_COMMIT_ATTEMPTS = 10
-# delta-rs' commits likewise: a commit whose check against a concurrent one fails (CommitFailedError: two
-# audits into one folder both replace the whole decoded/ tables at once) is made again on the table as it
-# now is, with the same files. Replacing the whole table again is what the later run would have done
-# alone; replacing its own snapshot's partition touches nothing the other wrote.
-DELTA_RS_COMMIT_ATTEMPTS = 10
+# Optimistic concurrency, either writer's: a commit that met another writer's (two audits into one folder
+# at once) fails (delta-spark: one of io.delta.exceptions' Concurrent*/MetadataChanged/ProtocolChanged
+# exceptions; delta-rs: CommitFailedError, when both replace the whole decoded/ tables) and is made again
+# on the table as it now is, this many times at most. Replacing the whole table again is what the later
+# run would have done alone; replacing its own snapshot's partition touches nothing the other wrote.
+COMMIT_ATTEMPTS = 10
 # pyspark's wrapper of the JVM's exception names it by class (io.delta.exceptions.ConcurrentAppendException)
 # or by its error class only ([DELTA_CONCURRENT_APPEND...] ConcurrentAppendException: ...), as a merge's does.
 SPARK_CONFLICTS = re.compile(
@@ -70,6 +68,8 @@ SPARK_CONFLICTS = re.compile(
 # Every commit a run makes carries its run id in the commit info (delta-rs custom metadata; delta-spark's
 # userMetadata), so the `runs` row can name the version of each table the run committed.
 RUN_ID_KEY = "offset_audit.run_id"
+
+T = TypeVar("T")
 
 
 DELTA_SPARK = "delta-spark"
@@ -265,21 +265,7 @@ def _write_with_spark(
         writer = writer.option("overwriteSchema", "true")
     else:
         writer = writer.option("mergeSchema", "true")
-    for attempt in range(1, SPARK_COMMIT_ATTEMPTS + 1):
-        try:
-            writer.save(target)
-            break
-        except Exception as err:  # py4j's or pyspark's wrapper of the JVM's exception
-            conflict = SPARK_CONFLICTS.search(str(err))
-            if attempt == SPARK_COMMIT_ATTEMPTS or not conflict:
-                raise
-            kind = conflict.group(1) or conflict.group(2) or conflict.group()
-            print(
-                f"offset-audit: {basename(path)}: another writer committed first ({kind}); written again on "
-                f"its commit (attempt {attempt + 1})",
-                file=sys.stderr,
-            )
-            time.sleep(random.uniform(0.1, 0.5) * attempt)
+    again_on_conflict(path, lambda: writer.save(target))
     version, rows = spark_commit(spark, target, token)
     if rows is None:  # the cluster turned commit metrics off (spark.databricks.delta.history.metricsEnabled)
         rows = df.count()
@@ -361,7 +347,7 @@ def commit_files(
     options = storage.delta_options
     partition_filters = [(k, "=", v) for k, v in (replace_where or {}).items()] or None
     if DeltaTable.is_deltatable(table_dir, storage_options=options):
-        _commit_again_on_conflict(
+        again_on_conflict(
             table_dir,
             lambda: DeltaTable(table_dir, storage_options=options).create_write_transaction(
                 actions,
@@ -386,25 +372,34 @@ def commit_files(
     return committed_version(table_dir, run_id, storage)
 
 
-def _commit_again_on_conflict(table_dir: str, commit) -> None:
-    """Run `commit` (which reads the table's newest version itself) until it lands, as delta-spark's
-    commits are (SPARK_COMMIT_ATTEMPTS), saying on stderr when another writer came first."""
+def again_on_conflict(path: str, operation: Callable[[], T]) -> T:
+    """Run `operation` (which opens the table's newest version itself: a write, delete, merge or
+    compaction by either writer) until it lands, saying on stderr when another writer came first.
+
+    Only a conflict is tried again (delta-rs' CommitFailedError, or one of delta-spark's SPARK_CONFLICTS,
+    which pyspark's wrapper names in its text); any other error is the caller's."""
     from deltalake.exceptions import CommitFailedError
 
-    for attempt in range(1, DELTA_RS_COMMIT_ATTEMPTS + 1):
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
-            commit()
-            return
-        except CommitFailedError as err:
-            if attempt == DELTA_RS_COMMIT_ATTEMPTS:
+            return operation()
+        except Exception as err:  # delta-rs', or py4j's / pyspark's wrapper of the JVM's exception
+            spark_conflict = SPARK_CONFLICTS.search(str(err))
+            if isinstance(err, CommitFailedError):
+                reason = str(err).split("\n", 1)[0]
+            elif spark_conflict:
+                reason = spark_conflict.group(1) or spark_conflict.group(2) or spark_conflict.group()
+            else:
                 raise
-            reason = str(err).split("\n", 1)[0]
+            if attempt == COMMIT_ATTEMPTS:
+                raise
             print(
-                f"offset-audit: {basename(table_dir)}: another writer committed first ({reason}); committed "
-                f"again on its commit (attempt {attempt + 1})",
+                f"offset-audit: {basename(path)}: another writer committed first ({reason}); made again on "
+                f"its commit (attempt {attempt + 1})",
                 file=sys.stderr,
             )
             time.sleep(random.uniform(0.1, 0.5) * attempt)
+    raise AssertionError("unreachable")
 
 
 _WRITTEN = parse_type("struct<path:string,rows:bigint,size:bigint,partition_value:string>")

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -22,13 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
-from offset_audit.outputs.delta import (
-    DELTA_RS_COMMIT_ATTEMPTS,
-    SPARK_CONFLICTS,
-    TABLE_PROPERTIES,
-    TableWriter,
-    commit_properties,
-)
+from offset_audit.outputs.delta import TABLE_PROPERTIES, TableWriter, again_on_conflict, commit_properties
 from offset_audit.storage import Storage, join, spark_path
 
 # A table is compacted once one of its partitions holds this many live files: appends (runs, snapshots,
@@ -45,7 +36,8 @@ TABLE_DEPTH = 3
 class TableFiles:
     """A table's size on the store: its live files (those its current version lists), every data file
     under its folder (live, or removed but not yet vacuumed), and its _delta_log; and when the oldest
-    data file it no longer lists was written (seconds since the epoch; None: every file is live)."""
+    data file it no longer lists was written (seconds since the epoch; None: every file is live); and the
+    live files of its fullest partition (the whole table's when unpartitioned), which compaction goes by."""
 
     live_files: int
     data_files: int
@@ -53,6 +45,11 @@ class TableFiles:
     log_files: int
     log_bytes: int
     oldest_unlisted: float | None = None
+    fullest_partition: int = 0
+
+    @property
+    def needs_compaction(self) -> bool:
+        return self.fullest_partition >= COMPACT_AT_FILES
 
     def vacuum_due(self, retention_minutes: int, now: float | None = None) -> bool:
         """Whether vacuum can delete anything: a file is removed after it was written, and vacuum deletes
@@ -69,7 +66,8 @@ def table_files(path: str, storage: Storage) -> TableFiles:
     files = storage.file_sizes(path)
     log = {name: size for name, (size, _) in files.items() if name.startswith("_delta_log/")}
     data = {name: stat for name, stat in files.items() if name not in log and not name.endswith(".crc")}
-    actions = DeltaTable(path, storage_options=storage.delta_options).get_add_actions(flatten=True)
+    table = DeltaTable(path, storage_options=storage.delta_options)
+    actions = pa.table(table.get_add_actions(flatten=True))
     live = {unquote(p) for p in actions.column("path").to_pylist()}
     unlisted = [written for name, (_, written) in data.items() if name not in live]
     return TableFiles(
@@ -79,7 +77,16 @@ def table_files(path: str, storage: Storage) -> TableFiles:
         len(log),
         sum(log.values()),
         min(unlisted) if unlisted else None,
+        _fullest_partition(actions, table.metadata().partition_columns),
     )
+
+
+def _fullest_partition(actions: pa.Table, keys: list[str]) -> int:
+    """The live files of the table's fullest partition, from its add actions."""
+    if not actions.num_rows or not keys:
+        return actions.num_rows
+    counts = actions.group_by([f"partition.{k}" for k in keys], use_threads=False).aggregate([([], "count_all")])
+    return int(pc.max(counts["count_all"]).as_py())
 
 
 def delta_tables(folder: str, storage: Storage, depth: int = TABLE_DEPTH) -> list[str]:
@@ -128,14 +135,8 @@ def needs_compaction(path: str, storage: Storage, at_files: int = COMPACT_AT_FIL
     from deltalake import DeltaTable
 
     table = DeltaTable(path, storage_options=storage.delta_options)
-    keys = table.metadata().partition_columns
     actions = pa.table(table.get_add_actions(flatten=True))
-    if not actions.num_rows:
-        return False
-    if not keys:
-        return actions.num_rows >= at_files
-    counts = actions.group_by([f"partition.{k}" for k in keys], use_threads=False).aggregate([([], "count_all")])
-    return bool(pc.max(counts["count_all"]).as_py() >= at_files)
+    return _fullest_partition(actions, table.metadata().partition_columns) >= at_files
 
 
 def compact(path: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> None:
@@ -222,23 +223,3 @@ def _last_checkpoint(path: str, storage: Storage) -> int:
             return int(json.loads(handle.read())["version"])
     except (FileNotFoundError, OSError, ValueError, KeyError):
         return -1
-
-
-def again_on_conflict(path: str, operation: Callable[[], object]):
-    """Run `operation` (which opens the table's newest version itself) until it lands."""
-    from deltalake.exceptions import CommitFailedError
-
-    for attempt in range(1, DELTA_RS_COMMIT_ATTEMPTS + 1):
-        try:
-            return operation()
-        except Exception as err:
-            conflict = isinstance(err, CommitFailedError) or SPARK_CONFLICTS.search(str(err))
-            if attempt == DELTA_RS_COMMIT_ATTEMPTS or not conflict:
-                raise
-            print(
-                f"offset-audit: {path}: another writer committed first; upkeep made again on its commit "
-                f"(attempt {attempt + 1})",
-                file=sys.stderr,
-            )
-            time.sleep(random.uniform(0.1, 0.5) * attempt)
-    raise AssertionError("unreachable")

@@ -27,7 +27,7 @@ from offset_audit.runs import progress
 from offset_audit.settings import KeepSnapshots, Settings
 from offset_audit.snapshot_ids import SNAPSHOT_TABLES, SNAPSHOTS_TABLE, id_list
 from offset_audit.storage import join
-from offset_audit.views.audit_folder import Snapshot, has_table, snapshots
+from offset_audit.views.audit_folder import Snapshot, has_table, listed_snapshots, snapshots
 
 
 @dataclass
@@ -113,10 +113,11 @@ def prune(
             continue
         # Every snapshot any of the kind's tables holds (a run killed between two tables leaves one in
         # some only), in the first table's order (by as_of, then as written); the sort is stable.
-        ordered = snapshots(output, present[0], storage)
+        listed = listed_snapshots(output, kind, storage)  # the snapshots table, read once for the kind
+        ordered = snapshots(output, present[0], storage, listed)
         known = {s.snapshot_id for s in ordered}
         for table in present[1:]:
-            more = [s for s in snapshots(output, table, storage) if s.snapshot_id not in known]
+            more = [s for s in snapshots(output, table, storage, listed) if s.snapshot_id not in known]
             ordered += more
             known |= {s.snapshot_id for s in more}
         ordered.sort(key=lambda s: s.as_of)
@@ -172,7 +173,10 @@ def tidy(
     changed = {table for r in upkeep.removed for table in r.files}
     for table in tables:
         path = join(output, table)
-        compacted = table_upkeep.needs_compaction(path, storage)
+        # The counts taken before serve, unless retention has just rewritten the table.
+        compacted = (
+            table_upkeep.needs_compaction(path, storage) if table in changed else upkeep.before[table].needs_compaction
+        )
         if compacted:
             table_upkeep.compact(path, writer, spark, run_id)
             upkeep.compacted.append(table)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.delta_files import live_files, read_live
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.snapshot_ids import AUDIT, KIND_OF_TABLE, SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join
@@ -51,73 +52,21 @@ def read_table(
     partition: tuple[str, str] | None = None,
 ) -> pa.Table:
     """The table `name` under `folder` at its current version (an error naming the folder if absent),
-    optionally only the files of one partition value (`("snapshot_id", id)`).
-
-    delta-rs gives the live files and their partition values; pyarrow reads them. delta-rs' own
-    pyarrow dataset is not used: a process that scanned one aborts at exit about half the time
-    ("terminate called without an active exception", deltalake 1.6 with pyarrow 26), after its output
-    is printed but with exit code 134, which a scheduler reads as a failure.
-    """
+    optionally only the files of one partition value (`("snapshot_id", id)`), through delta_files."""
     from deltalake import DeltaTable
 
     if not has_table(folder, name, storage):
         raise InputNotFound(f"'{folder}' holds no {name} table: run offset-audit audit --output {folder} first")
     path = join(folder, name)
     with readable(folder, name):
-        return _read_files(
-            DeltaTable(path, storage_options=storage.delta_options), path, name, storage, columns, partition
+        return read_live(
+            DeltaTable(path, storage_options=storage.delta_options),
+            path,
+            storage,
+            columns,
+            partition,
+            missing_type=lambda column: _column_type(name, column),
         )
-
-
-def _read_files(
-    table, path: str, name: str, storage: Storage, columns: list[str] | None, partition: tuple[str, str] | None
-) -> pa.Table:
-    """The table's live files read with pyarrow (see read_table)."""
-    import pyarrow.parquet as pq
-
-    keys = table.metadata().partition_columns
-    schema = pa.schema(table.schema().to_arrow())
-    schema = pa.schema([pa.field(f.name, pa.string() if f.name in keys else f.type) for f in schema])
-    wanted = columns or schema.names
-    missing = [c for c in wanted if c not in schema.names]
-    if missing:
-        # A table written only by an older version of this tool: the newer columns read as nulls.
-        schema = pa.schema([*schema, *(pa.field(c, _column_type(name, c)) for c in missing)])
-    parts = []
-    for action in _files(table, keys, partition):
-        values = action["values"]
-        source = pq.ParquetFile(storage.parquet_source(join(path, action["path"])))
-        in_file = set(source.schema_arrow.names)
-        data = source.read(columns=[c for c in wanted if c not in keys and c in in_file])
-        for column in wanted:
-            # Files written before the table gained a column (an older version of this tool) hold none.
-            if column not in keys and column not in in_file:
-                data = data.append_column(schema.field(column), pa.nulls(data.num_rows, schema.field(column).type))
-        for key in keys:
-            if key in wanted:
-                data = data.append_column(key, pa.array([values[key]] * data.num_rows, pa.string()))
-        parts.append(data.select(wanted).cast(pa.schema([schema.field(c) for c in wanted])))
-    if not parts:
-        return pa.schema([schema.field(c) for c in wanted]).empty_table()
-    return pa.concat_tables(parts)
-
-
-def _files(table, keys: list[str], partition: tuple[str, str] | None = None) -> list[dict]:
-    """The table's live files: path, partition values and when each was written (ms)."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    actions = actions.select(["path", "modification_time", *(f"partition.{k}" for k in keys)])
-    if partition is not None and f"partition.{partition[0]}" in actions.column_names:
-        # In Arrow, not row by row: a folder of a year of snapshots lists thousands of files.
-        actions = actions.filter(pc.equal(actions[f"partition.{partition[0]}"], partition[1]))
-    files = []
-    for action in actions.to_pylist():
-        values = {k: action.get(f"partition.{k}") for k in keys}
-        if partition is not None and values.get(partition[0]) != partition[1]:
-            continue
-        written = action.get("modification_time")
-        written = written.timestamp() * 1000 if hasattr(written, "timestamp") else written
-        files.append({"path": action["path"], "values": values, "written": written or 0})
-    return files
 
 
 def _column_type(table: str, column: str) -> pa.DataType:
@@ -144,14 +93,17 @@ class Snapshot:
 TOTALS = ("offsets", "expired", "expiring_soon", "lag", "groups")
 
 
-def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOCAL) -> list[Snapshot]:
+def snapshots(
+    folder: str, table: str = "group_verdicts", storage: Storage = LOCAL, listed: dict[str, Snapshot] | None = None
+) -> list[Snapshot]:
     """The snapshots a table holds, oldest first: by as_of, then by when they were written (two
     snapshots judged at the same time, as two dumps of one moment, are ordered as they were audited).
 
     Which snapshots the table holds comes from its log (its partition values: no data file is read);
     when and how each was judged from the folder's snapshots table, one small file however many runs
     came before (after upkeep). Only a snapshot written before that table existed (an older version of
-    this tool) is read from its own rows, its partition's files alone."""
+    this tool) is read from its own rows, its partition's files alone. `listed`: listed_snapshots of the
+    table's kind, when the caller has read them already."""
     from deltalake import DeltaTable
 
     if not has_table(folder, table, storage):
@@ -159,12 +111,13 @@ def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOC
     with readable(folder, table):
         delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
         written: dict[str, float] = {}
-        for file in _files(delta, ["snapshot_id"]):
+        for file in live_files(delta, ["snapshot_id"]):
             key = file["values"]["snapshot_id"]
             written[key] = max(written.get(key, 0), file["written"])
     if not written:
         return []
-    listed = _listed(folder, KIND_OF_TABLE.get(table), storage)
+    if listed is None:
+        listed = listed_snapshots(folder, KIND_OF_TABLE.get(table), storage)
     found = [listed[s] for s in written if s in listed]
     for snapshot_id in (s for s in written if s not in listed):
         rows = read_snapshot(folder, table, snapshot_id, storage, ["as_of", "retention_minutes"]).slice(0, 1)
@@ -173,7 +126,7 @@ def snapshots(folder: str, table: str = "group_verdicts", storage: Storage = LOC
     return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
 
 
-def _listed(folder: str, kind: str | None, storage: Storage) -> dict[str, Snapshot]:
+def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[str, Snapshot]:
     """The snapshots table's rows of one kind, by id (the newest written where a concurrent first write
     left two)."""
     if kind is None or not has_table(folder, SNAPSHOTS_TABLE, storage):
