@@ -7,6 +7,7 @@ read it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +30,24 @@ class InputSettings:
     # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
     partition: int | None = None
     topic: str = K.OFFSETS_TOPIC
+    # --cluster: the cluster's name in the output folder's tables and metrics; "" names it by its id (the
+    # broker folders' meta.properties, or the Kafka source's Admin API). runs.clusters.
+    cluster: str = ""
+
+
+# A cluster's name (--cluster) and a cluster id read from a broker (Kafka's are 22 characters of URL-safe
+# base64) take one form, so either is inert as a metric label, a file name, a SQL literal and a shell word.
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_cluster_name(name: str, option: str) -> str:
+    """`name` when it has the one form cluster names take, else a UserError naming `option`."""
+    if not isinstance(name, str) or not CLUSTER_NAME.fullmatch(name):
+        raise UserError(
+            f"{option} takes a cluster name of letters, digits, '.', '_' and '-' (at most 64, starting with a "
+            f"letter or digit), not {name!r}"
+        )
+    return name
 
 
 @dataclass(frozen=True)

@@ -342,9 +342,13 @@ def test_what_incremental_cannot_do_is_refused_before_spark_starts(no_spark, tmp
     assert result.exit_code == 2 and "another incremental audit (pid" in result.output, result.output
 
 
-def test_a_state_of_another_cluster_is_refused_before_spark_starts(spark, tmp_path):
+def test_another_clusters_dump_keeps_a_state_of_its_own_and_is_refused_the_firsts(spark, tmp_path, monkeypatch):
+    """The dump of another cluster (its meta.properties) gets a state of its own beside the first's
+    (runs.clusters, tests/runs/test_fleet.py); handed to the first's state by its name, it is refused
+    before Spark starts."""
     from click.testing import CliRunner
 
+    import offset_audit.runs.session
     from offset_audit.cli.main import main
 
     log = Log()
@@ -354,10 +358,22 @@ def test_a_state_of_another_cluster_is_refused_before_spark_starts(spark, tmp_pa
     audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
     assert read_state(str(tmp_path / "out")).cluster_id == "AAAAAAAAAAAAAAAAAAAAAA"
     (tmp_path / "data" / "meta.properties").write_text("version=1\ncluster.id=BBBBBBBBBBBBBBBBBBBBBB\nnode.id=1\n")
-    result = CliRunner().invoke(
-        main, ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental"]
+    with monkeypatch.context() as patched:
+        patched.setattr(offset_audit.runs.session, "get_spark", lambda *_a, **_k: pytest.fail("Spark started"))
+        result = CliRunner().invoke(
+            main,
+            ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental",
+             "--cluster", "AAAAAAAAAAAAAAAAAAAAAA"],
+        )  # fmt: skip
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert (
+        "names cluster AAAAAAAAAAAAAAAAAAAAAA" in result.output and "is cluster BBBBBBBBBBBBBBBBBBBBBB" in result.output
     )
-    assert result.exit_code == 2 and "belongs to cluster AAAAAAAAAAAAAAAAAAAAAA" in result.output, result.output
+    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    assert read_state(str(tmp_path / "out")).cluster_id == "AAAAAAAAAAAAAAAAAAAAAA"
+    assert (
+        read_state(str(tmp_path / "out" / "clusters" / "BBBBBBBBBBBBBBBBBBBBBB")).cluster_id == "BBBBBBBBBBBBBBBBBBBBBB"
+    )
 
 
 # Kafka-source snapshots that grow -------------------------------------------------------------------

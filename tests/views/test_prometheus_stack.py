@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -46,6 +46,12 @@ def _panels() -> dict[str, str]:
         (target,) = panel["targets"]
         out[panel["title"]] = target["expr"]
     return out
+
+
+def _as_grafana_sends(promql: str, clusters: str = ".*") -> str:
+    """A panel's query as Grafana sends it: its $cluster variable replaced by the clusters chosen (All
+    is the variable's allValue, .*, which also matches series without the label)."""
+    return promql.replace("$cluster", clusters)
 
 
 def _alert_rules() -> dict[str, dict]:
@@ -209,16 +215,16 @@ def _expected(stack: Stack) -> dict[str, dict[frozenset, float]]:
 def test_every_dashboard_panel_gets_the_demo_audits_answer(stack):
     expected = _expected(stack)
     for title, promql in _panels().items():
-        got = values(stack.prometheus, promql)
+        got = values(stack.prometheus, _as_grafana_sends(promql))
         assert got, f"panel {title!r} ({promql}) got no data"
         if title in expected:
             assert got == expected[title], title
     lags = sorted((float(v) for v in _group_lags(stack).values()), reverse=True)[:10]
     assert sorted(values(stack.prometheus, "topk(10, kafka_offset_audit_group_lag)").values(), reverse=True) == lags
     now = time.time()
-    (age,) = values(stack.prometheus, _panels()["Age of the audited snapshot"]).values()
+    (age,) = values(stack.prometheus, _as_grafana_sends(_panels()["Age of the audited snapshot"])).values()
     assert math.isclose(age, now - stack.as_of_s, abs_tol=120)
-    (since,) = values(stack.prometheus, _panels()["Since the last successful audit"]).values()
+    (since,) = values(stack.prometheus, _as_grafana_sends(_panels()["Since the last successful audit"])).values()
     assert math.isclose(since, now - _seconds(stack.run["finished_at"]), abs_tol=120)
     for name in ("Offsets expiring within 24 h of the audit", "Groups with expired offsets"):
         assert expected[name], f"the demo audit has none for {name!r}: the check would be empty"
@@ -265,6 +271,99 @@ def test_the_alerts_fire_for_the_demos_expiring_and_expired_offsets(stack):
     # evaluated: the alerts above fired.
     assert time.time() - _seconds(stack.run["finished_at"]) < 3600 < time.time() - stack.as_of_s
     assert not _firing(stack, "KafkaOffsetAuditNotSucceeding")
+
+
+# A fleet in one folder ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fleet:
+    prometheus: str
+    partitions: dict[str, list[dict]]  # cluster -> its newest snapshot's partition verdicts
+    groups: dict[str, list[dict]]
+
+
+@pytest.fixture(scope="module")
+def fleet(demo, spark, tmp_path_factory):
+    """The demo dump audited as two clusters into one folder: eu as of the dump's newest record, us 20 h
+    later. The same group names in both, with different offsets expiring within a day: what the rules
+    must keep apart. The folder's metrics (both clusters, one file) scraped by a Prometheus of its own."""
+    from offset_audit.runs.audit import run_audit
+    from offset_audit.runs.config import load_settings
+
+    workdir, _ = demo
+    folder = tmp_path_factory.mktemp("prometheus-fleet")
+    audit = folder / "fleet"
+    first = run_audit(spark, [str(workdir / "demo-input")], str(audit), load_settings(cluster="eu"))
+    later = (first.as_of + timedelta(hours=20)).strftime("%Y-%m-%dT%H:%M:%S")
+    run_audit(spark, [str(workdir / "demo-input")], str(audit), load_settings(cluster="us", as_of=later))
+    textfiles = folder / "textfile"
+    textfiles.mkdir()
+    _cli("metrics", "--audit", str(audit), "--output", str(textfiles / "offset_audit.prom"))
+    newest = {s.cluster: s.snapshot_id for s in snapshots(str(audit))}
+    partitions = {c: read_snapshot(str(audit), "partition_verdicts", s).to_pylist() for c, s in newest.items()}
+    groups = {c: read_snapshot(str(audit), "group_verdicts", s).to_pylist() for c, s in newest.items()}
+    with (
+        live(node_exporter(textfiles, folder)) as node,
+        live(prometheus(folder, {"node": node.url.removeprefix("http://")}, [RULES])) as server,
+    ):
+        wait_for(
+            "Prometheus to scrape the fleet's textfile",
+            lambda: (
+                values(server.url, "count by (cluster) (kafka_offset_audit_group_info)")
+                == {frozenset({"cluster": c}.items()): float(len(g)) for c, g in groups.items()}
+            ),
+        )
+        yield Fleet(server.url, partitions, groups)
+
+
+def _fleet_firing(url: str, name: str) -> set[tuple]:
+    return {
+        tuple(sorted((k, v) for k, v in a["labels"].items() if k in ("cluster", "group", "topic", "partition")))
+        for a in alerts(url)
+        if a["labels"]["alertname"] == name and a["state"] == "firing"
+    }
+
+
+def test_the_alerts_fire_per_cluster_of_a_fleet_in_one_folder(fleet):
+    soon, idle_soon, expired_active = set(), set(), set()
+    for cluster, partitions in fleet.partitions.items():
+        members = {g["group_id"]: g["member_count"] for g in fleet.groups[cluster]}
+        for p in partitions:
+            if p["time_to_expiry_ms"] is not None and 0 <= p["time_to_expiry_ms"] <= DAY_S * 1000:
+                key = (("cluster", cluster), ("group", p["group_id"]), ("partition", str(p["partition"])))
+                key += (("topic", p["topic"]),)
+                soon.add(key)
+                if not members[p["group_id"]]:
+                    idle_soon.add(key)
+        expired_active |= {
+            (("cluster", cluster), ("group", g["group_id"]))
+            for g in fleet.groups[cluster]
+            if g["expired_offset_count"] and g["member_count"]
+        }
+    # The check can fail: the clusters share group names, and differ in what expires within the day.
+    by_cluster = {c: {k[1:] for k in soon if k[0][1] == c} for c in fleet.partitions}
+    assert by_cluster["eu"] and by_cluster["us"] and by_cluster["eu"] != by_cluster["us"]
+    wait_for(
+        "KafkaOffsetsExpireSoon to fire per cluster",
+        lambda: _fleet_firing(fleet.prometheus, "KafkaOffsetsExpireSoon") == idle_soon,
+    )
+    assert _fleet_firing(fleet.prometheus, "KafkaOffsetsExpireSoonInActiveGroup") == soon - idle_soon
+    wait_for(
+        "KafkaActiveGroupOffsetsExpired per cluster",
+        lambda: _fleet_firing(fleet.prometheus, "KafkaActiveGroupOffsetsExpired") == expired_active,
+    )
+    assert values(fleet.prometheus, "kafka_offset_audit:offsets:sum") == {
+        frozenset({"__name__": "kafka_offset_audit:offsets:sum", "cluster": c}.items()): float(
+            sum(g["offset_count"] for g in groups)
+        )
+        for c, groups in fleet.groups.items()
+    }
+    # The dashboard with one cluster chosen answers for that cluster alone.
+    committed = _as_grafana_sends(_panels()["Committed offsets"], "us")
+    assert values(fleet.prometheus, committed) == {
+        frozenset(): float(sum(g["offset_count"] for g in fleet.groups["us"]))
+    }
 
 
 def test_a_push_to_the_pushgateway_serves_the_same_series(stack):

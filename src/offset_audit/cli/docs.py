@@ -35,6 +35,7 @@ DOCUMENTS = [
     "docs/share-groups.md",
     "docs/upkeep.md",
     "docs/dashboards.md",
+    "docs/fleet.md",
 ]
 # Volatile parts of an output, the same in every run only once masked.
 VOLATILE = [
@@ -143,6 +144,39 @@ EXAMPLES = [
         "share",
         ["share", "--input", "demo-share-state", "--groups-input", "demo-input", "--output", "demo-share"],
     ),
+    # The demo's dump audited as two clusters of a fleet into one folder (docs/fleet.md).
+    Example(
+        "fleet-eu",
+        ["audit", "--input", "demo-input", "--output", "demo-fleet", "--cluster", "eu"],
+        "| head -3",
+        head(3),
+    ),
+    Example(
+        "fleet-us",
+        [
+            "audit",
+            "--input",
+            "demo-input",
+            "--output",
+            "demo-fleet",
+            "--cluster",
+            "us",
+            "--as-of",
+            "2026-10-27T04:00:00",
+        ],
+        "| head -3",
+        head(3),
+    ),
+    Example(
+        "fleet-metrics",
+        ["metrics", "--audit", "demo-fleet"],
+        "| grep -m 2 snapshot_info{",
+        grep("snapshot_info{", 2),
+    ),
+    Example(
+        "fleet-describe", ["describe", "--audit", "demo-fleet", "--cluster", "us", "--group", "classic-stable-00044"]
+    ),
+    Example("fleet-report", ["report", "--audit", "demo-fleet", "--output", "demo-fleet/fleet.html"]),
 ]
 
 

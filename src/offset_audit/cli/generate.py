@@ -82,6 +82,13 @@ from offset_audit.escaping import terminal
     metavar="FILE",
     help="also write the log start offsets (kafka-get-offsets.sh --time -2), a few above committed offsets.",
 )
+@click.option(
+    "--cluster-id",
+    default=None,
+    metavar="ID",
+    help="with --format segments: the cluster the data directory belongs to, written to its meta.properties "
+    "as a broker writes it (audit takes the cluster from there; docs/fleet.md).",
+)
 @user_errors
 def generate(
     output: str,
@@ -96,6 +103,7 @@ def generate(
     batch_records: int,
     end_offsets_file: str | None,
     start_offsets_file: str | None,
+    cluster_id: str | None,
 ) -> None:
     """Write a realistic, deterministic dump of __consumer_offsets (Parquet snapshot or log segments), or of
     __share_group_state for the same cluster's share groups."""
@@ -103,9 +111,15 @@ def generate(
 
     from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.generator.share_world import generate_share_state
-    from offset_audit.generator.writers import snapshot_to_segments
+    from offset_audit.generator.writers import snapshot_to_segments, write_meta_properties
 
     offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}
+    if cluster_id is not None:
+        from offset_audit.settings import check_cluster_name
+
+        if output_format != "segments":
+            raise UserError("--cluster-id goes with --format segments (a broker's data directory)")
+        check_cluster_name(cluster_id, "--cluster-id")
     if output_format == "share-state":
         if end_offsets_file or start_offsets_file:
             raise UserError("--end-offsets and --start-offsets go with --format parquet or segments")
@@ -131,6 +145,8 @@ def generate(
                 **offsets_files,
             )  # fmt: skip
             written = snapshot_to_segments(snapshot, output, batch_records, compression)
+        if cluster_id is not None:
+            write_meta_properties(output, cluster_id)
         codec = "uncompressed" if compression == "none" else f"{compression}-compressed"
         where = f"({written['segments']} segment files, {codec} batches)"
     click.echo(

@@ -153,6 +153,28 @@ RETENTION_MINUTES = RetentionMinutes()
 SNAPSHOT_ID = SnapshotId()
 
 
+class ClusterName(click.ParamType):
+    """--cluster: a cluster's name or id (runs.clusters), of the one form names take."""
+
+    name = "cluster name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from offset_audit.settings import check_cluster_name
+
+        try:
+            return check_cluster_name(value, "it")
+        except UserError as err:
+            self.fail(str(err).removeprefix("it "), param, ctx)
+
+
+CLUSTER = ClusterName()
+
+
+def cluster_option(help: str) -> Callable:
+    """--cluster of the read commands: which cluster of a folder holding a fleet's audits."""
+    return click.option("--cluster", type=CLUSTER, metavar="NAME", default=None, help=help)
+
+
 def snapshot_id_option(help: str) -> Callable:
     """--snapshot-id, of one form wherever it is taken (snapshot_ids)."""
     return click.option("--snapshot-id", type=SNAPSHOT_ID, metavar="ID", default=None, help=help)
@@ -225,6 +247,7 @@ def dump_options(
         bootstrap_servers: str | None,
         kafka_options: tuple[str, ...],
         topic: str | None,
+        cluster: str | None,
         storage_options: tuple[str, ...],
         conf_file: str | None,
         writer: str | None,
@@ -240,6 +263,7 @@ def dump_options(
             bootstrap_servers=bootstrap_servers,
             kafka_options=pairs(kafka_options, "--kafka-option"),
             topic=topic or default_topic,
+            cluster=cluster,
             storage=pairs(storage_options, "--storage-option"),
             writer=writer,
             **overrides,
@@ -297,6 +321,14 @@ def dump_options(
                 "Spark ignores (repeatable).",
             ),
             click.option(topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
+            click.option(
+                "--cluster",
+                default=None,
+                metavar="NAME",
+                help="the cluster's name in the output folder's tables and metrics ([input] cluster); default its "
+                "id, from the broker folders' meta.properties or the Kafka source. Names that id from then on "
+                "(docs/fleet.md).",
+            ),
             STORAGE_OPTION,
             click.option(
                 "--writer",

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import click
 
-from offset_audit.cli.options import DURATION, AuditFolder, audit_folder_options, pairs, snapshot_id_option
+from offset_audit.cli.options import (
+    DURATION,
+    AuditFolder,
+    audit_folder_options,
+    cluster_option,
+    pairs,
+    snapshot_id_option,
+)
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.outputs.text_files import write_metrics_file, write_page, write_script
@@ -33,6 +40,7 @@ TEXTFILE = (".prom", "the only files node_exporter's textfile collector reads")
     help="only offsets that expire within DURATION of the snapshot's as_of (24h, 7d; expired ones included).",
 )
 @snapshot_id_option("which snapshot (default: the newest audit).")
+@cluster_option("the cluster, in a folder holding several clusters' audits (default: the one it holds).")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document (groups and offsets) instead.")
 def describe(
     audit: AuditFolder,
@@ -40,6 +48,7 @@ def describe(
     topic: str | None,
     expiring_within: int | None,
     snapshot_id: str | None,
+    cluster: str | None,
     as_json: bool,
 ) -> None:
     """Committed offsets like kafka-consumer-groups.sh --describe, with when each expires and why.
@@ -51,13 +60,14 @@ def describe(
     from offset_audit.views.json_documents import dumps
 
     within = None if expiring_within is None else expiring_within * MINUTE_MS
-    described = view.read_described(audit.path, audit.storage, list(groups), topic, within, snapshot_id)
+    described = view.read_described(audit.path, audit.storage, list(groups), topic, within, snapshot_id, cluster)
     click.echo(dumps(view.document(described)) if as_json else view.render(described))
 
 
 @click.command("delete-plan")
 @audit_folder_options
 @snapshot_id_option("which snapshot (default: the newest).")
+@cluster_option("the cluster, in a folder holding several clusters' audits (default: the one it holds).")
 @click.option(
     "--bootstrap-server",
     default=DEFAULT_BOOTSTRAP,
@@ -75,7 +85,12 @@ def describe(
     "of the commands; with --script the script is written too.",
 )
 def delete_plan(
-    audit: AuditFolder, snapshot_id: str | None, bootstrap_server: str, script: str | None, as_json: bool
+    audit: AuditFolder,
+    snapshot_id: str | None,
+    cluster: str | None,
+    bootstrap_server: str,
+    script: str | None,
+    as_json: bool,
 ) -> None:
     """Print ready-to-run kafka-consumer-groups.sh --delete-offsets commands for the deletion candidates.
 
@@ -92,7 +107,7 @@ def delete_plan(
     check_audit_dir(audit.path, audit.storage)
     if script:
         preflight.check_output_path(script, "--script")
-    snapshot, candidates = plan(audit.path, snapshot_id, audit.storage)
+    snapshot, candidates = plan(audit.path, snapshot_id, audit.storage, cluster)
     if not candidates:
         if as_json:
             click.echo(dumps(delete_plan_document(audit.path, snapshot, [], None)))
@@ -120,6 +135,10 @@ def delete_plan(
     help="the HTML file to write (local or s3://); it opens offline: plotly.js and the styles are inline.",
 )
 @snapshot_id_option("which snapshot (default: the newest).")
+@cluster_option(
+    "one cluster of a folder holding several clusters' audits; without it such a folder's page is the fleet's: "
+    "a table of its clusters, the most urgent first."
+)
 @click.option(
     "--days",
     default=DEFAULT_DAYS,
@@ -127,7 +146,7 @@ def delete_plan(
     type=click.IntRange(min=1, max=3660),
     help="how many days after as_of the expiry chart covers.",
 )
-def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) -> None:
+def report(audit: AuditFolder, output: str, snapshot_id: str | None, cluster: str | None, days: int) -> None:
     """Write one HTML page summarising an audit folder: offsets expiring per day by rule, groups by state
     and verdict, the what-if curve, lag by group, the snapshots' history, the top deletion candidates and
     the soonest expiries.
@@ -135,16 +154,20 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) 
     Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
     """
     from offset_audit.runs import preflight
+    from offset_audit.views.fleet_report import read_fleet, render_fleet
     from offset_audit.views.html_report import read_audit, render
 
     output = normalize(output)
     preflight.check_output_path(output, "--output", audit.storage)
-    page = render(read_audit(audit.path, snapshot_id, audit.storage), days)
+    fleet = read_fleet(audit.path, audit.storage) if cluster is None and snapshot_id is None else None
+    if fleet is not None and len(fleet.clusters) > 1:
+        page = render_fleet(fleet)
+        shown = f"the fleet's page, {len(fleet.clusters)} clusters (--cluster NAME for one)"
+    else:
+        page = render(read_audit(audit.path, snapshot_id, audit.storage, cluster), days)
+        shown = f"{page.drawn} charts, snapshot {terminal(page.snapshot_id)}"
     written = write_page(output, page.html, audit.storage)
-    click.echo(
-        f"wrote {terminal(output)} ({written // 1024:,} KiB): {page.drawn} charts, "
-        f"snapshot {terminal(page.snapshot_id)}"
-    )
+    click.echo(f"wrote {terminal(output)} ({written // 1024:,} KiB): {shown}")
 
 
 @click.command()
@@ -156,6 +179,7 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, days: int) 
     help="write to this *.prom file, atomically (for node_exporter's textfile collector); default: stdout.",
 )
 @snapshot_id_option("which snapshot (default: the newest).")
+@cluster_option("only this cluster's newest snapshot (default: the newest of each cluster the folder holds).")
 @click.option(
     "--granularity",
     type=click.Choice(GRANULARITIES),
@@ -198,6 +222,7 @@ def metrics(
     audit: AuditFolder,
     output: str | None,
     snapshot_id: str | None,
+    cluster: str | None,
     granularity: str | None,
     watch_expiring_within: int | None,
     groups: tuple[str, ...],
@@ -238,7 +263,9 @@ def metrics(
         raise UserError("--push-grouping-key is for a push: give --push-gateway URL too")
     if output is not None:
         preflight.check_output_path(output, "--output", suffix=TEXTFILE)
-    result = snapshot_metrics(audit.path, snapshot_id, audit.storage, scope)
+    result = snapshot_metrics(audit.path, snapshot_id, audit.storage, scope, cluster)
+    if gateway:
+        push.check_clusters(result)
     if result.left_out:
         click.echo(f"note: {result.left_out}", err=True)
     if not result.groups and (scope.groups or scope.exclude_groups):

@@ -144,6 +144,7 @@ def audit(
     preflight.check_as_of(settings.audit.as_of, settings.input.format)
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     preflight.check_output(output, written_tables(keep_state is not None), settings)
+    preflight.check_cluster(dump.inputs, output, settings)
     input_size = None
     if keep_state is not None:
         from offset_audit.runs.incremental import check_before_start, resumed_bytes
@@ -211,7 +212,7 @@ def whatif(
     from offset_audit.runs.session import start_spark
     from offset_audit.runs.whatif import run_whatif, written_tables
     from offset_audit.views.json_documents import whatif_document
-    from offset_audit.views.summary import upkeep_lines, whatif_summary
+    from offset_audit.views.summary import cluster_lines, upkeep_lines, whatif_summary
 
     minutes = preflight.check_retention_list(retentions)
     points = list(as_of_points) or [dump.settings.audit.as_of]
@@ -220,6 +221,7 @@ def whatif(
     for point in points:
         preflight.check_as_of(point, settings.input.format)
     preflight.check_output(output, written_tables(), settings)
+    preflight.check_cluster(dump.inputs, output, settings)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs)
         report, rows = run_whatif(
@@ -238,6 +240,7 @@ def whatif(
         lambda: whatif_document(report, rows, output),
         lambda: (
             f"What-if for {terminal(report.input)} (snapshot {terminal(report.snapshot_id)}):\n"
+            + "".join(f"{line}\n" for line in cluster_lines(report))
             + whatif_summary(rows)
             + "".join(f"\n{line}" for line in upkeep_lines(report.upkeep, indent="  "))
         ),
@@ -401,9 +404,11 @@ def history(
 
         if dump.inputs:
             raise UserError("give the dump with --input or an audit folder with --audit, not both")
+        from offset_audit.runs.clusters import kept_home
+
         audit_dir = normalize(audit_dir)
         settings = dump.settings
-        kept = kept_log(audit_dir, log_generation, for_settings(settings))
+        kept = kept_log(kept_home(audit_dir, settings), log_generation, for_settings(settings))
         output = normalize(output) if output is not None else join(audit_dir, "history")
     else:
         if output is None:
@@ -412,6 +417,7 @@ def history(
             raise UserError("--log-generation picks a log of --audit; give --audit AUDIT")
         output = normalize(output)
         settings = preflight.check_inputs(dump.inputs, dump.settings)
+        preflight.check_cluster(dump.inputs, output, settings)
     preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs if kept is None else [kept.path])

@@ -65,6 +65,10 @@ class DecodeReport:
     records_logged: int | None = None
     # --keep-snapshots: what retention and upkeep did after the run (runs.upkeep.Upkeep.document()).
     upkeep: dict | None = None
+    # The cluster the run judged (runs.clusters): its name on every row the run writes ("" unnamed), and
+    # its id; None for a run that judges no cluster (decode, share).
+    cluster: str | None = None
+    cluster_id: str | None = None
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:
@@ -137,4 +141,6 @@ class DecodeReport:
             "state": self.state,
             "state_reason": self.state_reason,
             "records_carried": self.records_carried if self.state is not None else None,
+            "cluster": self.cluster,
+            "cluster_id": self.cluster_id,
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -123,3 +124,11 @@ def snapshot_to_segments(
             write_partition(folder, records_of(partition), batch_records, compression, segment_bytes or SEGMENT_BYTES)
         )
     return {"partitions": len(partitions), "segments": segments}
+
+
+def write_meta_properties(data_dir: str, cluster_id: str, node_id: int = 1) -> None:
+    """The data directory's meta.properties as a KRaft broker writes it (version 1): what names the
+    cluster the folders' records come from."""
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    text = f"#\n#{datetime.now(UTC):%a %b %d %H:%M:%S UTC %Y}\nnode.id={node_id}\nversion=1\ncluster.id={cluster_id}\n"
+    (Path(data_dir) / "meta.properties").write_text(text)

@@ -57,29 +57,9 @@ def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = Fals
     """The topic's partitions (and, with `log_starts`, their log start offsets and the cluster and topic
     ids), asked of the cluster through the connector's Admin client."""
     jvm = spark._jvm  # type: ignore[union-attr]
-    try:
-        admin_class = jvm.org.apache.kafka.clients.admin.Admin
-        props = jvm.java.util.HashMap()
-    except Exception as err:  # no kafka-clients: the connector is missing
-        raise _missing(spark) from err
-    props.put("bootstrap.servers", settings.kafka.bootstrap_servers)
-    props.put("default.api.timeout.ms", "30000")
-    props.put("request.timeout.ms", "15000")
-    for name, value in settings.kafka.options.items():
-        if name.startswith("kafka."):
-            props.put(name.removeprefix("kafka."), value)
+    admin = _admin(spark, settings)
     topics = jvm.java.util.ArrayList()
     topics.add(settings.input.topic)
-    try:
-        admin = admin_class.create(props)
-    except Exception as err:
-        raise (
-            _missing(spark)
-            if "Admin" in str(err) and "not" in str(err)
-            else UserError(
-                f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {str(err).splitlines()[0]}"
-            )
-        ) from err
     try:
         described = admin.describeTopics(topics).allTopicNames().get().get(settings.input.topic)
         partitions = sorted(p.partition() for p in described.partitions())
@@ -103,6 +83,45 @@ def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = Fals
         ) from err
     finally:
         admin.close()
+
+
+def cluster_id(spark: SparkSession, settings: Settings) -> str | None:
+    """The cluster's id, as its Admin API gives it (DescribeCluster): what names the cluster of a run
+    that reads the live topic (runs.clusters)."""
+    admin = _admin(spark, settings)
+    try:
+        return admin.describeCluster().clusterId().get() or None
+    except Exception as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UserError(f"cannot ask {settings.kafka.bootstrap_servers} for its cluster id: {first}") from err
+    finally:
+        admin.close()
+
+
+def _admin(spark: SparkSession, settings: Settings):
+    """A kafka-clients Admin of the connector's, with the run's --kafka-option kafka.* settings."""
+    jvm = spark._jvm  # type: ignore[union-attr]
+    try:
+        admin_class = jvm.org.apache.kafka.clients.admin.Admin
+        props = jvm.java.util.HashMap()
+    except Exception as err:  # no kafka-clients: the connector is missing
+        raise _missing(spark) from err
+    props.put("bootstrap.servers", settings.kafka.bootstrap_servers)
+    props.put("default.api.timeout.ms", "30000")
+    props.put("request.timeout.ms", "15000")
+    for name, value in settings.kafka.options.items():
+        if name.startswith("kafka."):
+            props.put(name.removeprefix("kafka."), value)
+    try:
+        return admin_class.create(props)
+    except Exception as err:
+        raise (
+            _missing(spark)
+            if "Admin" in str(err) and "not" in str(err)
+            else UserError(
+                f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {str(err).splitlines()[0]}"
+            )
+        ) from err
 
 
 def read_kafka(spark: SparkSession, settings: Settings, starting: dict[int, int] | None = None) -> DataFrame:

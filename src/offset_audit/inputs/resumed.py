@@ -391,10 +391,11 @@ META_PROPERTIES = "meta.properties"
 def folder_facts(groups: list[PartitionFiles], topic: str, storage: Storage = LOCAL) -> InputFacts:
     """Broker folders: each partition's first segment's base offset (its log start once the loader
     has run), its folder's topic id, and from the data directory holding it the cluster id
-    (meta.properties) and how far the cleaner got (cleaner-offset-checkpoint), reference 4.5."""
+    (meta.properties; of every data directory given, which a run of one cluster's brokers shares) and how
+    far the cleaner got (cleaner-offset-checkpoint), reference 4.5."""
     log_starts: dict[int, int] = {}
     topic_ids: dict[int, str] = {}
-    clusters: set[str] = set()
+    data_dirs: set[str] = set()
     cleaned: dict[int, int] | None = {}
     for group in groups:
         if group.partition is None or not group.files:
@@ -407,14 +408,14 @@ def folder_facts(groups: list[PartitionFiles], topic: str, storage: Storage = LO
         if (topic_id := log_loader.topic_id(folder, storage)) is not None:
             topic_ids[group.partition] = topic_id
         data_dir = parent(folder)
-        if (cluster := _cluster_id(data_dir, storage)) is not None:
-            clusters.add(cluster)
+        data_dirs.update(parent(parent(f.path)) for f in group.files)  # every copy's: replicas of other brokers
         if cleaned is not None:
             offsets = _cleaner_offsets(data_dir, topic, storage)
             if offsets is None:
                 cleaned = None
             elif group.partition in offsets:
                 cleaned[group.partition] = offsets[group.partition]
+    clusters = {c for c in map(partial(_cluster_id, storage=storage), sorted(data_dirs)) if c is not None}
     partitions = tuple(sorted(g.partition for g in groups if g.partition is not None))
     cluster_id = ",".join(sorted(clusters)) if clusters else None
     return InputFacts(partitions, log_starts, topic_ids, cluster_id, cleaned)

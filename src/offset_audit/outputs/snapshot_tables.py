@@ -19,15 +19,17 @@ from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
 
 
-def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str) -> DataFrame:
-    return frame.withColumn("snapshot_id", F.lit(snapshot_id)).select(*table_schema(table).column_names())
+def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str, cluster: str | None) -> DataFrame:
+    """The rows in the table's shape, each naming its snapshot and the cluster judged (runs.clusters)."""
+    named = frame.withColumn("snapshot_id", F.lit(snapshot_id)).withColumn("cluster", F.lit(cluster or ""))
+    return named.select(*table_schema(table).column_names())
 
 
 def write_snapshot(
     frame: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport, writer: TableWriter
 ) -> None:
     """Replace this snapshot's rows of `table` in one commit; other snapshots stay for history."""
-    _write(_with_snapshot(frame, snapshot_id, table), output, table, snapshot_id, report, writer)
+    _write(_with_snapshot(frame, snapshot_id, table, report.cluster), output, table, snapshot_id, report, writer)
 
 
 def _write(
@@ -77,7 +79,7 @@ def write_and_read_back(
     The later tables and the summary build on these rows. Reading them back replaces a persisted copy,
     which cost more than the write itself: 2.8 s to cache 132k partition verdicts against a 0.6 s scan.
     """
-    shaped = _with_snapshot(frame, snapshot_id, table)
+    shaped = _with_snapshot(frame, snapshot_id, table, report.cluster)
     result = _write(shaped, output, table, snapshot_id, report, writer)
     storage = writer.storage
     shape = shaped.drop("snapshot_id")
@@ -90,7 +92,9 @@ def write_and_read_back(
 def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeReport, writer: TableWriter) -> None:
     """Add (or replace, for a snapshot judged again) the snapshot's row in SNAPSHOTS_TABLE, through Delta's
     merge on (kind, snapshot_id): what the read commands list snapshots from, and report's history chart
-    draws, without opening every snapshot's rows."""
+    draws, without opening every snapshot's rows. A table an older version of this tool wrote gains the
+    columns added since (the merge's schema evolution)."""
+    row = row | {"cluster": report.cluster or "", "cluster_id": report.cluster_id}
     schema = table_schema(SNAPSHOTS_TABLE).arrow_schema()
     table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names}], schema=schema)
     path = join(output, SNAPSHOTS_TABLE)
@@ -109,7 +113,7 @@ def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeR
 
         def merge() -> None:
             table = SparkDeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), condition)
-            table.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+            table.withSchemaEvolution().whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
 
         try:
             # A merge reads the whole table: another run's row appended meanwhile is a conflict
@@ -146,6 +150,7 @@ def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeR
                     condition,
                     source_alias="s",
                     target_alias="t",
+                    merge_schema=True,
                     commit_properties=commit_properties(report.run_id),
                 )
                 .when_matched_update_all()

@@ -28,8 +28,9 @@ COMPACT_AT_FILES = 8
 # The commits a table's log may hold past its newest checkpoint before upkeep writes one (the tables'
 # own delta.checkpointInterval).
 CHECKPOINT_INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])
-# How deep under an audit folder tables lie: DIR/t, DIR/decoded/t, DIR/state/t, DIR/history/decoded/t.
-TABLE_DEPTH = 3
+# How deep under an audit folder tables lie: DIR/t, DIR/decoded/t, DIR/state/t, DIR/history/decoded/t,
+# and a fleet's other clusters' DIR/clusters/NAME/state/t, DIR/history/clusters/NAME/decoded/t.
+TABLE_DEPTH = 5
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ stderr, and the checks made before Spark starts.
     share_fast_replay   __share_group_state replayed in one Spark pass: read, decode and fold in the tasks
     share_replay     the record-by-record share replay in Spark, and the KIP-932 draft's control records
     snapshots    a snapshot's as_of (--as-of) and its id
+    clusters     which cluster a run judges (meta.properties, the Admin API, --cluster), and its home
     upkeep       --keep-snapshots and tidy: old snapshots removed, every table compacted, vacuumed, checkpointed
     counts       what a run read, decoded, skipped and quarantined, filled in and checked to add up
     session      the one place a SparkSession is built (local, or spark-submit's), and the run's writer

@@ -20,7 +20,8 @@ from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import Written, record_snapshot, write_and_read_back
-from offset_audit.runs import incremental, progress
+from offset_audit.runs import clusters, incremental, progress
+from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
@@ -93,7 +94,10 @@ def run_audit(
     if keep_state is not None:
         result = audit_with_state(spark, inputs, output, settings, report, writer, keep_state, snapshot_id, end_offsets)
     else:
-        with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
+        cluster = clusters.resolve(spark, inputs, output, settings)
+        judge_as(report, cluster)
+        home = clusters.home(output, cluster, settings)
+        with coordinator_state(spark, inputs, home, settings, report, writer, keep_decoded, under=output) as state:
             result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
@@ -123,24 +127,28 @@ def audit_with_state(
     storage = writer.storage
     settings = resolved(settings, inputs)
     input_format = settings.input.format
-    with state_lock(output):
+    facts = incremental.input_facts(spark, inputs, settings)
+    cluster = clusters.resolve(spark, inputs, output, settings, found=facts.cluster_id)
+    judge_as(report, cluster)
+    home = clusters.home(output, cluster, settings)  # the cluster's state: DIR/state, or DIR/clusters/NAME/state
+    with state_lock(home):
         progress.begin("reading the audit's state")
-        stored = incremental.stored_state(output, settings)
-        facts = incremental.input_facts(spark, inputs, settings)
-        plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, output)
+        stored = incremental.stored_state(home, settings)
+        plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, home)
         for attempt in (1, 2):
-            log = incremental.log_plan(output, plan, settings)
+            log = incremental.log_plan(home, plan, settings)
             report.state, report.state_reason = plan.state, plan.reason
             newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
             try:
                 with coordinator_state(
                     spark,
                     inputs,
-                    output,
+                    home,
                     settings,
                     report,
                     writer,
                     False,
+                    under=output,
                     carry=True,
                     resume=plan.resume,
                     check=incremental.check_ends(plan, log),
@@ -152,7 +160,7 @@ def audit_with_state(
                     progress.begin("merging the audit's state")
                     newest_ms = None if state.newest_record is None else millis_of(state.newest_record)
                     why_not = incremental.merge_state(
-                        output,
+                        home,
                         plan,
                         facts,
                         state.decoded.carry_files,

@@ -31,6 +31,7 @@ from offset_audit.settings import (
     MetricsSettings,
     OutputSettings,
     Settings,
+    check_cluster_name,
 )
 
 DEFAULT_CONF = resources.files("offset_audit") / "conf" / "default.toml"
@@ -78,7 +79,7 @@ _KEEP = (_minutes_or_duration, 'a count of snapshots, a duration like "30d", or 
 # Every section and setting a config file may hold (conf/default.toml documents each). [spark] and
 # [storage] take any name: Spark's own settings, and delta-rs' object-store options.
 KNOWN: dict[str, dict[str, tuple[Callable[[Any], bool], str]] | None] = {
-    "input": {"format": _TEXT, "partition": _WHOLE, "topic": _TEXT},
+    "input": {"format": _TEXT, "partition": _WHOLE, "topic": _TEXT, "cluster": _TEXT},
     "kafka": {"bootstrap_servers": _TEXT, "isolation_level": _TEXT, "options": _OPTIONS, "version": _TEXT},
     "decode": {"fast_path": _FLAG, "max_batch_mib": _WHOLE},
     "audit": {
@@ -163,6 +164,7 @@ FLAG_NAMES: dict[str, tuple[str, str]] = {
     "input_format": ("input", "format"),
     "partition": ("input", "partition"),
     "topic": ("input", "topic"),
+    "cluster": ("input", "cluster"),
     "bootstrap_servers": ("kafka", "bootstrap_servers"),
     "isolation_level": ("kafka", "isolation_level"),
     "kafka_options": ("kafka", "options"),
@@ -221,6 +223,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         "input_format": section("input").get("format", default.input_format),
         "partition": section("input").get("partition", default.partition),
         "topic": section("input").get("topic", default.topic),
+        "cluster": section("input").get("cluster", default.cluster),
         "bootstrap_servers": section("kafka").get("bootstrap_servers", default.bootstrap_servers),
         "isolation_level": section("kafka").get("isolation_level", default.isolation_level),
         "kafka_options": {str(k): str(v) for k, v in section("kafka").get("options", {}).items()},
@@ -269,6 +272,10 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         )
     if not 1 <= values["max_batch_bytes"] >> 20 <= 4096:
         raise UserError(f"max_batch_mib takes 1 to 4096 (MiB), not {values['max_batch_bytes'] >> 20}")
+    if values["cluster"]:
+        check_cluster_name(
+            values["cluster"], "--cluster" if overrides.get("cluster") is not None else "cluster in the config"
+        )
     partition = values["partition"]
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")

@@ -23,6 +23,7 @@ from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
 from offset_audit.runs import progress
+from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
@@ -115,12 +116,18 @@ def run_history(
     report = DecodeReport.start("history", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     storage = writer.storage
+    # The records an audit kept are of the cluster its state names.
+    found = (kept.state.cluster_id if kept.state is not None else None) if kept is not None else UNASKED
+    cluster = resolve(spark, inputs, output, settings, found=found)
+    judge_as(report, cluster)
     if kept is not None:
         source = kept_records(spark, kept, settings.input.topic, storage)
-    decoded_dir = join(output, DECODED)
+    cluster_home = home(output, cluster, settings)
+    decoded_dir = join(cluster_home, DECODED)
     decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer, source=source)
-    report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
-    report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
+    named = join(cluster_home[len(output) :].strip("/"), DECODED) if cluster_home != output else DECODED
+    report.table_rows = {f"{named}/{name}": rows for name, rows in report.table_rows.items()}
+    report.table_versions = {f"{named}/{name}": v for name, v in report.table_versions.items()}
     log = history.DecodedLog(
         *(
             read_table(spark, decoded_dir, name, storage)

@@ -126,10 +126,13 @@ def check_before_start(inputs: list[str], output: str, settings: Settings, mode:
             "--incremental resumes one Kafka-source snapshot at a time (copies of one would be merged by reading "
             "them whole); give one --input"
         )
-    check_unlocked(output)
-    stored = stored_state(output, settings)
+    from offset_audit.runs.clusters import before_start
+
+    _, home = before_start(inputs, output, settings)
+    check_unlocked(home)
+    stored = stored_state(home, settings)
     if stored is not None:
-        plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, output)
+        plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, home)
 
 
 def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str) -> int | None:
@@ -139,7 +142,9 @@ def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str)
     settings = resolved(settings, inputs)
     if mode == FULL or settings.input.format != log_files.SEGMENTS:
         return None
-    stored = stored_state(output, settings)
+    from offset_audit.runs.clusters import before_start
+
+    stored = stored_state(before_start(inputs, output, settings)[1], settings)
     if stored is None:
         return None
     storage = for_settings(settings)
@@ -184,7 +189,7 @@ def plan(
     if facts.cluster_id and stored.cluster_id and facts.cluster_id != stored.cluster_id:
         raise UserError(
             f"the state in '{output}' belongs to cluster {stored.cluster_id}, the input to cluster "
-            f"{facts.cluster_id}; give each cluster its own --output"
+            f"{facts.cluster_id}; give the other cluster a --cluster name of its own"
         )
     recreated = _recreated(stored, facts)
     if mode == FULL:

@@ -235,3 +235,11 @@ def check_retention_list(text: str, option: str = "--retention-minutes") -> list
     for value in values:
         check_retention_minutes(value, option)
     return values
+
+
+def check_cluster(inputs: list[str], output: str, settings: Settings) -> None:
+    """A --cluster name or an input's cluster id that clashes with the names the output folder holds,
+    refused before Spark starts (runs.clusters); the Kafka source's id is checked once Spark asks it."""
+    from offset_audit.runs.clusters import before_start
+
+    before_start(inputs, output, settings)

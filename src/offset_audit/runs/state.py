@@ -159,8 +159,10 @@ def coordinator_state(
     newest_before: datetime | None = None,
     log: LogFloors | None = None,
     log_dir: str | None = None,
+    under: str | None = None,
 ) -> Iterator[CoordinatorState]:
-    """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block.
+    """Decode the dump into DIR/decoded and replay it; the state lives for the `with` block. `output`
+    is the cluster's home (runs.clusters.home), `under` the folder the command was given, when another.
 
     Unless `keep_decoded`, each decode task decodes only its last record of each key (the rest are
     counted as superseded) and leaves its commits in a scratch folder, removed when the block ends,
@@ -174,6 +176,8 @@ def coordinator_state(
     `log` and `log_dir`: what the tasks write for state/log, and where.
     """
     decoded_dir = join(output, DECODED)
+    # How the run's report names the decode tables: relative to the folder the command was given.
+    named = DECODED if under is None or under == output else f"{output[len(under) :].strip('/')}/{DECODED}"
     storage = writer.storage
     with ExitStack() as stack:
         scratch = None
@@ -198,12 +202,12 @@ def coordinator_state(
         )
         if newest_before is not None and (decoded.newest_record is None or decoded.newest_record < newest_before):
             decoded.newest_record = newest_before
-        report.table_rows = {f"{DECODED}/{name}": rows for name, rows in report.table_rows.items()}
-        report.table_versions = {f"{DECODED}/{name}": v for name, v in report.table_versions.items()}
+        report.table_rows = {f"{named}/{name}": rows for name, rows in report.table_rows.items()}
+        report.table_versions = {f"{named}/{name}": v for name, v in report.table_versions.items()}
         files = decoded.compacted_commits
-        group_rows = sum(report.table_rows.get(f"{DECODED}/{name}", 0) for name in GROUP_TABLES)
+        group_rows = sum(report.table_rows.get(f"{named}/{name}", 0) for name in GROUP_TABLES)
         state_rows = group_rows + (
-            report.table_rows.get(f"{DECODED}/offset_commits", 0) if files is None else decoded.compacted_rows
+            report.table_rows.get(f"{named}/offset_commits", 0) if files is None else decoded.compacted_rows
         )
         small = state_rows <= SMALL_STATE_ROWS
         progress.begin("rebuilding the coordinator's groups and offsets")
@@ -222,7 +226,7 @@ def coordinator_state(
         transactions = report.input_format in TRANSACTIONAL_FORMATS
         conf = TINY_STATE_CONF if state_rows <= TINY_STATE_ROWS else SMALL_STATE_CONF if small else {}
         with scoped_conf(spark, conf):
-            quarantined = report.table_rows.get(f"{DECODED}/quarantine", 0) > 0
+            quarantined = report.table_rows.get(f"{named}/quarantine", 0) > 0
             state = load_state(
                 spark,
                 decoded_dir,

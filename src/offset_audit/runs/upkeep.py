@@ -27,7 +27,7 @@ from offset_audit.runs import progress
 from offset_audit.settings import KeepSnapshots, Settings
 from offset_audit.snapshot_ids import SNAPSHOT_TABLES, SNAPSHOTS_TABLE, id_list
 from offset_audit.storage import join
-from offset_audit.views.audit_folder import Snapshot, has_table, listed_snapshots, snapshots
+from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, listed_snapshots, snapshots
 
 
 @dataclass
@@ -104,7 +104,8 @@ def to_remove(listed: list[Snapshot], keep: KeepSnapshots) -> list[Snapshot]:
 def prune(
     output: str, keep: KeepSnapshots, writer: TableWriter, spark: SparkSession | None, run_id: str | None
 ) -> list[Removed]:
-    """Retention: each kind's snapshots past `keep` removed from its tables, one commit per table."""
+    """Retention: each kind's snapshots past `keep`, for each cluster, removed from its tables, one commit
+    per table."""
     storage = writer.storage
     removed = []
     for kind, tables in SNAPSHOT_TABLES.items():
@@ -121,7 +122,9 @@ def prune(
             ordered += more
             known |= {s.snapshot_id for s in more}
         ordered.sort(key=lambda s: s.as_of)
-        going = [s.snapshot_id for s in to_remove(ordered, keep)]
+        # Per cluster: in a fleet's folder one cluster's schedule never pushes out another's snapshots.
+        past = {s.snapshot_id for group in by_cluster(ordered).values() for s in to_remove(group, keep)}
+        going = [s.snapshot_id for s in ordered if s.snapshot_id in past]
         if not going:
             continue
         done = Removed(kind, going, len(ordered) - len(going))

@@ -16,6 +16,7 @@ from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
 from offset_audit.runs import progress
+from offset_audit.runs.clusters import home, judge_as, resolve
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
@@ -45,7 +46,10 @@ def run_whatif(
 ) -> tuple[DecodeReport, list[dict]]:
     report = DecodeReport.start("whatif", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
-    with coordinator_state(spark, inputs, output, settings, report, writer, keep_decoded) as state:
+    cluster = resolve(spark, inputs, output, settings)
+    judge_as(report, cluster)
+    cluster_home = home(output, cluster, settings)
+    with coordinator_state(spark, inputs, cluster_home, settings, report, writer, keep_decoded, under=output) as state:
         return _compare(spark, state, writer, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
 
 

@@ -10,6 +10,7 @@ folder's tables to text.
     metric_text      Prometheus text built a column at a time with pyarrow.compute
     pushgateway      a snapshot's metrics pushed to a Prometheus Pushgateway
     html_report      the report page: charts and tables in one self-contained HTML file
+    fleet_report     the report page of a folder of several clusters' audits: the clusters, urgent first
     report_numbers   the numbers the report page shows, from an audit folder's tables
     report_charts    the report page's plotly charts of those numbers
     kafka_commands   Kafka tool command lines built from names in the dump (delete plans, share groups)

@@ -82,12 +82,49 @@ def _column_type(table: str, column: str) -> pa.DataType:
 class Snapshot:
     """One audited snapshot: its id, the time it was judged at, and the retention it was judged with;
     for an audit's snapshot listed in the snapshots table, the totals report's history chart draws
-    (offsets, expired, expiring_soon, lag, groups), None otherwise."""
+    (offsets, expired, expiring_soon, lag, groups), None otherwise; and the cluster it is of (its name,
+    "" for none or a snapshot written before fleets, and its id where known)."""
 
     snapshot_id: str
     as_of: object
     retention_minutes: int | None
     totals: dict | None = None
+    cluster: str = ""
+    cluster_id: str | None = None
+
+    @property
+    def cluster_key(self) -> str:
+        """What tells clusters apart: the id where known, else the name."""
+        return self.cluster_id or self.cluster
+
+
+def cluster_label(name: str | None) -> str:
+    return name or "(unnamed)"
+
+
+def by_cluster(known: list[Snapshot]) -> dict[str, list[Snapshot]]:
+    """A folder's snapshots by cluster (Snapshot.cluster_key), each oldest first, the clusters in the
+    order of their newest snapshot."""
+    groups: dict[str, list[Snapshot]] = {}
+    for snapshot in known:
+        groups.setdefault(snapshot.cluster_key, []).append(snapshot)
+    return dict(sorted(groups.items(), key=lambda item: known.index(item[1][-1])))
+
+
+def cluster_names(known: list[Snapshot]) -> list[str]:
+    """Each cluster's name as its newest snapshot gives it."""
+    return [cluster_label(group[-1].cluster) for group in by_cluster(known).values()]
+
+
+def of_cluster(known: list[Snapshot], cluster: str, folder: str) -> list[Snapshot]:
+    """The snapshots of --cluster NAME: by its name, or by its id (a cluster audited under its id
+    before it was given a name); a cluster the folder does not hold is refused in one sentence."""
+    ids = {s.cluster_id for s in known if s.cluster == cluster and s.cluster_id} | {cluster}
+    mine = [s for s in known if s.cluster == cluster or s.cluster_id in ids]
+    if not mine:
+        names = ", ".join(cluster_names(known)) or "none"
+        raise UserError(f"'{folder}' holds no snapshot of cluster {cluster} (its clusters: {names})")
+    return mine
 
 
 TOTALS = ("offsets", "expired", "expiring_soon", "lag", "groups")
@@ -120,9 +157,13 @@ def snapshots(
         listed = listed_snapshots(folder, KIND_OF_TABLE.get(table), storage)
     found = [listed[s] for s in written if s in listed]
     for snapshot_id in (s for s in written if s not in listed):
-        rows = read_snapshot(folder, table, snapshot_id, storage, ["as_of", "retention_minutes"]).slice(0, 1)
-        if rows.num_rows:
-            found.append(Snapshot(snapshot_id, rows["as_of"][0].as_py(), rows["retention_minutes"][0].as_py()))
+        columns = ["as_of", "retention_minutes", "cluster"]
+        rows = read_snapshot(folder, table, snapshot_id, storage, columns).slice(0, 1).to_pylist()
+        if rows:
+            first = rows[0]
+            found.append(
+                Snapshot(snapshot_id, first["as_of"], first["retention_minutes"], None, first["cluster"] or "")
+            )
     return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
 
 
@@ -136,7 +177,9 @@ def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[st
     listed = {}
     for row in rows.to_pylist():
         totals = {name: row[name] for name in TOTALS} if kind == AUDIT else None
-        listed[row["snapshot_id"]] = Snapshot(row["snapshot_id"], row["as_of"], row["retention_minutes"], totals)
+        listed[row["snapshot_id"]] = Snapshot(
+            row["snapshot_id"], row["as_of"], row["retention_minutes"], totals, row["cluster"] or "", row["cluster_id"]
+        )
     return listed
 
 
@@ -146,12 +189,21 @@ def pick_snapshot(
     table: str = "group_verdicts",
     storage: Storage = LOCAL,
     known: list[Snapshot] | None = None,
+    cluster: str | None = None,
 ) -> str:
-    """The given snapshot id, checked to be in the table, or the newest one (by as_of). `known`: the
-    table's `snapshots`, when the caller has read them already."""
+    """The given snapshot id, checked to be in the table, or the newest one (by as_of), of `cluster`
+    when given. `known`: the table's `snapshots`, when the caller has read them already. The newest of
+    a folder of several clusters' audits is no one snapshot: without --cluster or an id, refused."""
     known = snapshots(folder, table, storage) if known is None else known
     if not known:
         raise UserError(f"the {table} table under '{folder}' is empty: run offset-audit audit first")
+    if cluster:
+        known = of_cluster(known, cluster, folder)
+    elif snapshot_id is None and len(by_cluster(known)) > 1:
+        names = cluster_names(known)
+        raise UserError(
+            f"'{folder}' holds the audits of {len(names)} clusters ({', '.join(names)}): give --cluster NAME"
+        )
     if snapshot_id is None:
         return known[-1].snapshot_id
     if snapshot_id not in {s.snapshot_id for s in known}:
@@ -177,7 +229,9 @@ def check_audit_dir(audit_dir: str, storage: Storage = LOCAL, table: str = "dele
         raise InputNotFound(f"'{audit_dir}' holds no {table} table: run offset-audit audit --output {audit_dir} first")
 
 
-def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> tuple[str, list[dict]]:
+def delete_plan(
+    audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL, cluster: str | None = None
+) -> tuple[str, list[dict]]:
     """The deletion candidates of one snapshot (the newest audited by default), in the order the plan
     lists them. No candidates in the snapshot is an empty list, not an error.
 
@@ -191,7 +245,7 @@ def delete_plan(audit_dir: str, snapshot_id: str | None = None, storage: Storage
         audited = snapshots(audit_dir, table, storage)
     if not audited and snapshot_id is None:
         return "", []
-    snapshot_id = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited)
+    snapshot_id = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited, cluster=cluster)
     rows = read_snapshot(audit_dir, "deletion_candidates", snapshot_id, storage)
     ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
     return snapshot_id, ordered.to_pylist()

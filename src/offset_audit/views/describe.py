@@ -69,6 +69,7 @@ class Described:
     as_of: datetime | None
     offsets: pa.Table
     groups: pa.Table
+    cluster: str = ""
 
 
 def read_described(
@@ -78,11 +79,15 @@ def read_described(
     topic: str | None = None,
     within_ms: int | None = None,
     snapshot_id: str | None = None,
+    cluster: str | None = None,
 ) -> Described:
-    """One snapshot of an audit folder (the newest by default), its offsets chosen as `select_offsets`
-    does; a group asked for that has no committed offset in the snapshot is an error naming it."""
+    """One snapshot of an audit folder (the newest by default, of `cluster` when given), its offsets
+    chosen as `select_offsets` does; a group asked for that has no committed offset in the snapshot is an
+    error naming it."""
     audit_folder.check_audit_dir(audit_dir, storage, "partition_verdicts")
-    snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage)
+    known = audit_folder.snapshots(audit_dir, "partition_verdicts", storage)
+    snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage, known, cluster)
+    named = next((s.cluster for s in known if s.snapshot_id == snapshot), "")
     offsets = audit_folder.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*COLUMNS, "as_of"])
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
     chosen = select_offsets(offsets.drop_columns(["as_of"]), groups, topic, within_ms)
@@ -90,7 +95,7 @@ def read_described(
     if unknown:
         raise UserError(f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot}' of {audit_dir}")
     group_rows = audit_folder.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
-    return Described(snapshot, as_of, chosen, group_rows)
+    return Described(snapshot, as_of, chosen, group_rows, named)
 
 
 def select_offsets(
@@ -162,7 +167,8 @@ def render(described: Described) -> str:
     """The describe view: a line per group, then its rows, columns aligned per group as Kafka's tool does."""
     by_group = {g["group_id"]: g for g in described.groups.to_pylist()}
     rows = described.offsets.to_pylist()
-    lines = [f"Snapshot {terminal(described.snapshot_id)} as of {_time(described.as_of)}"]
+    of = f" of cluster {terminal(described.cluster)}" if described.cluster else ""
+    lines = [f"Snapshot {terminal(described.snapshot_id)}{of} as of {_time(described.as_of)}"]
     if not rows:
         return "\n".join([*lines, "", "no committed offsets match"])
     sections: dict[str, list[dict]] = {}
@@ -185,6 +191,7 @@ def document(described: Described) -> dict:
     return {
         "command": "describe",
         "snapshot_id": described.snapshot_id,
+        "cluster": described.cluster or None,
         "as_of": iso(described.as_of),
         "groups": [{k: iso(v) for k, v in g.items()} for g in groups if g["group_id"] in wanted],
         "offsets": [{k: iso(v) for k, v in r.items()} for r in described.offsets.to_pylist()],

@@ -83,12 +83,16 @@ class Page:
         return sum(chart.figure is not None for chart in self.charts)
 
 
-def read_audit(folder: str, snapshot_id: str | None = None, storage: Storage = LOCAL) -> Audit:
-    """An audit folder's tables for the page: the given snapshot (default: the newest), the totals of
-    every snapshot, and the newest what-if if one was run. delta-rs and pyarrow only: no Spark."""
+def read_audit(
+    folder: str, snapshot_id: str | None = None, storage: Storage = LOCAL, cluster: str | None = None
+) -> Audit:
+    """An audit folder's tables for the page: the given snapshot (default: the newest, of `cluster` when
+    given), the totals of every snapshot of its cluster, and its cluster's newest what-if if one was run.
+    delta-rs and pyarrow only: no Spark."""
     known = snapshots(folder, storage=storage)
-    chosen = pick_snapshot(folder, snapshot_id, storage=storage, known=known)
+    chosen = pick_snapshot(folder, snapshot_id, storage=storage, known=known, cluster=cluster)
     snapshot = next(s for s in known if s.snapshot_id == chosen)
+    known = [s for s in known if s.cluster_key == snapshot.cluster_key]
     partitions = read_snapshot(folder, "partition_verdicts", chosen, storage, PARTITION_COLUMNS)
     groups = read_snapshot(folder, "group_verdicts", chosen, storage, GROUP_COLUMNS)
     candidates = read_snapshot(folder, "deletion_candidates", chosen, storage, CANDIDATE_COLUMNS)
@@ -105,6 +109,7 @@ def read_audit(folder: str, snapshot_id: str | None = None, storage: Storage = L
     ]
     whatif, whatif_snapshot = None, None
     scenarios = snapshots(folder, "whatif", storage) if has_table(folder, "whatif", storage) else []
+    scenarios = [s for s in scenarios if s.cluster_key == snapshot.cluster_key]
     if scenarios:
         whatif_snapshot = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
         whatif = read_snapshot(folder, "whatif", whatif_snapshot, storage)
@@ -126,7 +131,7 @@ def build_charts(audit: Audit, days: int = DEFAULT_DAYS) -> list[Chart]:
 NAME, CONSTANT, NUMBER, TEXT = "name", "constant", "num", "text"
 
 
-def _table(columns: list[tuple[str, str]], rows: list[list[object]]) -> str:
+def html_table(columns: list[tuple[str, str]], rows: list[list[object]]) -> str:
     """An HTML table of (header, kind) columns; every cell escaped."""
     head = "".join(f'<th class="{kind}">{html_text(header)}</th>' for header, kind in columns)
     kinds = [kind for _, kind in columns]
@@ -159,7 +164,7 @@ def candidates_table(candidates: pa.Table) -> str:
     columns = [("group", NAME), ("topic", NAME), ("partitions", TEXT), ("reason", CONSTANT)]
     columns += [("priority", NUMBER), ("lag", NUMBER)]
     keys = ["group_id", "topic", "partitions", "reason", "priority", "lag"]
-    return _table(columns, [[r[k] for k in keys] for r in rows])
+    return html_table(columns, [[r[k] for k in keys] for r in rows])
 
 
 def expiries_table(partitions: pa.Table) -> str:
@@ -168,10 +173,10 @@ def expiries_table(partitions: pa.Table) -> str:
         return '<p class="note">no offset in this snapshot will expire by time.</p>'
     columns = [("group", NAME), ("topic", NAME), ("partition", NUMBER), ("rule", CONSTANT), ("expires_at", TEXT)]
     keys = ["group_id", "topic", "partition", "rule", "expires_at"]
-    return _table(columns, [[r[k] for k in keys] for r in rows])
+    return html_table(columns, [[r[k] for k in keys] for r in rows])
 
 
-def _chart_block(chart: Chart) -> str:
+def chart_block(chart: Chart) -> str:
     title = f"<h2>{html_text(chart.title)}</h2>"
     if chart.figure is None:
         return f'{title}<p class="note" id="note-{chart.key}">{html_text(chart.note)}</p>'
@@ -187,6 +192,7 @@ def _header(audit: Audit, drawn: int) -> str:
     retention = snapshot.retention_minutes
     facts = [
         ("audit folder", audit.folder),
+        *([("cluster", snapshot.cluster)] if snapshot.cluster else []),
         ("snapshot", snapshot.snapshot_id),
         ("as_of", shown_time(snapshot.as_of) + " UTC"),
         ("retention", "–" if retention is None else f"{retention:,} minutes ({format_minutes(retention)})"),
@@ -221,7 +227,7 @@ h2 { font-size: 16px; margin: 0 0 6px; }
 """
 
 
-def _plotly_js() -> str:
+def plotly_js() -> str:
     """plotly.js, to inline once. A bundle holding `</script` or `<!--` would end or bend the <script>
     block it sits in; it does not, and this says so if a release ever does."""
     import plotly.offline
@@ -240,13 +246,13 @@ def render(audit: Audit, days: int = DEFAULT_DAYS) -> Page:
     by_key = {chart.key: chart for chart in charts}
     drawn = sum(chart.figure is not None for chart in charts)
     sections = [
-        f'<section class="pair"><div>{_chart_block(by_key["expiry"])}</div>'
+        f'<section class="pair"><div>{chart_block(by_key["expiry"])}</div>'
         f"<div><h2>Soonest expiries</h2>{expiries_table(audit.partitions)}</div></section>",
-        f'<section class="pair"><div>{_chart_block(by_key["lag"])}</div>'
+        f'<section class="pair"><div>{chart_block(by_key["lag"])}</div>'
         f"<div><h2>Top deletion candidates</h2>{candidates_table(audit.candidates)}</div></section>",
-        f'<section class="pair"><div>{_chart_block(by_key["groups"])}</div>'
-        f"<div>{_chart_block(by_key['whatif'])}</div></section>",
-        f"<section>{_chart_block(by_key['history'])}</section>",
+        f'<section class="pair"><div>{chart_block(by_key["groups"])}</div>'
+        f"<div>{chart_block(by_key['whatif'])}</div></section>",
+        f"<section>{chart_block(by_key['history'])}</section>",
     ]
     figures = [{"id": f"chart-{c.key}", **c.figure} for c in charts if c.figure is not None]
     draw = (
@@ -263,6 +269,6 @@ def render(audit: Audit, days: int = DEFAULT_DAYS) -> Page:
         f"<style>{STYLE}</style></head>\n"
         f'<body data-charts="{drawn}">\n{_header(audit, drawn)}\n'
         + "\n".join(sections)
-        + f'\n<script>{_plotly_js()}</script>\n<script>"use strict";\n{draw}</script>\n</body></html>\n'
+        + f'\n<script>{plotly_js()}</script>\n<script>"use strict";\n{draw}</script>\n</body></html>\n'
     )
     return Page(html, charts, audit.snapshot.snapshot_id)

@@ -68,6 +68,9 @@ def _run(report: DecodeReport, output: str) -> dict:
         "output": output,
         "started_at": iso(report.started_at),
         "finished_at": iso(report.finished_at),
+        # The cluster judged (audit, whatif, history): null where neither the input nor --cluster named one.
+        "cluster": report.cluster or None,
+        "cluster_id": report.cluster_id,
         **({"upkeep": report.upkeep} if report.upkeep is not None else {}),
     }
 

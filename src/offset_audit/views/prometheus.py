@@ -18,6 +18,11 @@ query joins in where it wants them (kube-state-metrics' `*_info` pattern):
 
     kafka_offset_audit_group_lag * on(group) group_left(group_state) kafka_offset_audit_group_info
 
+Every series carries the `cluster` label of the snapshot's cluster (runs.clusters), as Burrow's and
+kafka-lag-exporter's do, so one scrape serves a fleet's audits kept in one folder: without --cluster,
+`metrics` writes the newest snapshot of each cluster. A cluster without a name has no label (Prometheus
+reads an empty label as none).
+
 Every name from the dump (group ids, topics) passes through `escaping.prometheus_label`: a group id
 holding a quote, a backslash or a newline stays one label value and never becomes a line or a series.
 
@@ -27,7 +32,7 @@ fleet's every offset is some 800,000 samples, which one Python tuple and f-strin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
@@ -36,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.storage import LOCAL, Storage
-from offset_audit.views.audit_folder import has_table, pick_snapshot, read_snapshot, read_table
+from offset_audit.views.audit_folder import by_cluster, has_table, pick_snapshot, read_snapshot, read_table, snapshots
 from offset_audit.views.metric_scope import (
     DEFAULT_SCOPE,
     DELETABLE,
@@ -145,6 +150,7 @@ class Exposition:
     groups: int
     wanted: int = 0
     left_out: str | None = None
+    cluster: str = ""
 
     @property
     def samples(self) -> int:
@@ -156,15 +162,20 @@ class Exposition:
 
 
 def exposition(
-    partitions: pa.Table, groups: pa.Table, run: dict | None = None, scope: Scope = DEFAULT_SCOPE
+    partitions: pa.Table,
+    groups: pa.Table,
+    run: dict | None = None,
+    scope: Scope = DEFAULT_SCOPE,
+    cluster: str = "",
 ) -> Exposition:
     """The metrics of one snapshot from its partition_verdicts and group_verdicts rows (the columns of
     PARTITION_COLUMNS and GROUP_COLUMNS) and the runs row of the audit that wrote it (RUN_COLUMNS, or
-    None), within `scope`; ordered by metric name, then by labels (then in the order of importance)."""
+    None), within `scope`, every series labelled with `cluster` (none when ""); ordered by metric name,
+    then by labels (then in the order of importance)."""
     groups = groups.select(GROUP_COLUMNS).combine_chunks()
     groups = groups.filter(scope.kept_groups(groups["group_id"]))
     if not groups.num_rows:
-        return Exposition("", (), 0)
+        return Exposition("", (), 0, cluster=cluster)
     first = groups.slice(0, 1).to_pylist()[0]
     as_of = first["as_of"] if first["as_of"].tzinfo else first["as_of"].replace(tzinfo=UTC)
     as_of_ms = (as_of - _EPOCH) // timedelta(milliseconds=1)
@@ -197,21 +208,79 @@ def exposition(
     written += _partition_families(detailed, chosen, every)
     if units is not None:
         written += _topic_families(units, chosen)
-    families = tuple(sorted((f for f in written if f.count), key=lambda f: f.name))
+    families = tuple(sorted((_labelled(f, cluster) for f in written if f.count), key=lambda f: f.name))
     return Exposition(
-        first["snapshot_id"], families, groups.num_rows, chosen.wanted, chosen.left_out_text(scope.max_samples)
+        first["snapshot_id"],
+        families,
+        groups.num_rows,
+        chosen.wanted,
+        chosen.left_out_text(scope.max_samples),
+        cluster,
     )
 
 
+def _labelled(family_: Family, cluster: str) -> Family:
+    """The family with the `cluster` label first on every sample; as it was for a cluster without a name."""
+    if not cluster:
+        return family_
+    column = pa.array([cluster] * family_.count, pa.string())
+    return Family(family_.name, family_.help, (("cluster", column), *family_.labels), family_.values)
+
+
 def snapshot_metrics(
-    audit_dir: str, snapshot_id: str | None = None, storage: Storage = LOCAL, scope: Scope = DEFAULT_SCOPE
+    audit_dir: str,
+    snapshot_id: str | None = None,
+    storage: Storage = LOCAL,
+    scope: Scope = DEFAULT_SCOPE,
+    cluster: str | None = None,
 ) -> Exposition:
-    """The metrics of one snapshot of an audit's output folder (the newest by default), read with
-    delta-rs and pyarrow: no Spark."""
-    chosen = pick_snapshot(audit_dir, snapshot_id, storage=storage)
-    partitions = read_snapshot(audit_dir, "partition_verdicts", chosen, storage, columns=PARTITION_COLUMNS)
-    groups = read_snapshot(audit_dir, "group_verdicts", chosen, storage, columns=GROUP_COLUMNS)
-    return exposition(partitions, groups, _run_of(audit_dir, chosen, storage), scope)
+    """The metrics of an audit's output folder, read with delta-rs and pyarrow (no Spark): of the given
+    snapshot, or the newest of `cluster`, or else the newest of each cluster the folder holds, each
+    cluster's series labelled with its name. A fleet shares the sample budget equally."""
+    known = snapshots(audit_dir, storage=storage)
+    if snapshot_id is not None or cluster:
+        chosen = [pick_snapshot(audit_dir, snapshot_id, storage=storage, known=known, cluster=cluster)]
+    else:
+        chosen = [group[-1].snapshot_id for group in by_cluster(known).values()] or [pick_snapshot(audit_dir, None)]
+    of = {s.snapshot_id: s for s in known}
+    each = scope if len(chosen) == 1 else replace(scope, max_samples=max(1, scope.max_samples // len(chosen)))
+    parts = []
+    for snapshot in chosen:
+        partitions = read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, columns=PARTITION_COLUMNS)
+        groups = read_snapshot(audit_dir, "group_verdicts", snapshot, storage, columns=GROUP_COLUMNS)
+        run = _run_of(audit_dir, snapshot, storage)
+        parts.append(exposition(partitions, groups, run, each, of[snapshot].cluster if snapshot in of else ""))
+    return parts[0] if len(parts) == 1 else fleet_exposition(parts, scope)
+
+
+def fleet_exposition(parts: list[Exposition], scope: Scope) -> Exposition:
+    """One exposition of several clusters' (each labelled already): each metric's samples of every
+    cluster under one HELP and TYPE, the clusters in the order of their names."""
+    parts = sorted(parts, key=lambda p: p.cluster)
+    by_name: dict[str, list[Family]] = {}
+    for part in parts:
+        for family_ in part.families:
+            by_name.setdefault(family_.name, []).append(family_)
+    families = []
+    for name in sorted(by_name):
+        same = by_name[name]
+        columns = {label for f in same for label, _ in f.labels}
+        order = [label for label, _ in max(same, key=lambda f: len(f.labels)).labels]
+        labels = []
+        for label in order if columns == set(order) else sorted(columns):
+            arrays = [dict(f.labels).get(label, pa.nulls(f.count, pa.string())) for f in same]
+            labels.append((label, pa.concat_arrays([a.cast(pa.string()) for a in arrays])))
+        values = pa.concat_arrays([f.values.cast(pa.string()) for f in same])
+        families.append(Family(name, same[0].help, tuple(labels), values))
+    left_out = [f"cluster {p.cluster or '(unnamed)'}: {p.left_out}" for p in parts if p.left_out]
+    return Exposition(
+        ",".join(p.snapshot_id for p in parts),
+        tuple(families),
+        sum(p.groups for p in parts),
+        sum(p.wanted for p in parts),
+        "; ".join(left_out) or None,
+        ",".join(p.cluster for p in parts),
+    )
 
 
 def _run_of(audit_dir: str, snapshot_id: str, storage: Storage) -> dict | None:

@@ -46,6 +46,19 @@ class Push:
             if not value:
                 raise UserError(f"--push-grouping-key {name} needs a value (the Pushgateway refuses empty ones)")
 
+    def check_clusters(self, exposition: Exposition) -> None:
+        """A grouping key's cluster that is not the one cluster of the metrics: the gateway would hold
+        one cluster's series under another's key (or reject them), and a later push of that cluster
+        would replace them."""
+        named = self.grouping_key.get("cluster")
+        clusters = [c for c in exposition.cluster.split(",") if c]
+        if named is not None and clusters and clusters != [named]:  # series without a cluster label take the key's
+            shown = ", ".join(clusters)
+            raise UserError(
+                f"--push-grouping-key cluster={named} does not match the clusters of the metrics ({shown}): push "
+                "each cluster with metrics --cluster NAME --push-grouping-key cluster=NAME"
+            )
+
     def send(self, exposition: Exposition) -> None:
         from prometheus_client import CollectorRegistry, push_to_gateway
 

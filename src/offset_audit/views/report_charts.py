@@ -50,7 +50,7 @@ class Chart:
     note: str
 
 
-def _figure(traces: list, layout: dict) -> dict:
+def figure_of(traces: list, layout: dict) -> dict:
     """A plotly figure as plain JSON values (data, layout), checked by plotly's own validators."""
     import plotly.graph_objects as go
 
@@ -66,7 +66,7 @@ def chart_text(text: object) -> str:
     return html_text(text).replace("&quot;", "&#34;")
 
 
-def _label(name: object, limit: int) -> str:
+def chart_label(name: object, limit: int) -> str:
     """A name from the dump as a chart label, cut to `limit` characters."""
     text = "" if name is None else str(name)
     return chart_text(text if len(text) <= limit else text[: limit - 1] + "…")
@@ -99,7 +99,7 @@ def expiry_chart(partitions: pa.Table, as_of: datetime, days: int = DEFAULT_DAYS
     layout = {"barmode": "stack", "xaxis": {"title": {"text": "day after as_of (UTC)"}}}
     layout["yaxis"] = {"title": {"text": "offsets"}}
     note = "Offsets not yet expired, by the day their retention runs out and the rule that decides it."
-    return Chart("expiry", title, _figure(traces, layout), note)
+    return Chart("expiry", title, figure_of(traces, layout), note)
 
 
 def groups_chart(groups: pa.Table) -> Chart:
@@ -109,17 +109,17 @@ def groups_chart(groups: pa.Table) -> Chart:
     title = "Groups by type, state and verdict"
     if not counts:
         return Chart("groups", title, None, "the snapshot holds no group.")
-    categories = list(dict.fromkeys(_label(f"{c.group_type} · {c.group_state}", 80) for c in counts))
+    categories = list(dict.fromkeys(chart_label(f"{c.group_type} · {c.group_state}", 80) for c in counts))
     traces = []
     for deleted, name, colour in ((True, "removed by the next sweep", DELETED_COLOUR), (False, "kept", KEPT_COLOUR)):
         per_category = dict.fromkeys(categories, 0)
         for c in counts:
             if c.would_delete == deleted:
-                per_category[_label(f"{c.group_type} · {c.group_state}", 80)] += c.groups
+                per_category[chart_label(f"{c.group_type} · {c.group_state}", 80)] += c.groups
         traces.append(go.Bar(x=categories, y=list(per_category.values()), name=name, marker_color=colour))
     layout = {"barmode": "stack", "xaxis": {"type": "category"}, "yaxis": {"title": {"text": "groups"}}}
     note = "Every group the coordinator holds after loading the log; red ones the next sweep removes (would_delete)."
-    return Chart("groups", title, _figure(traces, layout), note)
+    return Chart("groups", title, figure_of(traces, layout), note)
 
 
 def whatif_chart(whatif: pa.Table | None) -> Chart:
@@ -176,7 +176,7 @@ def whatif_chart(whatif: pa.Table | None) -> Chart:
     }
     total = points[-1]
     note = f"Of {total.offsets_total:,} offsets and {total.groups_total:,} groups, had the broker run with each."
-    return Chart("whatif", title, _figure(traces, layout), note)
+    return Chart("whatif", title, figure_of(traces, layout), note)
 
 
 def lag_chart(partitions: pa.Table) -> Chart:
@@ -188,7 +188,7 @@ def lag_chart(partitions: pa.Table) -> Chart:
         return Chart("lag", title, None, "no lag in this snapshot: audit with --end-offsets FILE to see it.")
     # Categories are the full escaped names (two names may share a cut prefix); ticks show them cut.
     names = [chart_text(g.group_id) for g in lags]
-    hover = [_label(g.group_id, HOVER_LABEL_CHARS) for g in lags]
+    hover = [chart_label(g.group_id, HOVER_LABEL_CHARS) for g in lags]
     consumed = [g.lag - g.stale_lag for g in lags]
     traces = [
         go.Bar(
@@ -210,7 +210,7 @@ def lag_chart(partitions: pa.Table) -> Chart:
             hovertemplate="%{customdata}: %{x} records<extra>stale</extra>",
         ),
     ]
-    ticks = [_label(g.group_id, AXIS_LABEL_CHARS) for g in lags]
+    ticks = [chart_label(g.group_id, AXIS_LABEL_CHARS) for g in lags]
     layout = {
         "barmode": "stack",
         "height": max(380, 60 + 24 * len(lags)),
@@ -219,7 +219,7 @@ def lag_chart(partitions: pa.Table) -> Chart:
         "xaxis": {"title": {"text": "records behind the log end"}},
     }
     note = "Stale lag is on partitions the group does not consume: it only grows on dashboards."
-    return Chart("lag", title, _figure(traces, layout), note)
+    return Chart("lag", title, figure_of(traces, layout), note)
 
 
 def history_chart(history: list[SnapshotTotals]) -> Chart:
@@ -269,4 +269,4 @@ def history_chart(history: list[SnapshotTotals]) -> Chart:
         layout["yaxis2"] = {"title": {"text": "total lag"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}
         layout["margin"] = {"l": 60, "r": 60, "t": 40, "b": 50}
     note = "Per audited snapshot, by the time it was judged at (as_of); total lag where end offsets were given."
-    return Chart("history", title, _figure(traces, layout), note)
+    return Chart("history", title, figure_of(traces, layout), note)

@@ -133,6 +133,7 @@ def audit_summary(result, output: str) -> str:
         f"unknown types {_n(report.other_records)}, quarantined {_n(report.quarantined)}, "
         f"skipped {_n(report.records_skipped)} {_skip_detail(report)}",
         *([f"  unreadable bytes skipped {_n(report.bytes_skipped)} (see quarantine)"] if report.bytes_skipped else []),
+        *cluster_lines(report),
         *state_lines(report),
         *format_notes(report),
         "",
@@ -158,12 +159,13 @@ def audit_summary(result, output: str) -> str:
             f"    [{c['priority']}] {c['reason']:<35} {terminal(c['group_id'])} {terminal(c['topic'])} ({parts}{lag})"
         )
     lines += ["", f"  Delta tables under {terminal(output)}:"]
-    decoded = {}
+    decoded, decoded_dir = {}, "decoded/"
     for name, rows in report.table_rows.items():
         if name == SNAPSHOTS_TABLE:
             continue  # the snapshot's row in the folder's list of snapshots: bookkeeping, in --json
-        if name.startswith("decoded/"):
-            decoded[name.removeprefix("decoded/")] = rows
+        folder, _, table = name.rpartition("/")
+        if folder == "decoded" or folder.endswith("/decoded"):  # DIR/decoded, or DIR/clusters/NAME/decoded
+            decoded[table], decoded_dir = rows, f"{folder}/"
         else:
             lines.append(f"    {name:<22} {_n(rows):>14} rows (snapshot {terminal(result.snapshot_id)})")
     if decoded:
@@ -173,12 +175,25 @@ def audit_summary(result, output: str) -> str:
             else "offset_commits empty (last record per key only; --keep-decoded decodes and keeps all)"
         )
         lines.append(
-            f"    {'decoded/':<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
+            f"    {terminal(decoded_dir):<22} {'':>14} quarantine {_n(decoded.get('quarantine', 0))}, "
             f"other_records {_n(decoded.get('other_records', 0))}, {history}"
         )
     lines += upkeep_lines(report.upkeep, indent="  ")
-    lines.append(f"  next: offset-audit delete-plan --audit {shell_word(output)}")
+    lines.append(f"  next: offset-audit delete-plan --audit {shell_word(output)}{cluster_flag(report.cluster)}")
     return "\n".join(lines)
+
+
+def cluster_lines(report) -> list[str]:
+    """The cluster the run judged, when the input or --cluster named one (runs.clusters)."""
+    if not report.cluster:
+        return []
+    known = f" (id {terminal(report.cluster_id)})" if report.cluster_id and report.cluster_id != report.cluster else ""
+    return [f"  cluster {terminal(report.cluster)}{known}"]
+
+
+def cluster_flag(cluster: str | None) -> str:
+    """` --cluster NAME` for a command line the summary suggests; "" without a name."""
+    return f" --cluster {shell_word(cluster)}" if cluster else ""
 
 
 def upkeep_lines(upkeep: dict | None, indent: str = "") -> list[str]:
@@ -242,6 +257,9 @@ def delete_plan_lines(snapshot_id: str, candidates: list[dict], bootstrap: str) 
         "# answer GROUP_SUBSCRIBED_TO_TOPIC or NON_EMPTY_GROUP instead; nothing else is touched.",
         "set -u",
     ]
+    cluster = next((c.get("cluster") for c in candidates if c.get("cluster")), None)
+    if cluster:  # run against another cluster, the plan would delete offsets its groups still need
+        lines.insert(2, f"# Of cluster {shell_comment(cluster)}: give --bootstrap-server of that cluster.")
     by_group: dict[str, dict[str, list[int]]] = {}
     reasons: dict[str, set[str]] = {}
     for c in candidates:
@@ -411,6 +429,7 @@ def history_summary(result, output: str) -> str:
         f"{result.retention_minutes} min)",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, quarantined "
         f"{_n(report.quarantined)}, skipped {_n(report.records_skipped)} {_skip_detail(report)}",
+        *cluster_lines(report),
         f"  events: commits {_n(counts.get((events.COMMITTED, None), 0))}, group state changes "
         f"{_n(counts.get((events.GROUP_STABLE, None), 0) + counts.get((events.GROUP_EMPTY, None), 0))}",
         f"  offsets deleted: expired {_n(deleted[events.EXPIRED])}, "

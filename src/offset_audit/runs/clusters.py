@@ -1,0 +1,181 @@
+"""Which cluster a run judges: the name every row it writes carries (the tables' `cluster` column, the
+metrics' `cluster` label), so one output folder can hold a fleet's audits and keep them apart.
+
+The cluster's id comes from the input, in order: the broker folders' meta.properties (`cluster.id`), the
+Kafka source's Admin API (DescribeCluster). A dump that carries neither (a Kafka-source snapshot, a text
+dump) has none. `--cluster NAME` gives the name; without it the id is the name. A name given once names
+its id in that folder from then on: a later run of the same cluster without --cluster takes it, and a
+name or an id that would make one cluster two, or two clusters one, is refused before anything is
+written. An id known only by itself until then may take a name: the read commands find its earlier
+snapshots by the id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from offset_audit.errors import UserError
+from offset_audit.inputs import log_files
+from offset_audit.inputs.dump import log_units, resolved
+from offset_audit.inputs.resumed import folder_facts
+from offset_audit.outputs.audit_state import read_state
+from offset_audit.outputs.runs_table import RUNS_TABLE
+from offset_audit.settings import Settings, check_cluster_name
+from offset_audit.storage import for_settings, join
+from offset_audit.views.audit_folder import has_table, read_table
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A run's cluster: its name ("" when neither the input nor --cluster named one) and its id."""
+
+    name: str
+    cluster_id: str | None
+
+    @property
+    def label(self) -> str:
+        return self.name or "(unnamed)"
+
+    def same_as(self, other: Cluster) -> bool:
+        """One cluster: by id where both have one, else by name."""
+        if self.cluster_id and other.cluster_id:
+            return self.cluster_id == other.cluster_id
+        return self.name == other.name
+
+
+def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None:
+    """The id of the cluster the input comes from, where it tells: meta.properties beside the broker
+    folders, or the live cluster's Admin API. Broker folders of two clusters in one run are refused."""
+    settings = resolved(settings, inputs)
+    if settings.input.format == log_files.SEGMENTS:
+        groups = log_files.by_partition(log_units(inputs, settings))
+        found = folder_facts(groups, settings.input.topic, for_settings(settings)).cluster_id
+    elif settings.input.format == "kafka" and spark is not None:
+        from offset_audit.inputs.kafka_topic import cluster_id
+
+        found = cluster_id(spark, settings)
+    else:
+        return None
+    return _one(found)
+
+
+def _one(found: str | None) -> str | None:
+    """The input's one cluster id (folder_facts joins those of several data directories with commas)."""
+    if found is not None and "," in found:
+        raise UserError(
+            f"the broker folders given belong to {found.count(',') + 1} clusters ({found.replace(',', ', ')}): "
+            "audit each cluster in a run of its own"
+        )
+    return None if found is None else check_cluster_name(found, "the input's cluster id")
+
+
+def named_clusters(output: str, settings: Settings) -> dict[str, str | None]:
+    """The clusters the folder's runs judged: each name, with its id where one was known."""
+    storage = for_settings(settings)
+    if not has_table(output, RUNS_TABLE, storage):
+        return {}
+    rows = read_table(output, RUNS_TABLE, storage, columns=["cluster", "cluster_id"]).to_pylist()
+    names: dict[str, str | None] = {}
+    for row in rows:
+        if row["cluster"]:
+            names[row["cluster"]] = names.get(row["cluster"]) or row["cluster_id"]
+    return names
+
+
+UNASKED = object()
+
+
+def resolve(spark, inputs: list[str], output: str, settings: Settings, found: object = UNASKED) -> Cluster:
+    """The run's cluster, checked against the names the folder already holds. `found`: the input's
+    cluster id when the caller asked already (an incremental audit's input facts), else it is asked."""
+    found = input_cluster_id(spark, inputs, settings) if found is UNASKED else _one(found)  # type: ignore[arg-type]
+    names = named_clusters(output, settings)
+    given = settings.input.cluster
+    if given:
+        if found and names.get(given) and names[given] != found:
+            raise UserError(
+                f"--cluster {given} names cluster {names[given]} in '{output}', and this input is cluster {found}: "
+                "give it a name of its own"
+            )
+        # An id named by itself until now may take a name; one named already keeps it.
+        earlier = sorted(n for n, i in names.items() if found and i == found and n not in (given, found))
+        if earlier:
+            raise UserError(
+                f"cluster {found} is named {earlier[0]} in '{output}': give --cluster {earlier[0]}, or leave it out"
+            )
+        return Cluster(given, found or names.get(given))
+    if found:
+        named = sorted(n for n, i in names.items() if i == found and n != found)
+        return Cluster(named[0] if named else found, found)
+    return Cluster("", None)
+
+
+def judge_as(report, cluster: Cluster) -> None:
+    """Note the run's cluster in its report: every snapshot row and the runs row carry it."""
+    report.cluster, report.cluster_id = cluster.name, cluster.cluster_id
+
+
+# Where a fleet folder keeps the working tables of each cluster but the first (decoded/, and an
+# incremental audit's state/): DIR/clusters/<name>/.
+CLUSTERS = "clusters"
+
+
+def home(output: str, cluster: Cluster, settings: Settings) -> str:
+    """The folder of the cluster's own working tables: decoded/, and an incremental audit's state/ (the
+    snapshot tables, runs and snapshots are the fleet's, with a cluster column).
+
+    The cluster that first used the folder keeps them at DIR/decoded and DIR/state, as in a folder of
+    one cluster (and as before fleets: a state written earlier belongs to the cluster whose id it
+    holds); every other cluster's are under DIR/clusters/<name>/. Without a name, DIR/."""
+    storage = for_settings(settings)
+    own = join(output, CLUSTERS, cluster.name)
+    if not cluster.name or storage.is_dir(own):
+        return output if not cluster.name else own
+    owner = _owner(output, settings)
+    return output if owner is None or owner.same_as(cluster) else own
+
+
+def _owner(output: str, settings: Settings) -> Cluster | None:
+    """The cluster whose working tables are at DIR/ itself: the one of its state, else of its first run
+    that named a cluster (an empty name included); None when neither tells (a new folder, or one of
+    full audits written before fleets, whose decoded/ the next run replaces anyway)."""
+    storage = for_settings(settings)
+    stored = read_state(output, storage)
+    if stored is not None:
+        named = {i: n for n, i in named_clusters(output, settings).items()}
+        return Cluster(named.get(stored.cluster_id, stored.cluster_id or ""), stored.cluster_id)
+    if not has_table(output, RUNS_TABLE, storage):
+        return None
+    runs = read_table(output, RUNS_TABLE, storage, columns=["started_at", "cluster", "cluster_id"]).to_pylist()
+    judged = sorted((r for r in runs if r["cluster"] is not None), key=lambda r: r["started_at"])
+    return Cluster(judged[0]["cluster"], judged[0]["cluster_id"]) if judged else None
+
+
+def fleet_homes(output: str, settings: Settings) -> list[str]:
+    """The names under DIR/clusters/: the clusters whose working tables are kept apart."""
+    storage = for_settings(settings)
+    folder = join(output, CLUSTERS)
+    return sorted(storage.entries(folder)) if storage.is_dir(folder) else []
+
+
+def before_start(inputs: list[str], output: str, settings: Settings) -> tuple[Cluster, str]:
+    """The run's cluster and home as far as they are known before Spark starts (the Kafka source's id
+    is asked through Spark): a name or an id that clashes with the folder's is refused here."""
+    cluster = resolve(None, inputs, output, settings)
+    return cluster, home(output, cluster, settings)
+
+
+def kept_home(audit_dir: str, settings: Settings) -> str:
+    """The home whose state an existing audit folder keeps for --cluster (history --audit): the
+    cluster's own folder, or DIR/ itself for the cluster that owns it. Without --cluster, a folder that
+    keeps the states of several clusters is refused in one sentence."""
+    name = settings.input.cluster
+    others = fleet_homes(audit_dir, settings)
+    if not name:
+        if others:
+            owner = _owner(audit_dir, settings)
+            listed = ", ".join([*([owner.label] if owner is not None else []), *others])
+            raise UserError(f"'{audit_dir}' keeps the state of more than one cluster ({listed}): give --cluster NAME")
+        return audit_dir
+    cluster = Cluster(name, named_clusters(audit_dir, settings).get(name))
+    return home(audit_dir, cluster, settings)

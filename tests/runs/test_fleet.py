@@ -1,0 +1,282 @@
+"""A fleet in one folder: two generated clusters (broker folders, each with its meta.properties) audited into
+one output folder, as full and as incremental runs. Every table, view and metric keeps them apart, each
+cluster's verdicts are those it gets audited alone, and mixing them up is refused in one sentence."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from deltalake import DeltaTable
+
+from offset_audit.cli.main import main
+from offset_audit.generator.demo_dump import generate_dump
+from offset_audit.generator.writers import snapshot_to_segments, write_meta_properties
+from offset_audit.outputs.audit_state import read_state
+from offset_audit.runs.audit import run_audit
+from offset_audit.runs.config import load_settings
+from offset_audit.settings import KeepSnapshots
+from offset_audit.views import fleet_report
+from offset_audit.views.audit_folder import snapshots
+from offset_audit.views.prometheus import snapshot_metrics
+
+ID_A, ID_B = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"
+VERDICT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> dict[str, Path]:
+    """Two clusters' broker folders: different seeds, so different groups and offsets, and group names the
+    generator gives both (classic-empty-00007 and the like)."""
+    folder = tmp_path_factory.mktemp("fleet-dumps")
+    found = {}
+    for name, seed, cluster_id in (("a", 1, ID_A), ("b", 2, ID_B)):
+        generate_dump(str(folder / f"{name}-snapshot"), 4000, seed=seed, partitions=4)
+        snapshot_to_segments(str(folder / f"{name}-snapshot"), str(folder / name))
+        write_meta_properties(str(folder / name), cluster_id)
+        found[name] = folder / name
+    return found
+
+
+def audit(spark, data: Path, output: Path, cluster: str | None = None, mode: str | None = None):
+    settings = load_settings(input_format="segments", cluster=cluster)
+    return run_audit(spark, [str(data)], str(output), settings, keep_state=mode)
+
+
+def rows(output: Path, table: str) -> list[dict]:
+    return DeltaTable(str(output / table)).to_pyarrow_table().to_pylist()
+
+
+def without(found: list[dict], *columns: str) -> list[dict]:
+    return sorted(({k: v for k, v in r.items() if k not in columns} for r in found), key=repr)
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def fleet(spark, dumps, tmp_path_factory) -> dict[str, Path]:
+    """Each cluster audited alone into a folder of its own, and both into one folder: a under its id, b
+    named eu."""
+    folder = tmp_path_factory.mktemp("fleet")
+    audit(spark, dumps["a"], folder / "alone-a")
+    audit(spark, dumps["b"], folder / "alone-b")
+    audit(spark, dumps["a"], folder / "fleet")
+    audit(spark, dumps["b"], folder / "fleet", cluster="eu")
+    return {"alone-a": folder / "alone-a", "alone-b": folder / "alone-b", "fleet": folder / "fleet"}
+
+
+def test_every_table_names_the_cluster_of_each_row_and_holds_what_each_cluster_gets_alone(fleet):
+    together = fleet["fleet"]
+    for table in VERDICT_TABLES:
+        found = rows(together, table)
+        assert {r["cluster"] for r in found} == {ID_A, "eu"}, table
+        for alone, name in (("alone-a", ID_A), ("alone-b", "eu")):
+            mine = [r for r in found if r["cluster"] == name]
+            assert without(mine, "snapshot_id", "cluster") == without(
+                rows(fleet[alone], table), "snapshot_id", "cluster"
+            )
+    listed = {(r["cluster"], r["cluster_id"]) for r in rows(together, "snapshots")}
+    assert listed == {(ID_A, ID_A), ("eu", ID_B)}
+    runs = [r for r in rows(together, "runs") if r["command"] == "audit"]
+    assert {(r["cluster"], r["cluster_id"]) for r in runs} == {(ID_A, ID_A), ("eu", ID_B)}
+    # The working tables: the first cluster's at DIR/decoded, eu's apart, and each run's row says which.
+    assert (together / "decoded" / "group_metadata" / "_delta_log").is_dir()
+    assert (together / "clusters" / "eu" / "decoded" / "group_metadata" / "_delta_log").is_dir()
+    eu_run = next(r for r in runs if r["cluster"] == "eu")
+    assert "clusters/eu/decoded/group_metadata" in dict(eu_run["table_rows"])
+
+
+def test_the_read_commands_take_one_cluster_and_refuse_to_guess(fleet):
+    together, alone_b = str(fleet["fleet"]), str(fleet["alone-b"])
+    guessed = cli("describe", "--audit", together)
+    assert guessed.exit_code == 2 and guessed.output.count("\n") == 1
+    assert f"holds the audits of 2 clusters (eu, {ID_A}): give --cluster NAME" in guessed.output
+    described = cli("describe", "--audit", together, "--cluster", "eu")
+    assert (
+        described.exit_code == 0 and described.output.startswith("Snapshot ") and " of cluster eu " in described.output
+    )
+    by_id = cli("describe", "--audit", together, "--cluster", ID_B)
+    assert by_id.output == described.output  # a cluster is found by its id too
+    body = described.output.split("\n", 1)[1]
+    assert body == cli("describe", "--audit", alone_b).output.split("\n", 1)[1]
+    unknown = cli("delete-plan", "--audit", together, "--cluster", "us")
+    assert unknown.exit_code == 2 and "holds no snapshot of cluster us (its clusters: eu, " in unknown.output
+    plan = cli("delete-plan", "--audit", together, "--cluster", "eu")
+    commands = [line for line in plan.output.splitlines() if not line.startswith("#")]
+    assert "# Of cluster eu: give --bootstrap-server of that cluster." in plan.output
+    alone = cli("delete-plan", "--audit", alone_b).output.splitlines()
+    assert commands == [line for line in alone if not line.startswith("#")] and any(
+        "--delete-offsets" in c for c in commands
+    )
+
+
+def test_metrics_label_every_series_with_its_cluster(fleet):
+    together = str(fleet["fleet"])
+    text = snapshot_metrics(together).text
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+    assert samples and all(re.search(r'\{cluster="(eu|' + ID_A + ')"', line) for line in samples)
+    for name, alone in (("eu", "alone-b"), (ID_A, "alone-a")):
+        mine = snapshot_metrics(together, cluster=name).text
+        # One cluster's series are the fleet's lines of that cluster, and what the cluster alone gives
+        # (its own snapshot id and run times aside).
+        assert [line for line in samples if f'cluster="{name}"' in line] == [
+            line for line in mine.splitlines() if not line.startswith("#")
+        ]
+        ignore = re.compile(r"snapshot_id=|last_success|last_run_duration")
+        strip = [re.sub(r'cluster="[^"]*",?', "", line) for line in mine.splitlines() if not ignore.search(line)]
+        theirs = snapshot_metrics(str(fleet[alone])).text.splitlines()
+        assert strip == [re.sub(r'cluster="[^"]*",?', "", line) for line in theirs if not ignore.search(line)]
+    pushed = cli(
+        "metrics", "--audit", together, "--push-gateway", "http://127.0.0.1:9", "--push-grouping-key", "cluster=eu"
+    )
+    assert pushed.exit_code == 2 and "does not match the clusters of the metrics (" in pushed.output
+
+
+def test_the_report_of_a_fleet_lists_its_clusters_urgent_first(fleet, tmp_path):
+    together = str(fleet["fleet"])
+    page = tmp_path / "fleet.html"
+    written = cli("report", "--audit", together, "--output", str(page))
+    assert written.exit_code == 0 and "the fleet's page, 2 clusters" in written.output
+    fleet_ = fleet_report.read_fleet(together)
+    ordered = fleet_report.cluster_rows(fleet_)
+    assert [r["urgent"] for r in ordered] == sorted((r["urgent"] for r in ordered), reverse=True)
+    assert {r["cluster"] for r in ordered} == {"eu", ID_A} and all(r["urgent"] for r in ordered)
+    urgent = fleet_report.urgent_groups(fleet_)
+    assert {g["cluster"] for g in urgent} == {"eu", ID_A}
+    due = [g["_due"] for g in urgent]
+    assert due == sorted(due, reverse=True)  # what is due now first
+    html = page.read_text()
+    assert html.index("<h2>Clusters</h2>") < html.index("<h2>Urgent groups</h2>")
+    one = tmp_path / "eu.html"
+    assert cli("report", "--audit", together, "--cluster", "eu", "--output", str(one)).exit_code == 0
+    assert "<dt>cluster</dt><dd>eu</dd>" in one.read_text()
+
+
+def test_mixing_clusters_up_is_refused_before_spark_starts(fleet, dumps, no_spark, tmp_path):
+    together = str(fleet["fleet"])
+    cases = [
+        (
+            ["--input", str(dumps["a"]), "--cluster", "eu"],
+            f"--cluster eu names cluster {ID_B} in '{together}', and this input is cluster {ID_A}",
+        ),
+        (
+            ["--input", str(dumps["b"]), "--cluster", "us"],
+            f"cluster {ID_B} is named eu in '{together}': give --cluster eu, or leave it out",
+        ),
+        (["--input", str(dumps["a"]), "--input", str(dumps["b"])], f"belong to 2 clusters ({ID_A}, {ID_B})"),
+        (["--input", str(dumps["a"]), "--cluster", "two words"], "takes a cluster name of letters, digits"),
+        (["--input", str(dumps["b"]), "--cluster", ID_A], f"--cluster {ID_A} names cluster {ID_A} in '{together}'"),
+    ]
+    for args, says in cases:
+        result = cli("audit", *args, "--output", together)
+        assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, (args, result.output)
+
+
+def test_incremental_audits_of_two_clusters_keep_a_state_each(spark, dumps, fleet, tmp_path):
+    together = tmp_path / "fleet"
+    first_a = audit(spark, dumps["a"], together, mode="incremental")
+    first_b = audit(spark, dumps["b"], together, mode="incremental")
+    assert first_a.report.state == first_b.report.state == "first"
+    assert read_state(str(together)).cluster_id == ID_A
+    assert read_state(str(together / "clusters" / ID_B)).cluster_id == ID_B
+    again_a = audit(spark, dumps["a"], together, mode="incremental")
+    again_b = audit(spark, dumps["b"], together, mode="incremental")
+    assert again_a.report.state == again_b.report.state == "resumed"
+    newest = {s.cluster: s.snapshot_id for s in snapshots(str(together))}
+    for name, alone in ((ID_A, "alone-a"), (ID_B, "alone-b")):
+        mine = [r for r in rows(together, "partition_verdicts") if r["snapshot_id"] == newest[name]]
+        assert without(mine, "snapshot_id", "cluster") == without(
+            rows(fleet[alone], "partition_verdicts"), "snapshot_id", "cluster"
+        )
+    # B's folders given to A's state, by A's name: refused in one sentence, nothing written.
+    handed = cli("audit", "--input", str(dumps["b"]), "--output", str(together), "--incremental", "--cluster", ID_A)
+    assert (
+        handed.exit_code == 2
+        and f"names cluster {ID_A} in '{together}', and this input is cluster {ID_B}" in handed.output
+    )
+    # history --audit reads one cluster's kept log: which one, it is told.
+    history = cli("history", "--audit", str(together))
+    assert history.exit_code == 2 and f"keeps the state of more than one cluster ({ID_A}, {ID_B})" in history.output
+    told = cli("history", "--audit", str(together), "--cluster", ID_B, "--output", str(tmp_path / "history"))
+    assert told.exit_code == 0, told.output
+    assert {r["cluster"] for r in rows(tmp_path / "history", "offset_history")} == {ID_B}
+
+
+def test_retention_keeps_the_newest_snapshots_of_each_cluster(spark, dumps, tmp_path):
+    together = tmp_path / "fleet"
+    audit(spark, dumps["a"], together, cluster="eu")
+    audit(spark, dumps["b"], together, cluster="us")
+    settings = load_settings(input_format="segments", cluster="eu", keep_snapshots=KeepSnapshots(count=1))
+    run_audit(spark, [str(dumps["a"])], str(together), settings, snapshot_id="eu-last")
+    kept = {(s.cluster, s.snapshot_id) for s in snapshots(str(together))}
+    assert ("us", next(s for c, s in kept if c == "us")) in kept and ("eu", "eu-last") in kept and len(kept) == 2
+
+
+HOSTILE = "<script>window.pwned=1</script>"
+
+
+def hostile_fleet() -> fleet_report.Fleet:
+    """Two clusters whose newest audits hold a group named like a script, and a folder named like markup."""
+    from datetime import UTC, datetime
+
+    from offset_audit.views.audit_folder import Snapshot
+
+    hostile = HOSTILE
+    groups = pa.table(
+        {
+            "group_id": [hostile, "ok"],
+            "group_type": ["classic", "classic"],
+            "group_state": ["Empty", "Stable"],
+            "member_count": [0, 2],
+            "offset_count": [3, 1],
+            "expired_offset_count": [3, 0],
+            "next_expiry_at": [None, None],
+            "next_expiry_at_ms": pa.array([None, None], pa.int64()),
+            "would_delete": [True, False],
+            "lag_total": pa.array([None, None], pa.int64()),
+        }
+    )
+    as_of = datetime(2026, 1, 1, tzinfo=UTC)
+    return fleet_report.Fleet(
+        "<b>folder</b>",
+        [
+            fleet_report.FleetCluster(Snapshot("s1", as_of, 10080, None, "eu", "X"), 1, groups),
+            fleet_report.FleetCluster(Snapshot("s2", as_of, 10080, None, "us", "Y"), 1, groups.slice(1)),
+        ],
+    )
+
+
+def test_the_fleet_page_escapes_group_ids():
+    fleet_ = hostile_fleet()
+    html = fleet_report.render_fleet(fleet_).html
+    assert HOSTILE not in html and "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
+    assert "<b>folder</b>" not in html
+    rows_ = fleet_report.cluster_rows(fleet_)
+    assert [r["cluster"] for r in rows_] == ["eu", "us"]  # eu has the urgent group
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from browser import NOT_FOUND, Chromium, find_chromium
+
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip(NOT_FOUND)
+    with Chromium.start(executable) as browser:
+        yield browser
+
+
+def test_the_fleet_page_draws_its_chart_and_runs_no_name_in_chromium(tmp_path, chromium):
+    page = tmp_path / "fleet.html"
+    page.write_text(fleet_report.render_fleet(hostile_fleet()).html)
+    chromium.load(page.as_uri())
+    drawn = "[...document.querySelectorAll('[data-chart]')].filter(c => c.querySelector('.main-svg')).length"
+    assert chromium.wait_until(f"{drawn} === Number(document.body.dataset.charts)", timeout=20)
+    assert chromium.evaluate("typeof window.pwned") == "undefined"
+    assert HOSTILE in chromium.evaluate("document.body.innerText")
+    assert chromium.problems() == []
