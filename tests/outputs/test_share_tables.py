@@ -93,9 +93,22 @@ def test_cleanup_cutoffs_are_the_lowest_checkpoint_per_log_partition():
         ]
     )
     partitions = share_tables.split_replay(replayed)["share_partitions"]
+    # The cluster is the run's, set as it writes (share_tables.with_cluster).
     assert share_tables.cleanup_cutoffs(partitions, "__share_group_state").to_pylist() == [
-        {"log": "__share_group_state", "partition": 0, "earliest_share_offset": 12, "share_partitions": 1},
-        {"log": "__share_group_state", "partition": 4, "earliest_share_offset": 30, "share_partitions": 2},
+        {
+            "log": "__share_group_state",
+            "partition": 0,
+            "earliest_share_offset": 12,
+            "share_partitions": 1,
+            "cluster": None,
+        },
+        {
+            "log": "__share_group_state",
+            "partition": 4,
+            "earliest_share_offset": 30,
+            "share_partitions": 2,
+            "cluster": None,
+        },
     ]
     # The draft's records: each share-partition's state sits in its own topic's log.
     assert [(r["log"], r["partition"]) for r in share_tables.cleanup_cutoffs(partitions, None).to_pylist()] == [

@@ -340,3 +340,21 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     done = share_fast_replay.replay_dump(spark, source, no_exact_replay, 5)
     assert done.replayed_exactly == 0
     assert sum(n for key, n in done.counts.items() if key[0] == "share_state") == table.num_rows
+
+
+def test_two_clusters_share_audits_in_one_folder_keep_their_tables_apart(spark, cluster, shared, tmp_path):
+    """A fleet's folder (docs/fleet.md): the first cluster's share tables at DIR, another's under
+    DIR/clusters/NAME, every row naming its cluster; the same state gives both the same rows."""
+    _, alone = shared
+    fleet = tmp_path / "fleet"
+    for name in ("eu", "us"):
+        run_share(spark, [str(cluster / "state")], str(fleet), load_settings(cluster=name),
+                  groups_inputs=[str(cluster / "offsets")])  # fmt: skip
+    for table in ("share_partitions", "share_groups", "share_findings", "share_cleanup"):
+        eu, us = rows(fleet, table), rows(fleet / "clusters" / "us", table)
+        assert {r["cluster"] for r in eu} == {"eu"} and {r["cluster"] for r in us} == {"us"}, table
+        theirs = sorted(({k: v for k, v in r.items() if k != "cluster"} for r in rows(alone, table)), key=repr)
+        for found in (eu, us):
+            assert sorted(({k: v for k, v in r.items() if k != "cluster"} for r in found), key=repr) == theirs, table
+    assert {(r["command"], r["cluster"]) for r in rows(fleet, "runs")} == {("share", "eu"), ("share", "us")}
+    assert (fleet / "clusters" / "us" / "decoded" / "modern_group_records" / "_delta_log").is_dir()

@@ -316,6 +316,7 @@ def share(
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")
     preflight.check_output(output, written_tables(with_groups=bool(groups)), settings)
+    preflight.check_cluster(dump.inputs, output, settings)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs + groups)
         result = run_share(

@@ -24,13 +24,14 @@ REPLAY_TABLES = {"share_partitions": "partition", "share_state_batches": "batch"
 def shaped(rows: pa.Table, name: str, absent: tuple[str, ...] = ()) -> pa.Table:
     """`rows` with exactly the columns of table `name`: each TIMESTAMP shown from its exact milliseconds
     (offset_audit.timestamps), every other column cast to the table's type, and the columns named in
-    `absent`, which `rows` need not have, null where they do not."""
+    `absent`, which `rows` need not have, null where they do not. `cluster` is always such a column:
+    the run sets it as it writes (with_cluster)."""
     schema = arrow_schema(name)
     columns = []
     for column in table_schema(name).columns:
         if column.type == "timestamp":
             columns.append(arrow_timestamps(rows.column(ms_column(column.name))))
-        elif column.name in absent and column.name not in rows.column_names:
+        elif column.name in (*absent, "cluster") and column.name not in rows.column_names:
             columns.append(pa.nulls(rows.num_rows, schema.field(column.name).type))
         else:
             columns.append(rows.column(column.name).cast(schema.field(column.name).type))
@@ -114,3 +115,11 @@ def cleanup_cutoffs(partitions: pa.Table, log: str | None) -> pa.Table:
         ).sort_by([("log", "ascending"), ("partition", "ascending")]),
         "share_cleanup",
     )
+
+
+def with_cluster(table: pa.Table, cluster: str | None) -> pa.Table:
+    """`table` (a share table's rows) with its `cluster` column set to the run's cluster ("" unnamed)."""
+    if "cluster" not in table.column_names:
+        return table
+    index = table.schema.get_field_index("cluster")
+    return table.set_column(index, table.schema.field(index), pa.array([cluster or ""] * table.num_rows, pa.string()))

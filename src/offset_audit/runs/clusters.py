@@ -46,7 +46,8 @@ class Cluster:
 def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None:
     """The id of the cluster the input comes from, where it tells: meta.properties beside the broker
     folders, or the live cluster's Admin API. Broker folders of two clusters in one run are refused."""
-    settings = resolved(settings, inputs)
+    if settings.input.format == "auto":  # else resolved already, as share resolves its own inputs
+        settings = resolved(settings, inputs)
     if settings.input.format == log_files.SEGMENTS:
         groups = log_files.by_partition(log_units(inputs, settings))
         found = folder_facts(groups, settings.input.topic, for_settings(settings)).cluster_id

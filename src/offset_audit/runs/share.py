@@ -30,7 +30,8 @@ from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.runs import progress, share_fast_replay, share_replay
+from offset_audit.runs import clusters, progress, share_fast_replay, share_replay
+from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.counts import fill_counts
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import table_writer
@@ -219,6 +220,12 @@ def run_share(
     writer = table_writer(spark, settings)
     storage = writer.storage
     report = DecodeReport.start("share", inputs, settings.input.format, settings.kafka.bootstrap_servers)
+    cluster = clusters.resolve(spark, inputs, output, settings)
+    judge_as(report, cluster)
+    # A fleet's first cluster writes its share tables at DIR itself, every other one under DIR/clusters/NAME.
+    home = clusters.home(output, cluster, settings)
+    under = home[len(output) :].strip("/")
+    named = (lambda name: f"{under}/{name}") if under else (lambda name: name)
     version = share_broker_version(settings.kafka.version)
     report.kafka_version = version.label
     limits_config = load_broker_config(broker_config) if broker_config else {}
@@ -241,9 +248,9 @@ def run_share(
     if groups_inputs:
         group_report = DecodeReport.start("share", groups_inputs, settings.input.format, "")
         group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
-        decode_dump(spark, groups_inputs, join(output, "decoded"), groups_dump_settings(settings), group_report, writer)
-        report.table_versions.update({f"decoded/{n}": v for n, v in group_report.table_versions.items()})
-        modern = read_table(spark, join(output, "decoded"), "modern_group_records", storage)
+        decode_dump(spark, groups_inputs, join(home, "decoded"), groups_dump_settings(settings), group_report, writer)
+        report.table_versions.update({named(f"decoded/{n}"): v for n, v in group_report.table_versions.items()})
+        modern = read_table(spark, join(home, "decoded"), "modern_group_records", storage)
         share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")
         group_rows = [r.asDict(recursive=True) for r in share_records.collect()]
         topic_names = [
@@ -275,8 +282,9 @@ def run_share(
     problems = tables["share_problems"].slice(0, 20).to_pylist()
     progress.begin(f"writing {len(SHARE_TABLES)} share tables")
     for name in SHARE_TABLES:
-        written = write_arrow(spark, tables[name], join(output, name), writer, run_id=report.run_id)
-        report.wrote(name, written)
+        rows = share_tables.with_cluster(tables[name], report.cluster)
+        written = write_arrow(spark, rows, join(home, name), writer, run_id=report.run_id)
+        report.wrote(named(name), written)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)  # last: a run without its row did not finish

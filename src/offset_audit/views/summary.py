@@ -286,6 +286,7 @@ def share_summary(result, output: str) -> str:
         f"  records read {_n(report.records_read)}: replayed {_n(report.records_decoded)}"
         + (f" (of which tombstones {_n(report.tombstones)})" if report.tombstones else "")
         + f", quarantined {_n(report.quarantined)}, skipped {_n(report.records_skipped)}",
+        *cluster_lines(report),
         *format_notes(report),
     ]
     if parts:
