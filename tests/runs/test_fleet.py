@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offset_audit.cli.main import main
+from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.writers import snapshot_to_segments, write_meta_properties
 from offset_audit.outputs.audit_state import read_state
@@ -280,3 +281,26 @@ def test_the_fleet_page_draws_its_chart_and_runs_no_name_in_chromium(tmp_path, c
     assert chromium.evaluate("typeof window.pwned") == "undefined"
     assert HOSTILE in chromium.evaluate("document.body.innerText")
     assert chromium.problems() == []
+
+
+def test_a_clusters_snapshots_are_one_cluster_under_its_id_its_name_or_both():
+    """A cluster audited by name from a snapshot dump (no id), then from its broker folders (its id), and
+    one audited under its id before it was named: each is one cluster, and --cluster finds all of it."""
+    from datetime import UTC, datetime
+
+    from offset_audit.views.audit_folder import Snapshot, by_cluster, of_cluster
+
+    at = [datetime(2026, 1, day, tzinfo=UTC) for day in range(1, 6)]
+    known = [
+        Snapshot("s1", at[0], 10080, None, "eu", None),
+        Snapshot("s2", at[1], 10080, None, ID_A, ID_A),
+        Snapshot("s3", at[2], 10080, None, "eu", ID_A),
+        Snapshot("s4", at[3], 10080, None, "us", None),
+        Snapshot("s5", at[4], 10080, None, "", None),
+    ]
+    groups = {key: [s.snapshot_id for s in group] for key, group in by_cluster(known).items()}
+    assert groups == {ID_A: ["s1", "s2", "s3"], "us": ["s4"], "": ["s5"]}
+    assert [s.snapshot_id for s in of_cluster(known, "eu", "DIR")] == ["s1", "s2", "s3"]
+    assert [s.snapshot_id for s in of_cluster(known, ID_A, "DIR")] == ["s1", "s2", "s3"]
+    with pytest.raises(UserError, match=r"holds no snapshot of cluster nope \(its clusters: eu, us, \(unnamed\)\)"):
+        of_cluster(known, "nope", "DIR")

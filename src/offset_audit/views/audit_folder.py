@@ -92,10 +92,11 @@ class Snapshot:
     cluster: str = ""
     cluster_id: str | None = None
 
-    @property
-    def cluster_key(self) -> str:
-        """What tells clusters apart: the id where known, else the name."""
-        return self.cluster_id or self.cluster
+    def same_cluster(self, other: Snapshot) -> bool:
+        """Of one cluster: by id where both know it, else by name."""
+        if self.cluster_id and other.cluster_id:
+            return self.cluster_id == other.cluster_id
+        return self.cluster == other.cluster
 
 
 def cluster_label(name: str | None) -> str:
@@ -103,11 +104,14 @@ def cluster_label(name: str | None) -> str:
 
 
 def by_cluster(known: list[Snapshot]) -> dict[str, list[Snapshot]]:
-    """A folder's snapshots by cluster (Snapshot.cluster_key), each oldest first, the clusters in the
-    order of their newest snapshot."""
+    """A folder's snapshots by cluster, each oldest first, the clusters in the order of their newest
+    snapshot. A cluster is its id where known (a name's snapshots from before its id was known, as of a
+    snapshot dump, go with the id it names later), else its name."""
+    ids = {s.cluster: s.cluster_id for s in known if s.cluster_id}
     groups: dict[str, list[Snapshot]] = {}
     for snapshot in known:
-        groups.setdefault(snapshot.cluster_key, []).append(snapshot)
+        key = snapshot.cluster_id or ids.get(snapshot.cluster) or snapshot.cluster
+        groups.setdefault(key, []).append(snapshot)
     return dict(sorted(groups.items(), key=lambda item: known.index(item[1][-1])))
 
 
@@ -119,8 +123,9 @@ def cluster_names(known: list[Snapshot]) -> list[str]:
 def of_cluster(known: list[Snapshot], cluster: str, folder: str) -> list[Snapshot]:
     """The snapshots of --cluster NAME: by its name, or by its id (a cluster audited under its id
     before it was given a name); a cluster the folder does not hold is refused in one sentence."""
-    ids = {s.cluster_id for s in known if s.cluster == cluster and s.cluster_id} | {cluster}
-    mine = [s for s in known if s.cluster == cluster or s.cluster_id in ids]
+    groups = by_cluster(known).values()
+    chosen = {id(s) for group in groups if any(cluster in (s.cluster, s.cluster_id) for s in group) for s in group}
+    mine = [s for s in known if id(s) in chosen]
     if not mine:
         names = ", ".join(cluster_names(known)) or "none"
         raise UserError(f"'{folder}' holds no snapshot of cluster {cluster} (its clusters: {names})")

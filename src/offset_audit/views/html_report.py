@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text, json_for_html
 from offset_audit.storage import LOCAL, Storage
-from offset_audit.views.audit_folder import Snapshot, has_table, pick_snapshot, read_snapshot, snapshots
+from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, pick_snapshot, read_snapshot, snapshots
 from offset_audit.views.report_charts import (
     Chart,
     expiry_chart,
@@ -92,7 +92,7 @@ def read_audit(
     known = snapshots(folder, storage=storage)
     chosen = pick_snapshot(folder, snapshot_id, storage=storage, known=known, cluster=cluster)
     snapshot = next(s for s in known if s.snapshot_id == chosen)
-    known = [s for s in known if s.cluster_key == snapshot.cluster_key]
+    known = next(group for group in by_cluster(known).values() if snapshot in group)
     partitions = read_snapshot(folder, "partition_verdicts", chosen, storage, PARTITION_COLUMNS)
     groups = read_snapshot(folder, "group_verdicts", chosen, storage, GROUP_COLUMNS)
     candidates = read_snapshot(folder, "deletion_candidates", chosen, storage, CANDIDATE_COLUMNS)
@@ -109,7 +109,7 @@ def read_audit(
     ]
     whatif, whatif_snapshot = None, None
     scenarios = snapshots(folder, "whatif", storage) if has_table(folder, "whatif", storage) else []
-    scenarios = [s for s in scenarios if s.cluster_key == snapshot.cluster_key]
+    scenarios = [s for s in scenarios if s.same_cluster(snapshot)]
     if scenarios:
         whatif_snapshot = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
         whatif = read_snapshot(folder, "whatif", whatif_snapshot, storage)
