@@ -149,7 +149,7 @@ def test_the_report_of_a_fleet_lists_its_clusters_urgent_first(fleet, tmp_path):
     assert {r["cluster"] for r in ordered} == {"eu", ID_A} and all(r["urgent"] for r in ordered)
     urgent = fleet_report.urgent_groups(fleet_)
     assert {g["cluster"] for g in urgent} == {"eu", ID_A}
-    due = [g["_due"] for g in urgent]
+    due = [g["due_now"] for g in urgent]
     assert due == sorted(due, reverse=True)  # what is due now first
     html = page.read_text()
     assert html.index("<h2>Clusters</h2>") < html.index("<h2>Urgent groups</h2>")

@@ -128,8 +128,11 @@ def urgent_groups(fleet: Fleet, limit: int = URGENT_SHOWN) -> list[dict]:
         as_of_ms = int(as_utc(cluster.snapshot.as_of).timestamp() * 1000)
         for group in chosen:
             due = bool(group["would_delete"]) or bool(group["expired_offset_count"])
-            found.append({"cluster": cluster.name, **group, "_due": due, "_as_of_ms": as_of_ms})
-    found.sort(key=lambda g: (not g["_due"], g["next_expiry_at_ms"] is None, g["next_expiry_at_ms"] or 0))
+            found.append({"cluster": cluster.name, **group, "due_now": due, "as_of_ms": as_of_ms})
+    # Each by its own snapshot's clock: the clusters' newest audits need not be of one moment.
+    found.sort(
+        key=lambda g: (not g["due_now"], g["next_expiry_at_ms"] is None, (g["next_expiry_at_ms"] or 0) - g["as_of_ms"])
+    )
     return [{**g, "why": _why(g)} for g in found[:limit]]
 
 
@@ -140,7 +143,7 @@ def _why(group: dict) -> str:
     if group["expired_offset_count"]:
         reasons.append(f"{group['expired_offset_count']:,} expired offsets")
     if group["next_expiry_at_ms"] is not None and not group["would_delete"]:
-        hours = (group["next_expiry_at_ms"] - group["_as_of_ms"]) / 3_600_000
+        hours = (group["next_expiry_at_ms"] - group["as_of_ms"]) / 3_600_000
         if 0 <= hours <= 24:
             reasons.append(f"next offset expires {hours:.1f} h after the snapshot")
     return "; ".join(reasons)

@@ -250,10 +250,10 @@ def snapshot_metrics(
         groups = read_snapshot(audit_dir, "group_verdicts", snapshot, storage, columns=GROUP_COLUMNS)
         run = _run_of(audit_dir, snapshot, storage)
         parts.append(exposition(partitions, groups, run, each, of[snapshot].cluster if snapshot in of else ""))
-    return parts[0] if len(parts) == 1 else fleet_exposition(parts, scope)
+    return parts[0] if len(parts) == 1 else fleet_exposition(parts)
 
 
-def fleet_exposition(parts: list[Exposition], scope: Scope) -> Exposition:
+def fleet_exposition(parts: list[Exposition]) -> Exposition:
     """One exposition of several clusters' (each labelled already): each metric's samples of every
     cluster under one HELP and TYPE, the clusters in the order of their names."""
     parts = sorted(parts, key=lambda p: p.cluster)
