@@ -26,6 +26,8 @@ from typing import Any
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 NOT_FOUND = "chromium not on PATH: make browser installs it from Debian packages (needs root)"
+# How many of a report page's charts plotly has drawn (an SVG in each [data-chart] block).
+DRAWN_CHARTS = "[...document.querySelectorAll('[data-chart]')].filter(c => c.querySelector('.main-svg')).length"
 WIDTH, HEIGHT = 1400, 1000
 
 

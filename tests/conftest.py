@@ -134,6 +134,19 @@ def demo(spark, tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium for one test module (tests/browser.py), stopped after it; skips with the reason
+    where it cannot be had."""
+    from browser import NOT_FOUND, Chromium, find_chromium
+
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip(NOT_FOUND)
+    with Chromium.start(executable) as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """An S3-compatible server (moto) on 127.0.0.1 for one test module, stopped by pid after it."""
     from live_services import live, s3_server

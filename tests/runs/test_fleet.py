@@ -261,23 +261,13 @@ def test_the_fleet_page_escapes_group_ids():
     assert [r["cluster"] for r in rows_] == ["eu", "us"]  # eu has the urgent group
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    from browser import NOT_FOUND, Chromium, find_chromium
-
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip(NOT_FOUND)
-    with Chromium.start(executable) as browser:
-        yield browser
-
-
 def test_the_fleet_page_draws_its_chart_and_runs_no_name_in_chromium(tmp_path, chromium):
     page = tmp_path / "fleet.html"
     page.write_text(fleet_report.render_fleet(hostile_fleet()).html)
     chromium.load(page.as_uri())
-    drawn = "[...document.querySelectorAll('[data-chart]')].filter(c => c.querySelector('.main-svg')).length"
-    assert chromium.wait_until(f"{drawn} === Number(document.body.dataset.charts)", timeout=20)
+    from browser import DRAWN_CHARTS
+
+    assert chromium.wait_until(f"{DRAWN_CHARTS} === Number(document.body.dataset.charts)", timeout=20)
     assert chromium.evaluate("typeof window.pwned") == "undefined"
     assert HOSTILE in chromium.evaluate("document.body.innerText")
     assert chromium.problems() == []

@@ -7,8 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
-import pytest
-from browser import NOT_FOUND, Chromium, find_chromium
+from browser import DRAWN_CHARTS
 from click.testing import CliRunner
 
 from offset_audit.cli.main import main
@@ -370,17 +369,6 @@ def test_group_lag_matches_group_verdicts_lag_total(audited):
 
 
 # ---- In a real browser ----------------------------------------------------------------------------
-
-DRAWN_CHARTS = "[...document.querySelectorAll('[data-chart]')].filter(c => c.querySelector('.main-svg')).length"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip(NOT_FOUND)
-    with Chromium.start(executable) as browser:
-        yield browser
 
 
 def test_the_page_draws_every_chart_it_announces_in_chromium_without_an_error(audited, tmp_path, chromium):

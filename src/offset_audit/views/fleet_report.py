@@ -17,20 +17,18 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.escaping import html_text, json_for_html
+from offset_audit.escaping import html_text
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.views.audit_folder import Snapshot, by_cluster, read_snapshot, snapshots
 from offset_audit.views.html_report import (
     CONSTANT,
-    CONTENT_SECURITY_POLICY,
     NAME,
     NUMBER,
-    STYLE,
     TEXT,
     Page,
     chart_block,
     html_table,
-    plotly_js,
+    page_html,
 )
 from offset_audit.views.metric_scope import DEFAULT_SCOPE
 from offset_audit.views.report_charts import (
@@ -223,26 +221,10 @@ def render_fleet(fleet: Fleet) -> Page:
     items = "".join(f"<dt>{html_text(k)}</dt><dd>{html_text(v)}</dd>" for k, v in facts)
     hint = "One cluster's page: offset-audit report --audit DIR --cluster NAME."
     header = f'<header><h1>Kafka offset audit: fleet</h1><dl>{items}</dl><p class="note">{html_text(hint)}</p></header>'
-    figure = {"id": f"chart-{chart.key}", **chart.figure}
-    draw = (
-        f"const figures = {json_for_html([figure])};\n"
-        "for (const figure of figures) {\n"
-        "  Plotly.newPlot(figure.id, figure.data, figure.layout, {responsive: true, displaylogo: false});\n"
-        "}\n"
-    )
     sections = [
         f"<section><h2>Clusters</h2>{clusters}</section>",
         f"<section>{chart_block(chart)}</section>",
         f"<section><h2>Urgent groups</h2>{groups}</section>",
     ]
-    html = (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
-        f"<title>Offset audit: {len(rows)} clusters</title>"
-        f"<style>{STYLE}</style></head>\n"
-        f'<body data-charts="1">\n{header}\n'
-        + "\n".join(sections)
-        + f'\n<script>{plotly_js()}</script>\n<script>"use strict";\n{draw}</script>\n</body></html>\n'
-    )
+    html = page_html(f"Offset audit: {len(rows)} clusters", header, sections, [chart])
     return Page(html, [chart], ",".join(r["snapshot"] for r in rows))

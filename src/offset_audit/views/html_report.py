@@ -254,6 +254,13 @@ def render(audit: Audit, days: int = DEFAULT_DAYS) -> Page:
         f"<div>{chart_block(by_key['whatif'])}</div></section>",
         f"<section>{chart_block(by_key['history'])}</section>",
     ]
+    html = page_html(f"Offset audit {audit.snapshot.snapshot_id}", _header(audit, drawn), sections, charts)
+    return Page(html, charts, audit.snapshot.snapshot_id)
+
+
+def page_html(title: str, header: str, sections: list[str], charts: list[Chart]) -> str:
+    """A whole page: its escaped title, the header and sections (HTML already), and the script that
+    draws the charts that have a figure (data-charts on <body> says how many)."""
     figures = [{"id": f"chart-{c.key}", **c.figure} for c in charts if c.figure is not None]
     draw = (
         f"const figures = {json_for_html(figures)};\n"
@@ -261,14 +268,13 @@ def render(audit: Audit, days: int = DEFAULT_DAYS) -> Page:
         "  Plotly.newPlot(figure.id, figure.data, figure.layout, {responsive: true, displaylogo: false});\n"
         "}\n"
     )
-    html = (
+    return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
-        f"<title>Offset audit {html_text(audit.snapshot.snapshot_id)}</title>"
+        f"<title>{html_text(title)}</title>"
         f"<style>{STYLE}</style></head>\n"
-        f'<body data-charts="{drawn}">\n{_header(audit, drawn)}\n'
+        f'<body data-charts="{len(figures)}">\n{header}\n'
         + "\n".join(sections)
         + f'\n<script>{plotly_js()}</script>\n<script>"use strict";\n{draw}</script>\n</body></html>\n'
     )
-    return Page(html, charts, audit.snapshot.snapshot_id)
