@@ -353,12 +353,17 @@ def test_the_alerts_fire_per_cluster_of_a_fleet_in_one_folder(fleet):
         "KafkaActiveGroupOffsetsExpired per cluster",
         lambda: _fleet_firing(fleet.prometheus, "KafkaActiveGroupOffsetsExpired") == expired_active,
     )
-    assert values(fleet.prometheus, "kafka_offset_audit:offsets:sum") == {
+    # The recording rules are a group of their own, evaluated on their own clock: wait for it too.
+    recorded = {
         frozenset({"__name__": "kafka_offset_audit:offsets:sum", "cluster": c}.items()): float(
             sum(g["offset_count"] for g in groups)
         )
         for c, groups in fleet.groups.items()
     }
+    wait_for(
+        "kafka_offset_audit:offsets:sum per cluster",
+        lambda: values(fleet.prometheus, "kafka_offset_audit:offsets:sum") == recorded,
+    )
     # The dashboard with one cluster chosen answers for that cluster alone.
     committed = _as_grafana_sends(_panels()["Committed offsets"], "us")
     assert values(fleet.prometheus, committed) == {
