@@ -14,9 +14,11 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from ci_gate import NESTED_RUN_VARIABLE
+from ci_timings import TIMINGS_VARIABLE
 from live_services import Unavailable
 from repo_paths import ROOT
 
@@ -79,6 +81,8 @@ def run_in_jar_session(tests: list[str], timeout: float = 2400) -> str:
         raise AssertionError("the run with the Spark jars would start another: its session lacks a class it needs")
     spark_jars()  # Unavailable here, with the reason, rather than inside the other run
     environment = {**nested_environment(), SESSION_VARIABLE: "delta-spark"}
+    if timings := jar_session_timings():
+        environment[TIMINGS_VARIABLE] = str(timings)  # its tests' own figures, which .ci/run prints too
     modules = all(t in JAR_MODULES for t in tests)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rs",
@@ -91,6 +95,13 @@ def run_in_jar_session(tests: list[str], timeout: float = 2400) -> str:
     assert result.returncode == 0 and passed, output[-8000:]
     assert modules or int(passed.group(1)) == len(tests), f"{len(tests)} tests asked, {outcome}: {output[-8000:]}"
     return output
+
+
+def jar_session_timings() -> Path | None:
+    """Where the run with the jars writes its own tests' figures: beside this run's ($OFFSET_AUDIT_TIMINGS),
+    since this run sees that run as one test."""
+    target = os.environ.get(TIMINGS_VARIABLE)
+    return Path(target).with_suffix(".jar-session.tsv") if target else None
 
 
 def _outcome(stdout: str) -> str:
