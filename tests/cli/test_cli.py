@@ -85,9 +85,12 @@ def test_kafka_without_the_connector_says_which_package_to_add(spark, tmp_path):
 
     if has_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider"):
         pytest.skip("Spark's Kafka connector is on the classpath here; this test covers its absence")
-    result = run("decode", "--input-format", "kafka", "--bootstrap-servers", "localhost:9", "--output", str(tmp_path))
-    assert result.exit_code == 2
-    assert f"--packages {kafka_package(spark)}" in result.output
+    # Both ask the cluster for its id (the cluster the run names) before reading: that question says it too.
+    for command in ("decode", "audit"):
+        result = run(command, "--input-format", "kafka", "--bootstrap-servers", "localhost:9", "--output",
+                     str(tmp_path / command))  # fmt: skip
+        assert result.exit_code == 2, (command, result.output)
+        assert f"--packages {kafka_package(spark)}" in result.output, (command, result.output)
 
 
 def test_decode_prints_a_summary_that_adds_up(spark, tmp_path):

@@ -100,6 +100,9 @@ def cluster_id(spark: SparkSession, settings: Settings) -> str | None:
 
 def _admin(spark: SparkSession, settings: Settings):
     """A kafka-clients Admin of the connector's, with the run's --kafka-option kafka.* settings."""
+    # Without kafka-clients, py4j names a package rather than failing: ask the class loader first.
+    if not has_class(spark, "org.apache.kafka.clients.admin.Admin"):
+        raise _missing(spark)
     jvm = spark._jvm  # type: ignore[union-attr]
     try:
         admin_class = jvm.org.apache.kafka.clients.admin.Admin
