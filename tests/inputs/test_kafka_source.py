@@ -25,6 +25,7 @@ SETTINGS = {"offsets.retention.minutes": "10080"}
 
 
 def decoded(*args: str) -> tuple[dict, dict[str, list]]:
+    """The command's JSON document and the decoded tables' rows."""
     output = args[args.index("--output") + 1]
     result = CliRunner().invoke(main, ["decode", *args, "--writer", "delta-rs", "--json"])
     assert result.exit_code == 0, result.output
@@ -32,7 +33,7 @@ def decoded(*args: str) -> tuple[dict, dict[str, list]]:
     for name in ("offset_commits", "group_metadata", "group_members"):
         rows = DeltaTable(f"{output}/{name}").to_pyarrow_table().to_pylist()
         tables[name] = sorted(repr({k: v for k, v in r.items() if k != "run_id"}) for r in rows)
-    return json.loads(result.stdout)["counts"], tables
+    return json.loads(result.stdout), tables
 
 
 @pytest.mark.delta_spark
@@ -52,12 +53,18 @@ def test_the_kafka_source_decodes_what_the_brokers_segments_hold(spark, tmp_path
                     commit_offsets(consumer, *[("orders", p, offset * 10 + p) for p in range(3)], metadata=group)
             finally:
                 consumer.close()
-        segments = broker.copy_offsets_log(tmp_path / "segments")
+        segments = broker.copy_offsets_log(tmp_path / "segments")  # the partitions' folders only
+        formatted = (broker.log_dir / "meta.properties").read_text()
         through_source = decoded("--input-format", "kafka", "--bootstrap-server", broker.bootstrap,
                                  "--kafka-option", "kafka.security.protocol=PLAINTEXT",
                                  "--output", str(tmp_path / "from-kafka"))  # fmt: skip
     from_segments = decoded("--input", str(segments), "--output", str(tmp_path / "from-segments"))
-    counts, tables = through_source
-    assert counts["records_read"] == from_segments[0]["records_read"] == 3 * 5 * 3
-    assert counts["decoded"] == from_segments[0]["decoded"]
+    document, tables = through_source
+    counts = document["counts"]
+    assert counts["records_read"] == from_segments[0]["counts"]["records_read"] == 3 * 5 * 3
+    assert counts["decoded"] == from_segments[0]["counts"]["decoded"]
     assert tables == from_segments[1]
+    # The run names the cluster the broker's Admin API gives, the id its storage was formatted with; the
+    # copied partition folders carry no meta.properties, so that run names none.
+    assert f"cluster.id={document['cluster']}" in formatted.splitlines()
+    assert from_segments[0]["cluster"] is None

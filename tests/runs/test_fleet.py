@@ -178,6 +178,21 @@ def test_mixing_clusters_up_is_refused_before_spark_starts(fleet, dumps, no_spar
         assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, (args, result.output)
 
 
+def test_decode_names_its_cluster_and_refuses_a_name_of_another(spark, dumps, no_spark, tmp_path):
+    """decode takes --cluster as audit does: its runs row and summary name the cluster, and its folder's
+    names are checked before Spark starts (no_spark: run_decode is given the session, the CLI may not start one)."""
+    from offset_audit.runs.decode import run_decode
+    from offset_audit.views.summary import decode_summary
+
+    output = tmp_path / "decoded"
+    report = run_decode(spark, [str(dumps["b"])], str(output), load_settings(input_format="segments", cluster="eu"))
+    assert [(r["command"], r["cluster"], r["cluster_id"]) for r in rows(output, "runs")] == [("decode", "eu", ID_B)]
+    assert f"  cluster eu (id {ID_B})" in decode_summary(report, str(output)).splitlines()
+    refused = cli("decode", "--input", str(dumps["a"]), "--cluster", "eu", "--output", str(output))
+    assert refused.exit_code == 2 and refused.output.count("\n") == 1
+    assert f"--cluster eu names cluster {ID_B} in '{output}', and this input is cluster {ID_A}" in refused.output
+
+
 def test_incremental_audits_of_two_clusters_keep_a_state_each(spark, dumps, fleet, tmp_path):
     together = tmp_path / "fleet"
     first_a = audit(spark, dumps["a"], together, mode="incremental")

@@ -57,6 +57,7 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
 
     output = normalize(output)
     settings = preflight.check_inputs(dump.inputs, dump.settings)
+    preflight.check_cluster(dump.inputs, output, settings)
     preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
         spark = start_spark(settings, dump.inputs)

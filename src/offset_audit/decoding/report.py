@@ -66,7 +66,7 @@ class DecodeReport:
     # --keep-snapshots: what retention and upkeep did after the run (runs.upkeep.Upkeep.document()).
     upkeep: dict | None = None
     # The cluster the run judged (runs.clusters): its name on every row the run writes ("" unnamed), and
-    # its id; None for a run that judges no cluster (decode, share).
+    # its id; None until the run has resolved it.
     cluster: str | None = None
     cluster_id: str | None = None
 

@@ -23,6 +23,7 @@ from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_f
 from offset_audit.outputs.read_back import bytes_skipped
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.runs import progress
+from offset_audit.runs.clusters import judge_as, resolve
 from offset_audit.runs.counts import check_reconciles, fill_counts
 from offset_audit.runs.session import table_writer
 from offset_audit.settings import Settings
@@ -173,6 +174,8 @@ def run_decode(
     """The decode command: every decode table under `output`, and its row in `output/runs`."""
     report = DecodeReport.start("decode", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
+    # Its runs row names the cluster as an audit's does, so a --cluster given here is not lost.
+    judge_as(report, resolve(spark, inputs, output, settings))
     decode_dump(spark, inputs, output, settings, report, writer, route)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")

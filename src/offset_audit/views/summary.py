@@ -69,6 +69,7 @@ def _era_tells(count) -> bool:
 def decode_summary(report: DecodeReport, output: str) -> str:
     lines = [
         f"Decoded {terminal(report.input)} ({report.input_format})",
+        *cluster_lines(report),
         "",
         f"  records read            {_n(report.records_read):>12}",
         f"  skipped                 {_n(report.records_skipped):>12}   {_skip_detail(report)}",
