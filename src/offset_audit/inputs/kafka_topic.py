@@ -104,11 +104,7 @@ def _admin(spark: SparkSession, settings: Settings):
     if not has_class(spark, "org.apache.kafka.clients.admin.Admin"):
         raise _missing(spark)
     jvm = spark._jvm  # type: ignore[union-attr]
-    try:
-        admin_class = jvm.org.apache.kafka.clients.admin.Admin
-        props = jvm.java.util.HashMap()
-    except Exception as err:  # no kafka-clients: the connector is missing
-        raise _missing(spark) from err
+    props = jvm.java.util.HashMap()
     props.put("bootstrap.servers", settings.kafka.bootstrap_servers)
     props.put("default.api.timeout.ms", "30000")
     props.put("request.timeout.ms", "15000")
@@ -116,14 +112,10 @@ def _admin(spark: SparkSession, settings: Settings):
         if name.startswith("kafka."):
             props.put(name.removeprefix("kafka."), value)
     try:
-        return admin_class.create(props)
+        return jvm.org.apache.kafka.clients.admin.Admin.create(props)
     except Exception as err:
-        raise (
-            _missing(spark)
-            if "Admin" in str(err) and "not" in str(err)
-            else UserError(
-                f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {str(err).splitlines()[0]}"
-            )
+        raise UserError(
+            f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {str(err).splitlines()[0]}"
         ) from err
 
 
