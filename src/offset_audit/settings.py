@@ -36,16 +36,18 @@ class InputSettings:
 
 
 # A cluster's name (--cluster) and a cluster id read from a broker (Kafka's are 22 characters of URL-safe
-# base64) take one form, so either is inert as a metric label, a file name, a SQL literal and a shell word.
-CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# base64, so they may start with '-' or '_') take one form, so either is inert as a metric label, a file
+# name (never '.' or '..', never hidden), a SQL literal and a shell word (the value of --cluster, which
+# takes the next word whatever it starts with).
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
 def check_cluster_name(name: str, option: str) -> str:
     """`name` when it has the one form cluster names take, else a UserError naming `option`."""
     if not isinstance(name, str) or not CLUSTER_NAME.fullmatch(name):
         raise UserError(
-            f"{option} takes a cluster name of letters, digits, '.', '_' and '-' (at most 64, starting with a "
-            f"letter or digit), not {name!r}"
+            f"{option} takes a cluster name of letters, digits, '.', '_' and '-' (at most 64, not starting with "
+            f"'.'), not {name!r}"
         )
     return name
 

@@ -178,6 +178,33 @@ def test_mixing_clusters_up_is_refused_before_spark_starts(fleet, dumps, no_spar
         assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, (args, result.output)
 
 
+def test_every_kafka_cluster_id_is_a_name_and_nothing_that_could_leave_its_folder_is():
+    """Kafka's ids are 16 random bytes in URL-safe base64: one in 32 starts with '-' or '_' (the live
+    broker test met one)."""
+    from offset_audit.settings import check_cluster_name
+
+    for kafka_id in ("_uSARXo2RWCgiSmWTcX9Hw", "-b7UCcM2S4qlT6ye7VCvXQ", "MkU3OEVBNTcwNTJENDM2Qg"):
+        assert check_cluster_name(kafka_id, "the input's cluster id") == kafka_id
+    for bad in ("", ".", "..", ".hidden", "a/b", "two words", "x" * 65, "eu\n"):
+        with pytest.raises(UserError, match="takes a cluster name of letters, digits"):
+            check_cluster_name(bad, "--cluster")
+
+
+def test_a_cluster_whose_id_starts_with_a_dash_is_named_by_it(spark, tmp_path):
+    from offset_audit.runs.decode import run_decode
+
+    kafka_id = "-b7UCcM2S4qlT6ye7VCvXQ"
+    generate_dump(str(tmp_path / "snapshot"), 300, seed=3, partitions=2)
+    snapshot_to_segments(str(tmp_path / "snapshot"), str(tmp_path / "broker"))
+    write_meta_properties(str(tmp_path / "broker"), kafka_id)
+    output = tmp_path / "decoded"
+    run_decode(spark, [str(tmp_path / "broker")], str(output), load_settings(input_format="segments"))
+    assert [(r["cluster"], r["cluster_id"]) for r in rows(output, "runs")] == [(kafka_id, kafka_id)]
+    # Named by its id on the command line too: --cluster takes the next word whatever it starts with.
+    again = cli("decode", "--input", str(tmp_path / "broker"), "--cluster", kafka_id, "--output", str(output))
+    assert again.exit_code == 0, again.output
+
+
 def test_decode_names_its_cluster_and_refuses_a_name_of_another(spark, dumps, no_spark, tmp_path):
     """decode takes --cluster as audit does: its runs row and summary name the cluster, and its folder's
     names are checked before Spark starts (no_spark: run_decode is given the session, the CLI may not start one)."""
