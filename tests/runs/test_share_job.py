@@ -257,7 +257,7 @@ def _check_runs_row(dump: str, output) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from offset_audit.runs.share import SHARE_TABLES
+    from offset_audit.outputs.share_tables import SHARE_TABLES
 
     raw = pq.read_table(dump)
     mine = pc.equal(raw["topic"], "__share_group_state")
@@ -286,7 +286,7 @@ def _check_runs_row(dump: str, output) -> None:
 
 
 def test_the_folded_and_the_record_by_record_replay_write_the_same_tables(spark, tmp_path):
-    from offset_audit.runs.share import SHARE_TABLES
+    from offset_audit.outputs.share_tables import SHARE_TABLES
 
     dump = _damaged_share_dump(tmp_path)
     tables = {}

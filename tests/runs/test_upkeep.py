@@ -225,13 +225,50 @@ def test_tidy_refuses_a_wrong_option_in_one_sentence(folder, no_spark, args, mes
     assert result.exit_code == 2 and message in result.output
 
 
-def test_tidy_refuses_a_folder_without_tables(tmp_path, no_spark):
-    result = CliRunner().invoke(main, ["tidy", "--audit", str(tmp_path)])
-    assert result.exit_code == 2
-    assert (
-        result.output.strip().splitlines()[-1]
-        == f"error: '{tmp_path}' holds no Delta tables: give the --output folder of an audit"
-    )
+def unrelated_table(path: str) -> None:
+    """Someone else's Delta table, with a version 0 whose file version 1 no longer lists."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    write_deltalake(path, pa.table({"x": [1, 2]}))
+    write_deltalake(path, pa.table({"x": [3]}), mode="overwrite")
+
+
+def versions_readable(path: str) -> list[int]:
+    return [v for v in (0, 1) if DeltaTable(path, version=v).to_pyarrow_table().num_rows]
+
+
+def test_tidy_refuses_what_is_no_audit_folder_and_touches_no_table_there(folder, tmp_path, no_spark):
+    """A parent of several audits, an audit's state folder, a folder that does not exist: each refused in
+    one sentence, and every table under them keeps every version."""
+    parent = tmp_path / "audits"
+    shutil.copytree(folder, parent / "prod")
+    shutil.copytree(folder, parent / "staging")
+    unrelated_table(str(parent / "theirs"))
+    cases = [
+        (
+            str(parent),
+            f"'{parent}' is not an audit's output folder (it holds no runs table), and tidy touches no other",
+        ),
+        (f"{folder}/decoded", "is not an audit's output folder (it holds no runs table)"),
+        (str(tmp_path / "nowhere"), f"'{tmp_path / 'nowhere'}' does not exist: give the --output folder of an audit"),
+    ]
+    for path, says in cases:
+        result = CliRunner().invoke(main, ["tidy", "--audit", path, "--deleted-file-retention", "0"])
+        assert result.exit_code == 2 and result.output.count("\n") == 1 and says in result.output, result.output
+    assert versions_readable(str(parent / "theirs")) == [0, 1]
+    for audit in ("prod", "staging"):
+        assert len(DeltaTable(str(parent / audit / "group_verdicts")).history()) == COPIES + 1
+
+
+def test_tidy_of_an_audit_folder_leaves_a_table_it_did_not_write_as_it_was(folder, no_spark):
+    """docs/upkeep.md lists the tables upkeep works on; anything else in the folder is someone else's."""
+    unrelated_table(f"{folder}/theirs")
+    unrelated_table(f"{folder}/decoded/theirs")
+    result = CliRunner().invoke(main, ["tidy", "--audit", folder, "--deleted-file-retention", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    assert versions_readable(f"{folder}/theirs") == versions_readable(f"{folder}/decoded/theirs") == [0, 1]
+    assert len(DeltaTable(f"{folder}/theirs").history()) == 2  # no commit of ours either
 
 
 def test_a_config_keep_snapshots_is_checked_before_anything_starts(tmp_path, no_spark):
@@ -296,3 +333,32 @@ def test_retention_through_delta_spark_leaves_the_newest_48_for_both_writers(spa
         assert all(os.path.exists(f) for f in DeltaTable(f"{output}/{table}").file_uris()), table
     operations = [r.operation for r in spark.sql(f"DESCRIBE HISTORY delta.`{output}/group_verdicts`").collect()]
     assert "DELETE" in operations and "VACUUM END" in operations
+
+
+@pytest.mark.delta_spark
+def test_two_clusters_sharing_snapshot_ids_keep_their_own_through_delta_spark(spark, tmp_path):
+    """delta-spark's replaceWhere, merge and delete, each on one cluster's rows of an id: us judged under
+    the id eu gave its snapshot leaves eu's, and eu's retention removes its own older snapshot alone."""
+    from offset_audit.generator.demo_dump import generate_dump
+    from offset_audit.outputs.delta import has_delta
+    from offset_audit.runs.audit import run_audit
+    from offset_audit.runs.config import load_settings
+
+    assert has_delta(spark)
+    dump, output = str(tmp_path / "dump"), str(tmp_path / "audit")
+    generate_dump(dump, 1_000, seed=3)
+
+    def held(table: str) -> set[tuple]:
+        read = spark.read.format("delta").load(f"{output}/{table}").select("cluster", "snapshot_id", "as_of")
+        return {(r.cluster, r.snapshot_id, r.as_of.isoformat()[:10]) for r in read.distinct().collect()}
+
+    for cluster in ("eu", "us"):
+        settings = load_settings(None, cluster=cluster, as_of=f"2026-11-0{1 + (cluster == 'us')}T00:00:00Z")
+        run_audit(spark, [dump], output, settings, snapshot_id="s1")
+    for table in (*AUDIT_TABLES, "snapshots"):
+        assert held(table) == {("eu", "s1", "2026-11-01"), ("us", "s1", "2026-11-02")}, table
+    later = load_settings(None, cluster="eu", as_of="2026-11-03T00:00:00Z", keep_snapshots=KeepSnapshots(count=1))
+    run_audit(spark, [dump], output, later, snapshot_id="s2")
+    for table in (*AUDIT_TABLES, "snapshots"):
+        assert held(table) == {("eu", "s2", "2026-11-03"), ("us", "s1", "2026-11-02")}, table
+    assert {(s.cluster, s.snapshot_id) for s in snapshots(output)} == {("eu", "s2"), ("us", "s1")}

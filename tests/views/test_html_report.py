@@ -341,8 +341,12 @@ def test_a_folder_without_an_audit_is_one_sentence_and_exit_2(tmp_path):
     )
     assert result.exit_code == 2
     none = tmp_path / "none"
+    assert result.output == f"error: '{none}' does not exist: give the --output folder of an audit\n"
+    (tmp_path / "none").mkdir()
+    empty = CliRunner().invoke(main, ["report", "--audit", str(none), "--output", str(tmp_path / "r.html")])
     assert (
-        result.output
+        empty.exit_code == 2
+        and empty.output
         == f"error: '{none}' holds no group_verdicts table: run offset-audit audit --output {none} first\n"
     )
 

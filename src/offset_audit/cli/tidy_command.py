@@ -32,19 +32,25 @@ from offset_audit.cli.options import DURATION, KEEP, AuditFolder, audit_folder_o
 )
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document instead of the summary.")
 def tidy(audit: AuditFolder, keep_snapshots, deleted_file_retention: int | None, as_json: bool) -> None:
-    """Remove old snapshots and compact, vacuum and checkpoint every table of an output folder.
+    """Remove old snapshots and compact, vacuum and checkpoint the tables of an audit's output folder.
 
-    Never removes the state under DIR/state (its log included) nor the runs rows."""
-    from offset_audit.errors import InputNotFound
+    Only a folder with a runs table, and only the tables this tool keeps there (docs/upkeep.md); never
+    the state under DIR/state (its log included) nor the runs rows."""
+    from offset_audit.errors import InputNotFound, UserError
     from offset_audit.outputs.delta import DELTA_RS, TableWriter
-    from offset_audit.outputs.table_upkeep import delta_tables
+    from offset_audit.outputs.folder_layout import is_audit_folder
     from offset_audit.runs.upkeep import tidy as tidy_folder
     from offset_audit.views.summary import upkeep_lines
 
     settings = audit.settings.output
     keep = keep_snapshots if keep_snapshots is not None else settings.keep_snapshots
     retention = settings.deleted_file_retention_minutes if deleted_file_retention is None else deleted_file_retention
-    if not delta_tables(audit.path, audit.storage):
-        raise InputNotFound(f"'{audit.path}' holds no Delta tables: give the --output folder of an audit")
+    if not audit.storage.exists(audit.path):
+        raise InputNotFound(f"'{audit.path}' does not exist: give the --output folder of an audit")
+    if not is_audit_folder(audit.path, audit.storage):
+        raise UserError(
+            f"'{audit.path}' is not an audit's output folder (it holds no runs table), and tidy touches no other: "
+            "give the --output folder of an audit"
+        )
     done = tidy_folder(audit.path, TableWriter(DELTA_RS, audit.storage), None, keep, retention).document()
     emit(as_json, lambda: {"folder": audit.path, "upkeep": done}, lambda: "\n".join(upkeep_lines(done)))

@@ -2,8 +2,8 @@
 snapshot written again under earlier as_of times, each copy one commit per table through delta-rs, as
 a run's is: its snapshot's partition replaced by a Parquet file committed with delta-rs' write
 transaction, the way the embedded writer commits its tasks' files (outputs.delta.commit_files, whose
-files carry a row count and no column statistics), and its rows appended to the snapshots and runs
-tables. What the retention tests and `bench/snapshots.py` measure the read commands and upkeep on.
+files carry a row count and their one cluster's name as statistics), and its rows appended to the
+snapshots and runs tables. What the retention tests and `bench/snapshots.py` measure the read commands and upkeep on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from offset_audit.delta_files import read_live
+from offset_audit.delta_files import CLUSTER, file_stats, read_live
 from offset_audit.snapshot_ids import AUDIT, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.storage import join
 
@@ -54,7 +54,6 @@ def _with(table: pa.Table, **values) -> pa.Table:
 
 def _replace_partition(path: str, rows: pa.Table, snapshot_id: str) -> None:
     """One snapshot's rows of a snapshot-partitioned table, replaced in one commit."""
-    import json
     import os
 
     from deltalake import DeltaTable
@@ -71,7 +70,7 @@ def _replace_partition(path: str, rows: pa.Table, snapshot_id: str) -> None:
         partition_values={"snapshot_id": snapshot_id},
         modification_time=int(datetime.now().timestamp() * 1000),
         data_change=True,
-        stats=json.dumps({"numRecords": rows.num_rows}),
+        stats=_stats(rows),
     )
     table.create_write_transaction(
         [action],
@@ -80,6 +79,12 @@ def _replace_partition(path: str, rows: pa.Table, snapshot_id: str) -> None:
         partition_by=["snapshot_id"],
         partition_filters=[("snapshot_id", "=", snapshot_id)],
     )
+
+
+def _stats(rows: pa.Table) -> str:
+    """A file's statistics as the embedded writer records them: its rows, and its cluster's name."""
+    clusters = pc.unique(rows[CLUSTER]).to_pylist() if CLUSTER in rows.column_names else []
+    return file_stats(rows.num_rows, {CLUSTER: clusters[0]} if len(clusters) == 1 and clusters[0] is not None else {})
 
 
 def repeat_snapshot(folder: str, copies: int, every: timedelta = timedelta(hours=1)) -> list[str]:

@@ -26,7 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import pyarrow as pa
@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offset_audit.delta_files import file_stats
 from offset_audit.errors import UserError
 from offset_audit.jvm import has_class
 from offset_audit.layouts.tables import parse_type
@@ -49,6 +50,8 @@ from offset_audit.storage import Storage, basename, join, spark_path
 # would slow down run by run. delta-rs checkpoints every 100 commits unless told; Delta on Spark's
 # default, 10, is used here too.
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+# The columns whose statistics a table's log keeps (Delta: the first 32 columns unless this is set).
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 # The tables delta-spark creates also turn deletion vectors off, whatever the cluster's defaults
 # (spark.databricks.delta.properties.defaults.*): this tool never deletes rows, and a table with them
 # would need delta-spark to read (readers without Delta read the data files, see read_back).
@@ -117,6 +120,36 @@ DELTA_SPARK_MISSING = (
 
 
 @dataclass(frozen=True)
+class Within:
+    """A write that replaces only some rows of its partition: those whose `column` holds one of
+    `replaced` (a null counted as ""), every row it writes holding `value`. A fleet's clusters share a
+    snapshot table, partitioned by snapshot_id alone, so one cluster's snapshot is replaced without
+    touching another's of the same id. The values have the one form cluster names take, which needs no
+    quoting in SQL text."""
+
+    column: str
+    value: str
+    replaced: frozenset[str]
+
+    @property
+    def table_properties(self) -> dict[str, str]:
+        """A table written this way keeps the column's statistics in its log whatever its place among
+        the columns (Delta keeps the first 32 unless told), so that which rows a file holds is read from
+        the log, not from the file (delta_files.file_values)."""
+        return {STATS_COLUMNS: self.column}
+
+    def condition(self, alias: str = "") -> str:
+        """Its SQL clause, for delta-spark's replaceWhere and either writer's merge (`alias`: the table's
+        alias there); rows written before the column existed read as null. The column is a plain name."""
+        from offset_audit.settings import check_cluster_name
+
+        values = ", ".join(
+            f"'{v}'" if v == "" else f"'{check_cluster_name(v, 'a cluster name')}'" for v in sorted(self.replaced)
+        )
+        return f"coalesce({alias}{self.column}, '') IN ({values})"
+
+
+@dataclass(frozen=True)
 class WriteResult:
     table: str
     path: str
@@ -152,16 +185,17 @@ def write_delta(
     partition_by: list[str] | None = None,
     replace_where: dict[str, str] | None = None,
     run_id: str | None = None,
+    within: Within | None = None,
 ) -> WriteResult:
     """Write `df` to the Delta table at `path` (a local path or s3:// URI, see offset_audit.storage).
 
     mode "overwrite" replaces the table's rows (only those matching `replace_where`, a column -> value
-    map, when given), "append" adds to them. With `run_id` the commit carries it, and the result says
-    which version it made.
+    map, when given; of those, with `within`, only its rows), "append" adds to them. With `run_id` the
+    commit carries it, and the result says which version it made.
     """
     if writer.delta_spark:
-        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id)
-    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, writer.storage)
+        return _write_with_spark(df, path, mode, partition_by, replace_where, run_id, within)
+    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, writer.storage, within)
 
 
 def write_arrow(
@@ -229,12 +263,13 @@ def commit_properties(run_id: str | None):
     return CommitProperties(custom_metadata={RUN_ID_KEY: run_id}) if run_id else None
 
 
-def replace_condition(replace_where: dict[str, str]) -> str:
+def replace_condition(replace_where: dict[str, str], within: Within | None = None) -> str:
     """delta-spark's replaceWhere, which is SQL text: the values are snapshot ids, whose one form
     (snapshot_ids) needs no quoting, so anything else is refused here rather than escaped."""
     for value in replace_where.values():
         check_snapshot_id(value, "a snapshot id")
-    return " AND ".join(f"`{column}` = '{value}'" for column, value in replace_where.items())
+    clauses = [f"`{column}` = '{value}'" for column, value in replace_where.items()]
+    return " AND ".join([*clauses, *([within.condition()] if within is not None else [])])
 
 
 def _write_with_spark(
@@ -244,6 +279,7 @@ def _write_with_spark(
     partition_by: list[str] | None,
     replace_where: dict[str, str] | None,
     run_id: str | None,
+    within: Within | None = None,
 ) -> WriteResult:
     spark = df.sparkSession
     target = spark_path(path)
@@ -252,12 +288,15 @@ def _write_with_spark(
     token = run_id or f"offset-audit-{uuid.uuid4().hex}"
     writer = df.write.format("delta").mode(mode).option("userMetadata", token)
     if not _is_delta_table(spark, target):
-        for name, value in SPARK_TABLE_PROPERTIES.items():
+        created = SPARK_TABLE_PROPERTIES | (within.table_properties if within is not None else {})
+        for name, value in created.items():
             writer = writer.option(name, value)  # delta-spark keeps delta.* options of a new table as properties
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if replace_where:
-        condition = replace_condition(replace_where)
+        # With `within`, a condition on a data column: delta-spark removes the files whose rows all match
+        # and rewrites any that hold others' rows too, in the one commit.
+        condition = replace_condition(replace_where, within)
         # A table an older version of this tool wrote gains the columns added since (delta-rs' commit
         # takes the new schema as it is); its older snapshots read them as nulls.
         writer = writer.option("replaceWhere", condition).option("mergeSchema", "true")
@@ -305,6 +344,12 @@ class DataFile:
     rows: int
     size: int
     partition_values: dict[str, str | None] = field(default_factory=dict)
+    # Columns whose every row holds one value, noted in the file's statistics (`Within`).
+    constants: dict[str, str] = field(default_factory=dict)
+
+    def stats(self) -> str:
+        """The add action's statistics: the row count, and the constant columns' exact min and max."""
+        return file_stats(self.rows, self.constants)
 
 
 def new_run_dir(table_dir: str) -> str:
@@ -322,12 +367,14 @@ def commit_files(
     run_id: str | None = None,
     *,
     storage: Storage,
+    within: Within | None = None,
 ) -> int | None:
     """Commit files written under `table_dir` to its Delta log in one transaction (delta-rs); the
     version made, when `run_id` is given.
 
-    "overwrite" removes the table's current files (those matching `replace_where` only, when given) in
-    the same commit, so readers switch from the old rows to the new ones atomically.
+    "overwrite" removes the table's current files (those matching `replace_where` only, when given; of
+    those, with `within`, only its rows: `_replaced_within`) in the same commit, so readers switch from
+    the old rows to the new ones atomically.
     """
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import AddAction, create_table_with_add_actions
@@ -340,13 +387,20 @@ def commit_files(
             partition_values=f.partition_values,
             modification_time=int(time.time() * 1000),
             data_change=True,
-            stats=json.dumps({"numRecords": f.rows}),
+            stats=f.stats(),
         )
         for f in files
     ]
     options = storage.delta_options
     partition_filters = [(k, "=", v) for k, v in (replace_where or {}).items()] or None
-    if DeltaTable.is_deltatable(table_dir, storage_options=options):
+    if within is not None and mode == "overwrite" and DeltaTable.is_deltatable(table_dir, storage_options=options):
+        again_on_conflict(
+            table_dir,
+            lambda: _replace_within(
+                table_dir, actions, arrow_schema, partition_by, replace_where or {}, within, run_id, storage
+            ),
+        )
+    elif DeltaTable.is_deltatable(table_dir, storage_options=options):
         again_on_conflict(
             table_dir,
             lambda: DeltaTable(table_dir, storage_options=options).create_write_transaction(
@@ -365,11 +419,88 @@ def commit_files(
             actions,
             mode="overwrite",
             partition_by=partition_by,
-            configuration=TABLE_PROPERTIES,
+            configuration=TABLE_PROPERTIES | (within.table_properties if within is not None else {}),
             storage_options=options,
             commit_properties=commit_properties(run_id),
         )
     return committed_version(table_dir, run_id, storage)
+
+
+def _replace_within(
+    table_dir: str,
+    adds: list,
+    arrow_schema,
+    partition_by: list[str] | None,
+    replace_where: dict[str, str],
+    within: Within,
+    run_id: str | None,
+    storage: Storage,
+) -> None:
+    """One commit that adds `adds` and removes the rows of `within` from the partition `replace_where`
+    names, on the table's newest version (so a conflict's retry sees what the other writer did): a file
+    holding only such rows is removed; one holding others' rows too (a compaction by another engine) is
+    written again without them; every other file stays."""
+    from deltalake import DeltaTable
+    from deltalake.transaction import RemoveAction
+
+    from offset_audit.delta_files import live_files
+
+    table = DeltaTable(table_dir, storage_options=storage.delta_options)
+    _add_missing_columns(table, arrow_schema, partition_by)
+    if STATS_COLUMNS not in table.metadata().configuration:  # a table an older version of this tool made
+        table.alter.set_table_properties(within.table_properties)
+    keys = table.metadata().partition_columns
+    partition = next(iter(replace_where.items()), None)
+    now = int(time.time() * 1000)
+    actions = list(adds)
+    for file in live_files(table, keys, partition, values_of=within.column, path=table_dir, storage=storage):
+        if not file["holds"] & within.replaced:
+            continue
+        if not file["holds"] <= within.replaced:
+            actions.extend(_without(table_dir, file, within, storage))
+        actions.append(RemoveAction(file["path"], True, now, file["size"], file["values"]))
+    table.create_write_transaction(
+        actions,
+        mode="append",
+        schema=arrow_schema,
+        partition_by=partition_by,
+        commit_properties=commit_properties(run_id),
+    )
+
+
+def _add_missing_columns(table, arrow_schema, partition_by: list[str] | None) -> None:
+    """A table an older version of this tool wrote gains the columns added since (an append keeps the
+    table's schema as it is); its older rows read them as nulls."""
+    from deltalake import Schema
+
+    have = set(pa.schema(table.schema().to_arrow()).names)
+    missing = [f for f in pa.schema(arrow_schema) if f.name not in have and f.name not in (partition_by or [])]
+    if missing:
+        table.alter.add_columns(list(Schema.from_arrow(pa.schema(missing)).fields))
+
+
+def _without(table_dir: str, file: dict, within: Within, storage: Storage) -> list:
+    """A live file holding rows of `within` and of others, written again with the others' rows alone:
+    its add action (none when no row is left)."""
+    from deltalake.transaction import AddAction
+
+    source = pq.read_table(storage.parquet_source(join(table_dir, file["path"])))
+    held = (
+        source.column(within.column) if within.column in source.column_names else pa.nulls(source.num_rows, pa.string())
+    )
+    kept = source.filter(pc.invert(pc.is_in(pc.fill_null(held, ""), pa.array(sorted(within.replaced)))))
+    if not kept.num_rows:
+        return []
+    folder = new_run_dir(table_dir)
+    if file["values"]:
+        folder = join(folder, *(f"{k}={_escape(v)}" for k, v in file["values"].items()))
+    path = join(folder, f"part-{uuid.uuid4().hex[:12]}.parquet")
+    with storage.open_output_stream(path) as sink:
+        pq.write_table(kept, sink, compression="snappy")
+        size = sink.tell()
+    relative = path[len(table_dir.rstrip("/")) + 1 :]
+    written = DataFile(path, kept.num_rows, size, file["values"])
+    return [AddAction(relative, size, file["values"], int(time.time() * 1000), True, written.stats())]
 
 
 def again_on_conflict(path: str, operation: Callable[[], T]) -> T:
@@ -474,10 +605,15 @@ def _write_with_delta_rs(
     replace_where: dict[str, str] | None,
     run_id: str | None,
     storage: Storage,
+    within: Within | None = None,
 ) -> WriteResult:
     check_table_dir(path, storage)
     files = write_parquet_files(df, new_run_dir(path), partition_by, storage)
+    if within is not None:
+        files = [replace(f, constants={within.column: within.value}) for f in files]
     schema = to_arrow_schema(df.schema, timezone="UTC")
-    version = commit_files(path, files, schema, mode, partition_by, replace_where, run_id, storage=storage)
+    version = commit_files(
+        path, files, schema, mode, partition_by, replace_where, run_id, storage=storage, within=within
+    )
     rows = sum(f.rows for f in files)
     return WriteResult(basename(path), path, rows, len(files), DELTA_RS, tuple(f.path for f in files), version)

@@ -17,6 +17,16 @@ from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.layouts.tables import table_schema
 from offset_audit.timestamps import arrow_timestamps, ms_column
 
+# The tables `share` writes under its output folder (besides runs, and decoded/ with --groups-input).
+SHARE_TABLES = (
+    "share_partitions",
+    "share_state_batches",
+    "share_problems",
+    "share_cleanup",
+    "quarantine",
+    "share_groups",
+    "share_findings",
+)
 # The tables split out of the replay's wide rows, by their row_kind.
 REPLAY_TABLES = {"share_partitions": "partition", "share_state_batches": "batch", "share_problems": "problem"}
 

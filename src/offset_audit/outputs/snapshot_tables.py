@@ -1,5 +1,9 @@
 """A snapshot's rows in each table it writes: each run's rows replace the same snapshot's in one commit
-while other snapshots stay, as history; and the rows just written read back for what builds on them."""
+while other snapshots stay, as history; and the rows just written read back for what builds on them.
+
+A snapshot is (cluster, kind, snapshot id): the tables are partitioned by snapshot_id, and two clusters
+of a fleet's folder may give their snapshots one id (an hourly id per schedule), so a run replaces only
+its own cluster's rows of that id (`Within`), and the snapshots table is merged on all three."""
 
 from __future__ import annotations
 
@@ -13,10 +17,19 @@ from pyspark.sql import functions as F
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, WriteResult, again_on_conflict, write_delta
+from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, Within, WriteResult, again_on_conflict, write_delta
 from offset_audit.outputs.table_upkeep import compact_when_many
 from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
+
+CLUSTER = "cluster"
+
+
+def own_rows(report: DecodeReport) -> Within:
+    """The rows a run's snapshot replaces: its cluster's, under its name or its id (a cluster audited
+    under its id before it was named keeps one snapshot of each id, not two)."""
+    name = report.cluster or ""
+    return Within(CLUSTER, name, frozenset({name, *([report.cluster_id] if report.cluster_id else [])}))
 
 
 def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str, cluster: str | None) -> DataFrame:
@@ -43,6 +56,7 @@ def _write(
         partition_by=["snapshot_id"],
         replace_where={"snapshot_id": snapshot_id},
         run_id=report.run_id,
+        within=own_rows(report),
     )
     report.wrote(table, result)
     return result
@@ -85,20 +99,22 @@ def write_and_read_back(
     shape = shaped.drop("snapshot_id")
     if result.route == DELTA_SPARK:
         written = spark.read.format("delta").load(spark_path(result.path)).where(F.col("snapshot_id") == snapshot_id)
+        written = written.where(F.col(CLUSTER) == (report.cluster or ""))
         return Written(written.select(*shape.columns), result, storage)
     return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
 
 
 def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeReport, writer: TableWriter) -> None:
     """Add (or replace, for a snapshot judged again) the snapshot's row in SNAPSHOTS_TABLE, through Delta's
-    merge on (kind, snapshot_id): what the read commands list snapshots from, and report's history chart
-    draws, without opening every snapshot's rows. A table an older version of this tool wrote gains the
-    columns added since (the merge's schema evolution)."""
-    row = row | {"cluster": report.cluster or "", "cluster_id": report.cluster_id}
+    merge on (cluster, kind, snapshot_id): what the read commands list snapshots from, and report's
+    history chart draws, without opening every snapshot's rows. A table an older version of this tool
+    wrote gains the columns added since (the merge's schema evolution); its rows without a cluster are
+    the unnamed cluster's."""
+    row = row | {CLUSTER: report.cluster or "", "cluster_id": report.cluster_id}
     schema = table_schema(SNAPSHOTS_TABLE).arrow_schema()
     table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names}], schema=schema)
     path = join(output, SNAPSHOTS_TABLE)
-    condition = "t.kind = s.kind AND t.snapshot_id = s.snapshot_id"
+    condition = f"t.kind = s.kind AND t.snapshot_id = s.snapshot_id AND {own_rows(report).condition('t.')}"
     if writer.delta_spark:
         from delta.tables import DeltaTable as SparkDeltaTable
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from offset_audit.outputs.delta import TABLE_PROPERTIES, TableWriter, again_on_conflict, commit_properties
+from offset_audit.snapshot_ids import id_list
 from offset_audit.storage import Storage, join, spark_path
 
 # A table is compacted once one of its partitions holds this many live files: appends (runs, snapshots,
@@ -28,9 +29,6 @@ COMPACT_AT_FILES = 8
 # The commits a table's log may hold past its newest checkpoint before upkeep writes one (the tables'
 # own delta.checkpointInterval).
 CHECKPOINT_INTERVAL = int(TABLE_PROPERTIES["delta.checkpointInterval"])
-# How deep under an audit folder tables lie: DIR/t, DIR/decoded/t, DIR/state/t, DIR/history/decoded/t,
-# and a fleet's other clusters' DIR/clusters/NAME/state/t, DIR/history/clusters/NAME/decoded/t.
-TABLE_DEPTH = 5
 
 
 @dataclass(frozen=True)
@@ -90,22 +88,6 @@ def _fullest_partition(actions: pa.Table, keys: list[str]) -> int:
     return int(pc.max(counts["count_all"]).as_py())
 
 
-def delta_tables(folder: str, storage: Storage, depth: int = TABLE_DEPTH) -> list[str]:
-    """The Delta tables under `folder`, as paths relative to it ("runs", "decoded/offset_commits")."""
-    found = []
-    for name in storage.entries(folder):
-        if name.startswith((".", "_")):
-            continue
-        path = join(folder, name)
-        if not storage.is_dir(path):
-            continue
-        if storage.is_dir(join(path, "_delta_log")):
-            found.append(name)
-        elif depth > 1:
-            found.extend(f"{name}/{inner}" for inner in delta_tables(path, storage, depth - 1))
-    return sorted(found)
-
-
 def delete_rows(path: str, predicate: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> int:
     """Remove the rows matching `predicate` (SQL text of our own making: column names and snapshot ids,
     which need no quoting) in one commit; the number of files it removed. A predicate on the partition
@@ -129,6 +111,37 @@ def delete_rows(path: str, predicate: str, writer: TableWriter, spark: SparkSess
         return int(metrics.get("num_removed_files", 0))
 
     return again_on_conflict(path, delete)
+
+
+def delete_snapshots(
+    path: str,
+    ids: dict[str, list[str]],
+    writer: TableWriter,
+    spark: SparkSession | None,
+    run_id: str | None,
+    kind: str | None = None,
+) -> int:
+    """Remove the rows of these snapshots (each cluster's ids; `kind`: of that kind, in the snapshots
+    table) in one commit; the files it removed. A snapshot is its cluster's rows of its id: another
+    cluster's snapshot of the same id stays. A table without the cluster column (an older version of
+    this tool wrote it) holds only the unnamed cluster's rows, as do rows without a cluster."""
+    from deltalake import DeltaTable
+
+    from offset_audit.delta_files import CLUSTER
+    from offset_audit.outputs.delta import Within
+
+    has_cluster = CLUSTER in DeltaTable(path, storage_options=writer.storage.delta_options).schema().to_arrow().names
+    clauses = []
+    for name, snapshot_ids in ids.items():
+        listed = id_list(snapshot_ids)
+        if has_cluster:
+            clauses.append(f"({Within(CLUSTER, name, frozenset([name])).condition()} AND snapshot_id IN ({listed}))")
+        elif name == "":
+            clauses.append(f"(snapshot_id IN ({listed}))")
+    if not clauses:
+        return 0
+    rows = " OR ".join(clauses)
+    return delete_rows(path, rows if kind is None else f"kind = '{kind}' AND ({rows})", writer, spark, run_id)
 
 
 def needs_compaction(path: str, storage: Storage, at_files: int = COMPACT_AT_FILES) -> bool:

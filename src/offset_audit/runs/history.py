@@ -18,6 +18,7 @@ from offset_audit.coordinator import history
 from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
+from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
@@ -27,7 +28,7 @@ from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
 from offset_audit.runs.decode import decode_dump
 from offset_audit.runs.session import table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
-from offset_audit.runs.state import DECODED, broker_rules, decoded_tables
+from offset_audit.runs.state import broker_rules, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
 from offset_audit.snapshot_ids import HISTORY, SNAPSHOTS_TABLE
@@ -162,6 +163,7 @@ def run_history(
 def _summarise(spark, result: HistoryResult, output: str, snapshot: str, storage, groups, interval_ms: int) -> None:
     """What the summary prints, read back from the table just written (a few aggregations)."""
     table = read_table(spark, output, HISTORY_TABLE, storage).where(F.col("snapshot_id") == snapshot)
+    table = table.where(F.col("cluster") == (result.report.cluster or ""))  # a fleet's clusters may share an id
     counts = table.groupBy("event", "cause").count().collect()
     result.events_by_kind = {(r["event"], r["cause"]): r["count"] for r in counts}
     reach = (

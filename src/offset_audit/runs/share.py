@@ -30,6 +30,7 @@ from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.share_tables import SHARE_TABLES
 from offset_audit.runs import clusters, progress, share_fast_replay, share_replay
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.counts import fill_counts
@@ -41,16 +42,6 @@ from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
 from offset_audit.storage import for_settings, join
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
-# The tables `share` writes under its output folder (besides runs, and decoded/ with --groups-input).
-SHARE_TABLES = (
-    "share_partitions",
-    "share_state_batches",
-    "share_problems",
-    "share_cleanup",
-    "quarantine",
-    "share_groups",
-    "share_findings",
-)
 
 
 def written_tables(with_groups: bool) -> list[str]:

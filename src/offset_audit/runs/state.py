@@ -20,6 +20,7 @@ from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TableWriter
+from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.scratch import merge_latest_commits, merge_latest_commits_by_bucket, scratch_folder
 from offset_audit.runs import progress
@@ -28,7 +29,6 @@ from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join
 
-DECODED = "decoded"
 # Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
 TRANSACTIONAL_FORMATS = ("segments", "dump-log", "mixed")
 # Up to this many decoded state rows the replay runs in one partition: every aggregation, window and

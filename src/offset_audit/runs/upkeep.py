@@ -23,22 +23,41 @@ from pyspark.sql import SparkSession
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs import table_upkeep
 from offset_audit.outputs.delta import TableWriter
+from offset_audit.outputs.folder_layout import audit_tables
 from offset_audit.runs import progress
 from offset_audit.settings import KeepSnapshots, Settings
-from offset_audit.snapshot_ids import SNAPSHOT_TABLES, SNAPSHOTS_TABLE, id_list
-from offset_audit.storage import join
+from offset_audit.snapshot_ids import KIND_OF_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
+from offset_audit.storage import basename, join
 from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, listed_snapshots, snapshots
 
 
 @dataclass
 class Removed:
-    """One kind's snapshots removed by retention: their ids (oldest first), how many stay, and the files
-    each table's delete commit removed."""
+    """One kind's snapshots removed by retention, for each cluster whose snapshots went: their ids
+    (oldest first) and how many of that cluster's stay; and the files each table's delete commit removed
+    (one commit per table for every cluster)."""
 
     kind: str
+    clusters: list[ClusterRemoved]
+    files: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def snapshot_ids(self) -> list[str]:
+        return [s for c in self.clusters for s in c.snapshot_ids]
+
+    @property
+    def kept(self) -> int:
+        return sum(c.kept for c in self.clusters)
+
+
+@dataclass
+class ClusterRemoved:
+    """One cluster's snapshots of a kind that retention removed (its name, "" for the unnamed one), and
+    how many of its own it keeps."""
+
+    cluster: str
     snapshot_ids: list[str]
     kept: int
-    files: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,7 +97,15 @@ class Upkeep:
             "keep_snapshots": self.keep,
             "deleted_file_retention_minutes": self.deleted_file_retention_minutes,
             "removed": [
-                {"kind": r.kind, "snapshot_ids": r.snapshot_ids, "kept": r.kept, "files_removed": r.files}
+                {
+                    "kind": r.kind,
+                    "snapshot_ids": r.snapshot_ids,
+                    "kept": r.kept,
+                    "clusters": [
+                        {"cluster": c.cluster, "snapshot_ids": c.snapshot_ids, "kept": c.kept} for c in r.clusters
+                    ],
+                    "files_removed": r.files,
+                }
                 for r in self.removed
             ],
             "compacted": self.compacted,
@@ -102,10 +129,17 @@ def to_remove(listed: list[Snapshot], keep: KeepSnapshots) -> list[Snapshot]:
 
 
 def prune(
-    output: str, keep: KeepSnapshots, writer: TableWriter, spark: SparkSession | None, run_id: str | None
+    output: str,
+    keep: KeepSnapshots,
+    writer: TableWriter,
+    spark: SparkSession | None,
+    run_id: str | None,
+    only: Snapshot | None = None,
 ) -> list[Removed]:
-    """Retention: each kind's snapshots past `keep`, for each cluster, removed from its tables, one commit
-    per table."""
+    """Retention: each kind's snapshots past `keep`, for each cluster (or only the cluster `only`'s
+    snapshots belong to: a run's own schedule keeps its own snapshots, never another cluster's), removed
+    from its tables, one commit per table. A snapshot is its cluster and its id: another cluster's
+    snapshot of the same id stays."""
     storage = writer.storage
     removed = []
     for kind, tables in SNAPSHOT_TABLES.items():
@@ -116,28 +150,33 @@ def prune(
         # some only), in the first table's order (by as_of, then as written); the sort is stable.
         listed = listed_snapshots(output, kind, storage)  # the snapshots table, read once for the kind
         ordered = snapshots(output, present[0], storage, listed)
-        known = {s.snapshot_id for s in ordered}
+        known = {s.key for s in ordered}
         for table in present[1:]:
-            more = [s for s in snapshots(output, table, storage, listed) if s.snapshot_id not in known]
+            more = [s for s in snapshots(output, table, storage, listed) if s.key not in known]
             ordered += more
-            known |= {s.snapshot_id for s in more}
+            known |= {s.key for s in more}
         ordered.sort(key=lambda s: s.as_of)
         # Per cluster: in a fleet's folder one cluster's schedule never pushes out another's snapshots.
-        past = {s.snapshot_id for group in by_cluster(ordered).values() for s in to_remove(group, keep)}
-        going = [s.snapshot_id for s in ordered if s.snapshot_id in past]
+        groups = [g for g in by_cluster(ordered).values() if only is None or any(s.same_cluster(only) for s in g)]
+        done = Removed(kind, [])
+        going: list[Snapshot] = []
+        for group in groups:
+            past = to_remove(group, keep)
+            going += past
+            for name in dict.fromkeys(s.cluster for s in past):  # a cluster named later: each name's own
+                ids = [s.snapshot_id for s in past if s.cluster == name]
+                done.clusters.append(ClusterRemoved(name, ids, len(group) - len(past)))
         if not going:
             continue
-        done = Removed(kind, going, len(ordered) - len(going))
-        ids = id_list(going)
+        ids = {
+            name: [s.snapshot_id for s in going if s.cluster == name]
+            for name in dict.fromkeys(s.cluster for s in going)
+        }
         for table in present:
-            done.files[table] = table_upkeep.delete_rows(
-                join(output, table), f"snapshot_id IN ({ids})", writer, spark, run_id
-            )
+            done.files[table] = table_upkeep.delete_snapshots(join(output, table), ids, writer, spark, run_id)
         if has_table(output, SNAPSHOTS_TABLE, storage):
-            predicate = f"kind = '{kind}' AND snapshot_id IN ({ids})"
-            done.files[SNAPSHOTS_TABLE] = table_upkeep.delete_rows(
-                join(output, SNAPSHOTS_TABLE), predicate, writer, spark, run_id
-            )
+            path = join(output, SNAPSHOTS_TABLE)
+            done.files[SNAPSHOTS_TABLE] = table_upkeep.delete_snapshots(path, ids, writer, spark, run_id, kind)
         removed.append(done)
     return removed
 
@@ -151,7 +190,9 @@ def keep_and_tidy(
     if keep is None:
         return
     progress.begin(f"keeping {keep} snapshots and tidying the tables")
-    done = tidy(output, writer, spark, keep, settings.output.deleted_file_retention_minutes, report.run_id)
+    own = Snapshot("", None, None, cluster=report.cluster or "", cluster_id=report.cluster_id)
+    retention = settings.output.deleted_file_retention_minutes
+    done = tidy(output, writer, spark, keep, retention, report.run_id, only=own)
     report.upkeep = done.document()
 
 
@@ -162,22 +203,28 @@ def tidy(
     keep: KeepSnapshots | None,
     deleted_file_retention_minutes: int,
     run_id: str | None = None,
+    only: Snapshot | None = None,
 ) -> Upkeep:
-    """Retention (when `keep` is given), then upkeep of every table under `output`."""
+    """Retention (when `keep` is given; of the cluster of `only` alone, when given), then upkeep of the
+    tables this tool keeps in the audit folder `output` (folder_layout.audit_tables), no other."""
     started = time.monotonic()
     storage = writer.storage
     upkeep = Upkeep(None if keep is None else str(keep), deleted_file_retention_minutes)
-    tables = table_upkeep.delta_tables(output, storage)
+    tables = audit_tables(output, storage)
     upkeep.before = {t: table_upkeep.table_files(join(output, t), storage) for t in tables}
     if keep is not None:
-        upkeep.removed = prune(output, keep, writer, spark, run_id)
+        upkeep.removed = prune(output, keep, writer, spark, run_id, only)
     # What this tidy removed is due at once only when the retention is 0; otherwise vacuum waits for files
     # that were unlisted before it (TableFiles.vacuum_due).
     changed = {table for r in upkeep.removed for table in r.files}
     for table in tables:
         path = join(output, table)
-        # The counts taken before serve, unless retention has just rewritten the table.
-        compacted = (
+        # The counts taken before serve, unless retention has just rewritten the table. A snapshot table is
+        # never compacted: each of its files holds one cluster's snapshot, so that a fleet's cluster replaces
+        # and removes its own without rewriting another's (outputs.delta.Within), and a snapshot is written
+        # once, not appended to.
+        snapshot_table = basename(table) in KIND_OF_TABLE
+        compacted = not snapshot_table and (
             table_upkeep.needs_compaction(path, storage) if table in changed else upkeep.before[table].needs_compaction
         )
         if compacted:

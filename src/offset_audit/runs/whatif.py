@@ -14,7 +14,7 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
+from offset_audit.outputs.snapshot_tables import own_rows, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import home, judge_as, resolve
 from offset_audit.runs.session import table_writer
@@ -77,7 +77,7 @@ def _compare(
         storage = writer.storage
         rows = [r.asDict() for r in table.collect()]
         write_snapshot(
-            _with_earlier_scenarios(spark, table, output, "whatif", snapshot, storage),
+            _with_earlier_scenarios(spark, table, output, "whatif", snapshot, report, storage),
             output,
             "whatif",
             snapshot,
@@ -85,7 +85,7 @@ def _compare(
             writer,
         )
         if per_group:
-            kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, storage)
+            kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, report, storage)
             write_snapshot(kept, output, "whatif_groups", snapshot, report, writer)
     finally:
         groups.unpersist()
@@ -103,15 +103,24 @@ SCENARIO = ["retention_minutes", "as_of"]
 
 
 def _with_earlier_scenarios(
-    spark: SparkSession, frame: DataFrame, output: str, table: str, snapshot_id: str, storage: Storage
+    spark: SparkSession,
+    frame: DataFrame,
+    output: str,
+    table: str,
+    snapshot_id: str,
+    report: DecodeReport,
+    storage: Storage,
 ) -> DataFrame:
     """This run's scenarios plus the snapshot's earlier ones that it does not judge again: what-if runs
     on one dump accumulate (1d and 7d today, 30d tomorrow), and a scenario run again is replaced. The
-    snapshot's partition is still replaced in one commit, so readers never see half of it."""
+    snapshot's rows are still replaced in one commit, so readers never see half of it; another
+    cluster's snapshot of the same id is neither read nor replaced."""
     from offset_audit.views.audit_folder import has_table
 
     if not has_table(output, table, storage):
         return frame
     earlier = read_table(spark, output, table, storage).where(F.col("snapshot_id") == snapshot_id)
+    mine = sorted(own_rows(report).replaced)
+    earlier = earlier.where(F.coalesce(F.col("cluster"), F.lit("")).isin(mine))
     again = frame.select(*SCENARIO).distinct()
     return frame.unionByName(earlier.drop("snapshot_id").join(again, SCENARIO, "left_anti").select(*frame.columns))

@@ -2,7 +2,8 @@
 metrics) answer in about a second, and never start a JVM for a table of a few thousand rows.
 
 Tables are read with delta-rs at their current version; every snapshot table is partitioned by
-snapshot_id, so one snapshot is a partition filter.
+snapshot_id, so one snapshot is a partition filter, and its cluster a choice of that partition's files
+(a fleet's clusters may give their snapshots one id: a snapshot is its cluster and its id).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offset_audit.delta_files import live_files, read_live
+from offset_audit.delta_files import CLUSTER, live_files, read_live
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.snapshot_ids import AUDIT, KIND_OF_TABLE, SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join
@@ -22,6 +23,14 @@ from offset_audit.storage import LOCAL, Storage, join
 
 def has_table(folder: str, name: str, storage: Storage = LOCAL) -> bool:
     return storage.is_dir(join(folder, name, "_delta_log"))
+
+
+def no_table(folder: str, name: str, storage: Storage = LOCAL) -> InputNotFound:
+    """What a read command says when the audit folder lacks a table it reads: that the folder is not
+    there at all, or which table it lacks."""
+    if not storage.exists(folder):
+        return InputNotFound(f"'{folder}' does not exist: give the --output folder of an audit")
+    return InputNotFound(f"'{folder}' holds no {name} table: run offset-audit audit --output {folder} first")
 
 
 @contextmanager
@@ -50,13 +59,15 @@ def read_table(
     storage: Storage = LOCAL,
     columns: list[str] | None = None,
     partition: tuple[str, str] | None = None,
+    cluster: str | None = None,
 ) -> pa.Table:
     """The table `name` under `folder` at its current version (an error naming the folder if absent),
-    optionally only the files of one partition value (`("snapshot_id", id)`), through delta_files."""
+    optionally only the files of one partition value (`("snapshot_id", id)`), and of those only the
+    rows of one `cluster`, through delta_files."""
     from deltalake import DeltaTable
 
     if not has_table(folder, name, storage):
-        raise InputNotFound(f"'{folder}' holds no {name} table: run offset-audit audit --output {folder} first")
+        raise no_table(folder, name, storage)
     path = join(folder, name)
     with readable(folder, name):
         return read_live(
@@ -66,6 +77,7 @@ def read_table(
             columns,
             partition,
             missing_type=lambda column: _column_type(name, column),
+            holding=None if cluster is None else (CLUSTER, frozenset([cluster])),
         )
 
 
@@ -91,6 +103,11 @@ class Snapshot:
     totals: dict | None = None
     cluster: str = ""
     cluster_id: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What names the snapshot in a folder: its cluster's name and its id (two clusters may share an id)."""
+        return (self.cluster, self.snapshot_id)
 
     def same_cluster(self, other: Snapshot) -> bool:
         """Of one cluster: by id where both know it, else by name."""
@@ -136,45 +153,49 @@ TOTALS = ("offsets", "expired", "expiring_soon", "lag", "groups")
 
 
 def snapshots(
-    folder: str, table: str = "group_verdicts", storage: Storage = LOCAL, listed: dict[str, Snapshot] | None = None
+    folder: str,
+    table: str = "group_verdicts",
+    storage: Storage = LOCAL,
+    listed: dict[tuple[str, str], Snapshot] | None = None,
 ) -> list[Snapshot]:
     """The snapshots a table holds, oldest first: by as_of, then by when they were written (two
     snapshots judged at the same time, as two dumps of one moment, are ordered as they were audited).
 
-    Which snapshots the table holds comes from its log (its partition values: no data file is read);
-    when and how each was judged from the folder's snapshots table, one small file however many runs
-    came before (after upkeep). Only a snapshot written before that table existed (an older version of
-    this tool) is read from its own rows, its partition's files alone. `listed`: listed_snapshots of the
-    table's kind, when the caller has read them already."""
+    Which snapshots the table holds comes from its log: each file's partition value and, from its
+    statistics, its cluster (delta_files.file_values; only a file written by an older version of this
+    tool has its footer read). When and how each was judged comes from the folder's snapshots table, one
+    small file however many runs came before (after upkeep). Only a snapshot written before that table
+    existed is read from its own rows. `listed`: listed_snapshots of the table's kind, when the caller
+    has read them already."""
     from deltalake import DeltaTable
 
     if not has_table(folder, table, storage):
-        raise InputNotFound(f"'{folder}' holds no {table} table: run offset-audit audit --output {folder} first")
+        raise no_table(folder, table, storage)
+    path = join(folder, table)
     with readable(folder, table):
-        delta = DeltaTable(join(folder, table), storage_options=storage.delta_options)
-        written: dict[str, float] = {}
-        for file in live_files(delta, ["snapshot_id"]):
-            key = file["values"]["snapshot_id"]
-            written[key] = max(written.get(key, 0), file["written"])
+        delta = DeltaTable(path, storage_options=storage.delta_options)
+        written: dict[tuple[str, str], float] = {}
+        for file in live_files(delta, ["snapshot_id"], values_of=CLUSTER, path=path, storage=storage):
+            for cluster in file["holds"]:
+                key = (cluster, file["values"]["snapshot_id"])
+                written[key] = max(written.get(key, 0), file["written"])
     if not written:
         return []
     if listed is None:
         listed = listed_snapshots(folder, KIND_OF_TABLE.get(table), storage)
-    found = [listed[s] for s in written if s in listed]
-    for snapshot_id in (s for s in written if s not in listed):
-        columns = ["as_of", "retention_minutes", "cluster"]
-        rows = read_snapshot(folder, table, snapshot_id, storage, columns).slice(0, 1).to_pylist()
-        if rows:
-            first = rows[0]
-            found.append(
-                Snapshot(snapshot_id, first["as_of"], first["retention_minutes"], None, first["cluster"] or "")
-            )
-    return sorted(found, key=lambda s: (s.as_of, written.get(s.snapshot_id, 0), s.snapshot_id))
+    found = [listed[key] for key in written if key in listed]
+    for cluster, snapshot_id in (key for key in written if key not in listed):
+        columns = ["as_of", "retention_minutes"]
+        rows = read_snapshot(folder, table, Snapshot(snapshot_id, None, None, cluster=cluster), storage, columns)
+        if rows.num_rows:
+            first = rows.slice(0, 1).to_pylist()[0]
+            found.append(Snapshot(snapshot_id, first["as_of"], first["retention_minutes"], None, cluster))
+    return sorted(found, key=lambda s: (s.as_of, written.get(s.key, 0), s.snapshot_id, s.cluster))
 
 
-def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[str, Snapshot]:
-    """The snapshots table's rows of one kind, by id (the newest written where a concurrent first write
-    left two)."""
+def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[tuple[str, str], Snapshot]:
+    """The snapshots table's rows of one kind, by cluster and id (the newest written where a concurrent
+    first write left two); a row without a cluster (written before fleets) is the unnamed cluster's."""
     if kind is None or not has_table(folder, SNAPSHOTS_TABLE, storage):
         return {}
     rows = read_table(folder, SNAPSHOTS_TABLE, storage)
@@ -182,9 +203,10 @@ def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[st
     listed = {}
     for row in rows.to_pylist():
         totals = {name: row[name] for name in TOTALS} if kind == AUDIT else None
-        listed[row["snapshot_id"]] = Snapshot(
+        snapshot = Snapshot(
             row["snapshot_id"], row["as_of"], row["retention_minutes"], totals, row["cluster"] or "", row["cluster_id"]
         )
+        listed[snapshot.key] = snapshot
     return listed
 
 
@@ -195,43 +217,56 @@ def pick_snapshot(
     storage: Storage = LOCAL,
     known: list[Snapshot] | None = None,
     cluster: str | None = None,
-) -> str:
-    """The given snapshot id, checked to be in the table, or the newest one (by as_of), of `cluster`
-    when given. `known`: the table's `snapshots`, when the caller has read them already. The newest of
-    a folder of several clusters' audits is no one snapshot: without --cluster or an id, refused."""
+) -> Snapshot:
+    """The given snapshot, checked to be in the table, or the newest one (by as_of), of `cluster` when
+    given. `known`: the table's `snapshots`, when the caller has read them already. The newest of a
+    folder of several clusters' audits is no one snapshot, nor is an id several of them gave theirs:
+    without --cluster, refused."""
     known = snapshots(folder, table, storage) if known is None else known
     if not known:
         raise UserError(f"the {table} table under '{folder}' is empty: run offset-audit audit first")
     if cluster:
         known = of_cluster(known, cluster, folder)
-    elif snapshot_id is None and len(by_cluster(known)) > 1:
-        names = cluster_names(known)
-        raise UserError(
-            f"'{folder}' holds the audits of {len(names)} clusters ({', '.join(names)}): give --cluster NAME"
-        )
+    elif len(by_cluster(known)) > 1:
+        named = known if snapshot_id is None else [s for s in known if s.snapshot_id == snapshot_id]
+        names = cluster_names(named)
+        if snapshot_id is None:
+            raise UserError(
+                f"'{folder}' holds the audits of {len(names)} clusters ({', '.join(names)}): give --cluster NAME"
+            )
+        if len(names) > 1:
+            raise UserError(
+                f"snapshot '{snapshot_id}' under '{folder}' is of {len(names)} clusters ({', '.join(names)}): "
+                "give --cluster NAME"
+            )
     if snapshot_id is None:
-        return known[-1].snapshot_id
-    if snapshot_id not in {s.snapshot_id for s in known}:
+        return known[-1]
+    matching = [s for s in known if s.snapshot_id == snapshot_id]
+    if not matching:
         newest = known[-1].snapshot_id
         raise UserError(f"snapshot '{snapshot_id}' is not in {table} under '{folder}' (newest: '{newest}')")
-    return snapshot_id
+    return matching[-1]
 
 
 def read_snapshot(
     folder: str,
     table: str,
-    snapshot_id: str,
+    snapshot: Snapshot | str,
     storage: Storage = LOCAL,
     columns: list[str] | None = None,
 ) -> pa.Table:
-    """One snapshot's rows of a snapshot-partitioned table."""
-    return read_table(folder, table, storage, columns=columns, partition=("snapshot_id", snapshot_id))
+    """One snapshot's rows of a snapshot-partitioned table: a Snapshot's, of its cluster alone; an id's,
+    of every cluster that gave its snapshot that id (a folder of one cluster)."""
+    if isinstance(snapshot, str):
+        return read_table(folder, table, storage, columns=columns, partition=("snapshot_id", snapshot))
+    partition = ("snapshot_id", snapshot.snapshot_id)
+    return read_table(folder, table, storage, columns=columns, partition=partition, cluster=snapshot.cluster)
 
 
 def check_audit_dir(audit_dir: str, storage: Storage = LOCAL, table: str = "deletion_candidates") -> None:
     """An audit's output folder, holding `table`: checked before anything is read or written."""
     if not has_table(audit_dir, table, storage):
-        raise InputNotFound(f"'{audit_dir}' holds no {table} table: run offset-audit audit --output {audit_dir} first")
+        raise no_table(audit_dir, table, storage)
 
 
 def delete_plan(
@@ -250,10 +285,10 @@ def delete_plan(
         audited = snapshots(audit_dir, table, storage)
     if not audited and snapshot_id is None:
         return "", []
-    snapshot_id = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited, cluster=cluster)
-    rows = read_snapshot(audit_dir, "deletion_candidates", snapshot_id, storage)
+    snapshot = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited, cluster=cluster)
+    rows = read_snapshot(audit_dir, "deletion_candidates", snapshot, storage)
     ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
-    return snapshot_id, ordered.to_pylist()
+    return snapshot.snapshot_id, ordered.to_pylist()
 
 
 # Sums of offsets are exact: offsets reach 2^63 - 1, and pyarrow's int64 sum wraps around past it.

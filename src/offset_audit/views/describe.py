@@ -87,15 +87,16 @@ def read_described(
     audit_folder.check_audit_dir(audit_dir, storage, "partition_verdicts")
     known = audit_folder.snapshots(audit_dir, "partition_verdicts", storage)
     snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage, known, cluster)
-    named = next((s.cluster for s in known if s.snapshot_id == snapshot), "")
     offsets = audit_folder.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*COLUMNS, "as_of"])
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
     chosen = select_offsets(offsets.drop_columns(["as_of"]), groups, topic, within_ms)
     unknown = sorted(set(groups) - set(offsets.column("group_id").to_pylist()))
     if unknown:
-        raise UserError(f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot}' of {audit_dir}")
+        raise UserError(
+            f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot.snapshot_id}' of {audit_dir}"
+        )
     group_rows = audit_folder.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
-    return Described(snapshot, as_of, chosen, group_rows, named)
+    return Described(snapshot.snapshot_id, as_of, chosen, group_rows, snapshot.cluster)
 
 
 def select_offsets(

@@ -88,7 +88,7 @@ def read_fleet(folder: str, storage: Storage = LOCAL) -> Fleet:
     clusters = []
     for group in by_cluster(snapshots(folder, storage=storage)).values():
         newest = group[-1]
-        rows = read_snapshot(folder, "group_verdicts", newest.snapshot_id, storage, GROUP_COLUMNS)
+        rows = read_snapshot(folder, "group_verdicts", newest, storage, GROUP_COLUMNS)
         clusters.append(FleetCluster(newest, len(group), rows))
     return Fleet(folder, clusters)
 

@@ -90,20 +90,19 @@ def read_audit(
     given), the totals of every snapshot of its cluster, and its cluster's newest what-if if one was run.
     delta-rs and pyarrow only: no Spark."""
     known = snapshots(folder, storage=storage)
-    chosen = pick_snapshot(folder, snapshot_id, storage=storage, known=known, cluster=cluster)
-    snapshot = next(s for s in known if s.snapshot_id == chosen)
+    snapshot = pick_snapshot(folder, snapshot_id, storage=storage, known=known, cluster=cluster)
     known = next(group for group in by_cluster(known).values() if snapshot in group)
-    partitions = read_snapshot(folder, "partition_verdicts", chosen, storage, PARTITION_COLUMNS)
-    groups = read_snapshot(folder, "group_verdicts", chosen, storage, GROUP_COLUMNS)
-    candidates = read_snapshot(folder, "deletion_candidates", chosen, storage, CANDIDATE_COLUMNS)
+    partitions = read_snapshot(folder, "partition_verdicts", snapshot, storage, PARTITION_COLUMNS)
+    groups = read_snapshot(folder, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
+    candidates = read_snapshot(folder, "deletion_candidates", snapshot, storage, CANDIDATE_COLUMNS)
     history = [
         listed_totals(s)
-        if s.totals is not None and s.snapshot_id != chosen
+        if s.totals is not None and s.key != snapshot.key
         else snapshot_totals(
             s,
             partitions
-            if s.snapshot_id == chosen
-            else read_snapshot(folder, "partition_verdicts", s.snapshot_id, storage, HISTORY_COLUMNS),
+            if s.key == snapshot.key
+            else read_snapshot(folder, "partition_verdicts", s, storage, HISTORY_COLUMNS),
         )
         for s in known
     ]
@@ -111,8 +110,8 @@ def read_audit(
     scenarios = snapshots(folder, "whatif", storage) if has_table(folder, "whatif", storage) else []
     scenarios = [s for s in scenarios if s.same_cluster(snapshot)]
     if scenarios:
-        whatif_snapshot = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
-        whatif = read_snapshot(folder, "whatif", whatif_snapshot, storage)
+        newest_whatif = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
+        whatif, whatif_snapshot = read_snapshot(folder, "whatif", newest_whatif, storage), newest_whatif.snapshot_id
     return Audit(folder, snapshot, partitions, groups, candidates, history, whatif, whatif_snapshot)
 
 

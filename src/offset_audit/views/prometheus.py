@@ -41,7 +41,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.storage import LOCAL, Storage
-from offset_audit.views.audit_folder import by_cluster, has_table, pick_snapshot, read_snapshot, read_table, snapshots
+from offset_audit.views.audit_folder import (
+    Snapshot,
+    by_cluster,
+    has_table,
+    pick_snapshot,
+    read_snapshot,
+    read_table,
+    snapshots,
+)
 from offset_audit.views.metric_scope import (
     DEFAULT_SCOPE,
     DELETABLE,
@@ -241,15 +249,14 @@ def snapshot_metrics(
     if snapshot_id is not None or cluster:
         chosen = [pick_snapshot(audit_dir, snapshot_id, storage=storage, known=known, cluster=cluster)]
     else:
-        chosen = [group[-1].snapshot_id for group in by_cluster(known).values()] or [pick_snapshot(audit_dir, None)]
-    of = {s.snapshot_id: s for s in known}
+        chosen = [group[-1] for group in by_cluster(known).values()] or [pick_snapshot(audit_dir, None)]
     each = scope if len(chosen) == 1 else replace(scope, max_samples=max(1, scope.max_samples // len(chosen)))
     parts = []
     for snapshot in chosen:
         partitions = read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, columns=PARTITION_COLUMNS)
         groups = read_snapshot(audit_dir, "group_verdicts", snapshot, storage, columns=GROUP_COLUMNS)
         run = _run_of(audit_dir, snapshot, storage)
-        parts.append(exposition(partitions, groups, run, each, of[snapshot].cluster if snapshot in of else ""))
+        parts.append(exposition(partitions, groups, run, each, snapshot.cluster))
     return parts[0] if len(parts) == 1 else fleet_exposition(parts)
 
 
@@ -283,12 +290,20 @@ def fleet_exposition(parts: list[Exposition]) -> Exposition:
     )
 
 
-def _run_of(audit_dir: str, snapshot_id: str, storage: Storage) -> dict | None:
-    """The runs row of the audit that wrote the snapshot (a run has a row only once it finished)."""
+def _run_of(audit_dir: str, snapshot: Snapshot, storage: Storage) -> dict | None:
+    """The runs row of the audit that wrote the snapshot (a run has a row only once it finished), of its
+    cluster (a row written before fleets names none)."""
     if not has_table(audit_dir, "runs", storage):
         return None
-    runs = read_table(audit_dir, "runs", storage, columns=RUN_COLUMNS).to_pylist()
-    wrote = [r for r in runs if r["command"] == "audit" and r["snapshot_id"] == snapshot_id and r["finished_at"]]
+    runs = read_table(audit_dir, "runs", storage, columns=[*RUN_COLUMNS, "cluster"]).to_pylist()
+    wrote = [
+        r
+        for r in runs
+        if r["command"] == "audit"
+        and r["snapshot_id"] == snapshot.snapshot_id
+        and (r["cluster"] or "") == snapshot.cluster
+        and r["finished_at"]
+    ]
     return max(wrote, key=lambda r: r["finished_at"]) if wrote else None
 
 

@@ -205,12 +205,14 @@ def upkeep_lines(upkeep: dict | None, indent: str = "") -> list[str]:
     keep = upkeep["keep_snapshots"]
     lines = [f"{indent}retention: keep {keep} of each command" if keep else f"{indent}retention: none set"]
     for removed in upkeep["removed"]:
-        ids = removed["snapshot_ids"]
-        span = terminal(ids[0]) if len(ids) == 1 else f"{terminal(ids[0])} .. {terminal(ids[-1])}"
-        lines.append(
-            f"{indent}  removed {_n(len(ids))} {removed['kind']} snapshot{'' if len(ids) == 1 else 's'} ({span}), "
-            f"{_n(removed['kept'])} kept"
-        )
+        for cluster in removed["clusters"]:
+            ids = cluster["snapshot_ids"]
+            span = terminal(ids[0]) if len(ids) == 1 else f"{terminal(ids[0])} .. {terminal(ids[-1])}"
+            of = f" of cluster {terminal(cluster['cluster'])}" if cluster["cluster"] else ""
+            lines.append(
+                f"{indent}  removed {_n(len(ids))} {removed['kind']} snapshot{'' if len(ids) == 1 else 's'}{of} "
+                f"({span}), {_n(cluster['kept'])} kept"
+            )
     if keep and not upkeep["removed"]:
         lines.append(f"{indent}  nothing to remove")
     before, after = upkeep["before"], upkeep["after"]
