@@ -223,12 +223,12 @@ def test_decode_names_its_cluster_and_refuses_a_name_of_another(spark, dumps, no
 def test_incremental_audits_of_two_clusters_keep_a_state_each(spark, dumps, fleet, tmp_path):
     together = tmp_path / "fleet"
     first_a = audit(spark, dumps["a"], together, mode="incremental")
-    first_b = audit(spark, dumps["b"], together, mode="incremental")
+    first_b = audit(spark, dumps["b"], together, cluster=ID_B, mode="incremental")  # named: it joins the folder
     assert first_a.report.state == first_b.report.state == "first"
     assert read_state(str(together)).cluster_id == ID_A
     assert read_state(str(together / "clusters" / ID_B)).cluster_id == ID_B
     again_a = audit(spark, dumps["a"], together, mode="incremental")
-    again_b = audit(spark, dumps["b"], together, mode="incremental")
+    again_b = audit(spark, dumps["b"], together, mode="incremental")  # known by its id now: no name needed
     assert again_a.report.state == again_b.report.state == "resumed"
     newest = {s.cluster: s.snapshot_id for s in snapshots(str(together))}
     for name, alone in ((ID_A, "alone-a"), (ID_B, "alone-b")):
@@ -258,6 +258,141 @@ def test_retention_keeps_the_newest_snapshots_of_each_cluster(spark, dumps, tmp_
     run_audit(spark, [str(dumps["a"])], str(together), settings, snapshot_id="eu-last")
     kept = {(s.cluster, s.snapshot_id) for s in snapshots(str(together))}
     assert ("us", next(s for c, s in kept if c == "us")) in kept and ("eu", "eu-last") in kept and len(kept) == 2
+
+
+def files_of(table: Path, cluster: str) -> set[str]:
+    """The live files of a table whose statistics say they hold `cluster`'s rows."""
+    actions = pa.table(DeltaTable(str(table)).get_add_actions(flatten=True)).to_pylist()
+    return {a["path"] for a in actions if a["min.cluster"] == a["max.cluster"] == cluster}
+
+
+def snapshot_dump(dumps, name: str) -> str:
+    """The cluster's dump as a Kafka-source snapshot: it carries no cluster id."""
+    return str(dumps[name].parent / f"{name}-snapshot")
+
+
+def test_two_clusters_that_give_their_snapshots_one_id_keep_both(spark, dumps, fleet, tmp_path):
+    """A fixed hourly id per schedule, as an operator running a fleet writes it: neither cluster's run
+    replaces the other's rows, in any table, and a run of one cluster again replaces its own alone."""
+    together = tmp_path / "fleet"
+    for name, cluster in (("a", "eu"), ("b", "us")):
+        settings = load_settings(input_format="segments", cluster=cluster)
+        run_audit(spark, [str(dumps[name])], str(together), settings, snapshot_id="hourly-2026102607")
+    for table in VERDICT_TABLES:
+        found = rows(together, table)
+        assert {(r["cluster"], r["snapshot_id"]) for r in found} == {
+            ("eu", "hourly-2026102607"),
+            ("us", "hourly-2026102607"),
+        }
+        for cluster, alone in (("eu", "alone-a"), ("us", "alone-b")):
+            mine = [r for r in found if r["cluster"] == cluster]
+            assert without(mine, "snapshot_id", "cluster") == without(
+                rows(fleet[alone], table), "snapshot_id", "cluster"
+            )
+    assert sorted((r["cluster"], r["snapshot_id"]) for r in rows(together, "snapshots")) == [
+        ("eu", "hourly-2026102607"),
+        ("us", "hourly-2026102607"),
+    ]
+    for cluster in ("eu", "us"):
+        described = cli("describe", "--audit", str(together), "--cluster", cluster)
+        assert described.exit_code == 0 and f"Snapshot hourly-2026102607 of cluster {cluster} " in described.output
+    ambiguous = cli("describe", "--audit", str(together), "--snapshot-id", "hourly-2026102607")
+    assert ambiguous.exit_code == 2 and ambiguous.output.count("\n") == 1
+    assert "snapshot 'hourly-2026102607' under" in ambiguous.output and "is of 2 clusters" in ambiguous.output
+    # eu judged again under the same id: its rows replaced, us's files left as they were.
+    us_files = files_of(together / "group_verdicts", "us")
+    before = {r["group_id"] for r in rows(together, "group_verdicts") if r["cluster"] == "us"}
+    settings = load_settings(input_format="segments", cluster="eu", as_of="2026-11-01T00:00:00Z")
+    run_audit(spark, [str(dumps["a"])], str(together), settings, snapshot_id="hourly-2026102607")
+    found = rows(together, "group_verdicts")
+    assert {r["group_id"] for r in found if r["cluster"] == "us"} == before
+    assert {str(r["as_of"])[:10] for r in found if r["cluster"] == "eu"} == {"2026-11-01"}
+    assert len([r for r in found if r["cluster"] == "eu"]) == len(rows(fleet["alone-a"], "group_verdicts"))
+    assert us_files and files_of(together / "group_verdicts", "us") == us_files
+
+
+def test_one_dump_without_a_cluster_id_judged_at_one_time_as_two_clusters_keeps_both(spark, dumps, tmp_path):
+    """The same Kafka-source snapshot, judged at one as_of as eu and as us: the default ids are equal
+    (they come from the dump and the time), and both snapshots stay."""
+    together = tmp_path / "fleet"
+    for cluster in ("eu", "us"):
+        settings = load_settings(cluster=cluster, as_of="2026-10-27T04:00:00Z")
+        run_audit(spark, [snapshot_dump(dumps, "a")], str(together), settings)
+    listed = {(s.cluster, s.snapshot_id) for s in snapshots(str(together))}
+    assert len(listed) == 2 and {c for c, _ in listed} == {"eu", "us"} and len({i for _, i in listed}) == 1
+    eu = [r for r in rows(together, "partition_verdicts") if r["cluster"] == "eu"]
+    us = [r for r in rows(together, "partition_verdicts") if r["cluster"] == "us"]
+    assert eu and without(eu, "cluster") == without(us, "cluster")
+
+
+def test_retention_of_one_id_shared_by_two_clusters_keeps_each_clusters_own(spark, dumps, tmp_path):
+    """Both clusters name their snapshots s1 then s2: keeping one removes each cluster's s1 and leaves
+    each one's s2; and a run's retention removes only its own cluster's snapshots."""
+    together = tmp_path / "fleet"
+    for snapshot_id, as_of in (("s1", "2026-10-26T00:00:00Z"), ("s2", "2026-10-27T00:00:00Z")):
+        for name, cluster in (("a", "eu"), ("b", "us")):
+            settings = load_settings(input_format="segments", cluster=cluster, as_of=as_of)
+            run_audit(spark, [str(dumps[name])], str(together), settings, snapshot_id=snapshot_id)
+    keep = load_settings(input_format="segments", cluster="eu", as_of="2026-10-28T00:00:00Z")
+    keep = keep.replaced("output", keep_snapshots=KeepSnapshots(count=1))
+    result = run_audit(spark, [str(dumps["a"])], str(together), keep, snapshot_id="s3")
+    assert {(s.cluster, s.snapshot_id) for s in snapshots(str(together))} == {("eu", "s3"), ("us", "s1"), ("us", "s2")}
+    removed = result.report.upkeep["removed"][0]
+    assert removed["clusters"] == [{"cluster": "eu", "snapshot_ids": ["s1", "s2"], "kept": 1}]
+    from offset_audit.views.summary import upkeep_lines
+
+    assert "  removed 2 audit snapshots of cluster eu (s1 .. s2), 1 kept" in upkeep_lines(result.report.upkeep)
+    tidied = cli("tidy", "--audit", str(together), "--keep-snapshots", "1", "--json")
+    assert tidied.exit_code == 0, tidied.output
+    assert {(s.cluster, s.snapshot_id) for s in snapshots(str(together))} == {("eu", "s3"), ("us", "s2")}
+    for table in VERDICT_TABLES:
+        assert {(r["cluster"], r["snapshot_id"]) for r in rows(together, table)} == {("eu", "s3"), ("us", "s2")}
+
+
+def test_a_partition_another_engine_compacted_across_clusters_is_replaced_row_for_row(spark, dumps, tmp_path):
+    """A snapshot's partition whose files another engine compacted into one (an OPTIMIZE of the folder):
+    a cluster judged again replaces its rows and keeps the other's, rewriting the shared file."""
+    together = tmp_path / "fleet"
+    for name, cluster in (("a", "eu"), ("b", "us")):
+        settings = load_settings(input_format="segments", cluster=cluster)
+        run_audit(spark, [str(dumps[name])], str(together), settings, snapshot_id="shared")
+    table = DeltaTable(str(together / "group_verdicts"))
+    table.optimize.compact()
+    assert len(DeltaTable(str(together / "group_verdicts")).file_uris()) == 1  # both clusters in one file
+    us = without([r for r in rows(together, "group_verdicts") if r["cluster"] == "us"])
+    listed = {(s.cluster, s.snapshot_id) for s in snapshots(str(together))}
+    assert listed == {("eu", "shared"), ("us", "shared")}  # read from the file, not its statistics
+    settings = load_settings(input_format="segments", cluster="eu", as_of="2026-11-01T00:00:00Z")
+    run_audit(spark, [str(dumps["a"])], str(together), settings, snapshot_id="shared")
+    found = rows(together, "group_verdicts")
+    assert without([r for r in found if r["cluster"] == "us"]) == us
+    assert {str(r["as_of"])[:10] for r in found if r["cluster"] == "eu"} == {"2026-11-01"}
+
+
+def test_another_cluster_joins_a_folder_only_when_its_run_names_it(fleet, dumps, no_spark, tmp_path):
+    """A folder belongs to the clusters its runs judged: an input of another cluster, or one that
+    carries no id, is refused in one sentence before Spark starts unless --cluster names it, for full
+    and incremental audits alike (docs/fleet.md)."""
+    alone = str(fleet["alone-a"])  # cluster ID_A, unnamed
+    for extra in ([], ["--incremental"], ["--full"]):
+        refused = cli("audit", "--input", str(dumps["b"]), "--output", alone, *extra)
+        assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
+        assert f"holds the audits of cluster {ID_A}, and this input is cluster {ID_B}: give --cluster NAME" in (
+            refused.output
+        )
+    without_id = cli("audit", "--input", snapshot_dump(dumps, "b"), "--output", alone)
+    assert without_id.exit_code == 2 and "this input carries no cluster id: give --cluster NAME" in without_id.output
+    for command in (["whatif", "--retention-minutes", "1d"], ["decode"], ["history"]):
+        refused = cli(*command, "--input", str(dumps["b"]), "--output", alone)
+        assert refused.exit_code == 2 and f"and this input is cluster {ID_B}" in refused.output, command
+    assert not (fleet["alone-a"] / "clusters").exists() and not (fleet["alone-a"] / "state").exists()
+
+
+def test_history_of_a_cluster_the_folder_does_not_hold_names_the_clusters_it_does(fleet):
+    unknown = cli("history", "--audit", str(fleet["fleet"]), "--cluster", "nosuch")
+    assert unknown.exit_code == 2 and unknown.output.count("\n") == 1
+    assert f"holds no audit of cluster nosuch (its clusters: {ID_A}, eu)" in unknown.output
+    assert "clusters/nosuch" not in unknown.output
 
 
 HOSTILE = "<script>window.pwned=1</script>"

@@ -343,9 +343,9 @@ def test_what_incremental_cannot_do_is_refused_before_spark_starts(no_spark, tmp
 
 
 def test_another_clusters_dump_keeps_a_state_of_its_own_and_is_refused_the_firsts(spark, tmp_path, monkeypatch):
-    """The dump of another cluster (its meta.properties) gets a state of its own beside the first's
-    (runs.clusters, tests/runs/test_fleet.py); handed to the first's state by its name, it is refused
-    before Spark starts."""
+    """The dump of another cluster (its meta.properties) is refused the folder unless its run names it,
+    and handed to the first's state by the first's name, before Spark starts; named, it gets a state of
+    its own beside the first's (runs.clusters, tests/runs/test_fleet.py)."""
     from click.testing import CliRunner
 
     import offset_audit.runs.session
@@ -358,22 +358,22 @@ def test_another_clusters_dump_keeps_a_state_of_its_own_and_is_refused_the_first
     audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
     assert read_state(str(tmp_path / "out")).cluster_id == "AAAAAAAAAAAAAAAAAAAAAA"
     (tmp_path / "data" / "meta.properties").write_text("version=1\ncluster.id=BBBBBBBBBBBBBBBBBBBBBB\nnode.id=1\n")
+    args = ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental"]
     with monkeypatch.context() as patched:
         patched.setattr(offset_audit.runs.session, "get_spark", lambda *_a, **_k: pytest.fail("Spark started"))
-        result = CliRunner().invoke(
-            main,
-            ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental",
-             "--cluster", "AAAAAAAAAAAAAAAAAAAAAA"],
-        )  # fmt: skip
+        unnamed = CliRunner().invoke(main, args)
+        result = CliRunner().invoke(main, [*args, "--cluster", "AAAAAAAAAAAAAAAAAAAAAA"])
+    assert unnamed.exit_code == 2 and unnamed.output.count("\n") == 1, unnamed.output
+    assert "holds the audits of cluster AAAAAAAAAAAAAAAAAAAAAA, and this input is cluster BBBB" in unnamed.output
+    assert not (tmp_path / "out" / "clusters").exists()
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
     assert (
         "names cluster AAAAAAAAAAAAAAAAAAAAAA" in result.output and "is cluster BBBBBBBBBBBBBBBBBBBBBB" in result.output
     )
-    audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
+    named = load_settings(as_of=AS_OF, input_format="segments", cluster="us")
+    run_audit(spark, [str(tmp_path / "data")], str(tmp_path / "out"), named, snapshot_id="s", keep_state="incremental")
     assert read_state(str(tmp_path / "out")).cluster_id == "AAAAAAAAAAAAAAAAAAAAAA"
-    assert (
-        read_state(str(tmp_path / "out" / "clusters" / "BBBBBBBBBBBBBBBBBBBBBB")).cluster_id == "BBBBBBBBBBBBBBBBBBBBBB"
-    )
+    assert read_state(str(tmp_path / "out" / "clusters" / "us")).cluster_id == "BBBBBBBBBBBBBBBBBBBBBB"
 
 
 # Kafka-source snapshots that grow -------------------------------------------------------------------

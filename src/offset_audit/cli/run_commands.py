@@ -7,6 +7,7 @@ not a decoded dump), runs (runs/), and prints what the run found (views/).
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 
 import click
 
@@ -146,24 +147,29 @@ def audit(
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     preflight.check_output(output, written_tables(keep_state is not None), settings)
     preflight.check_cluster(dump.inputs, output, settings)
-    input_size = None
-    if keep_state is not None:
-        from offset_audit.runs.incremental import check_before_start, resumed_bytes
+    input_size, locked = None, None
+    with ExitStack() as held:
+        if keep_state is not None:
+            from offset_audit.outputs.audit_state import state_lock
+            from offset_audit.runs.incremental import check_before_start, resumed_bytes
 
-        check_before_start(dump.inputs, output, settings, keep_state, keep_decoded)
-        input_size = resumed_bytes(dump.inputs, output, settings, keep_state)
-    with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs, input_size)
-        result = run_audit(
-            spark,
-            dump.inputs,
-            output,
-            settings,
-            snapshot_id=snapshot_id,
-            end_offsets=end_offsets,
-            keep_decoded=keep_decoded,
-            keep_state=keep_state,
-        )
+            locked = check_before_start(dump.inputs, output, settings, keep_state, keep_decoded)
+            # Held from here, before Spark starts: a second run started meanwhile is refused at once.
+            held.enter_context(state_lock(locked))
+            input_size = resumed_bytes(dump.inputs, output, settings, keep_state)
+        with progress.reporting(not quiet):
+            spark = start_spark(settings, dump.inputs, input_size)
+            result = run_audit(
+                spark,
+                dump.inputs,
+                output,
+                settings,
+                snapshot_id=snapshot_id,
+                end_offsets=end_offsets,
+                keep_decoded=keep_decoded,
+                keep_state=keep_state,
+                locked=locked,
+            )
     checked = alerts(result, fail_expiring, fail_expired)
     emit(
         as_json,
@@ -401,6 +407,7 @@ def history(
 
     kept = None
     if audit_dir is not None:
+        from offset_audit.outputs.folder_layout import HISTORY
         from offset_audit.outputs.kept_log import kept_log
         from offset_audit.storage import for_settings, join
 
@@ -411,7 +418,7 @@ def history(
         audit_dir = normalize(audit_dir)
         settings = dump.settings
         kept = kept_log(kept_home(audit_dir, settings), log_generation, for_settings(settings))
-        output = normalize(output) if output is not None else join(audit_dir, "history")
+        output = normalize(output) if output is not None else join(audit_dir, HISTORY)
     else:
         if output is None:
             raise UserError("pass --output DIR (or --audit AUDIT, whose history goes to AUDIT/history)")

@@ -22,6 +22,9 @@ from offset_audit.errors import UserError
 from offset_audit.inputs.end_offsets import COLUMNS, SCHEMA
 
 FETCH_TIMEOUT_S = 10.0
+# ask_cluster_id's bound: a cluster that answers does within a second; one that cannot be reached from
+# here costs this much before the run goes on without it.
+CLUSTER_ID_TIMEOUT_S = 5.0
 INSTALL = "pip install 'kafka-offset-audit[kafka]'"
 # The word that asks the cluster instead of naming a file: `--end-offsets kafka` (a file named kafka is
 # `./kafka`), as `--input-format kafka` reads the live topic.
@@ -145,6 +148,24 @@ def ask_cluster(config: dict[str, str], timeout_s: float) -> list[PartitionAnswe
         PartitionAnswer(t, p, a.get("log_start_offset"), a.get("log_end_offset"), a.get("error"))
         for (t, p), a in answers.items()
     ]
+
+
+def ask_cluster_id(
+    bootstrap: str, kafka_options: dict[str, str], timeout_s: float = CLUSTER_ID_TIMEOUT_S
+) -> str | None:
+    """The live cluster's id (its metadata's, as DescribeCluster gives it), asked before Spark starts so
+    that a run of another cluster's topic is refused then; None when it cannot be asked here: the
+    library is not installed, or the cluster does not answer it within `timeout_s` (a security setting
+    only Java's client takes). The run then asks through Spark's Kafka source, as it reads."""
+    try:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+    except ImportError:
+        return None
+    try:
+        return AdminClient(client_config(bootstrap, kafka_options)).list_topics(timeout=timeout_s).cluster_id or None
+    except (KafkaException, ValueError, TypeError):
+        return None
 
 
 def offsets_table(answers: list[PartitionAnswer], bootstrap: str) -> pa.Table:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -87,12 +88,16 @@ def run_audit(
     end_offsets: str | pa.Table | None = None,
     keep_decoded: bool = False,
     keep_state: str | None = None,
+    locked: str | None = None,
 ) -> AuditResult:
-    """`keep_state` "incremental" or "full": the run keeps its state under `output` (runs.incremental)."""
+    """`keep_state` "incremental" or "full": the run keeps its state under `output` (runs.incremental);
+    `locked`: the home whose state lock the caller holds already (taken before Spark started)."""
     report = DecodeReport.start("audit", inputs, settings.input.format, settings.kafka.bootstrap_servers)
     writer = table_writer(spark, settings)
     if keep_state is not None:
-        result = audit_with_state(spark, inputs, output, settings, report, writer, keep_state, snapshot_id, end_offsets)
+        result = audit_with_state(
+            spark, inputs, output, settings, report, writer, keep_state, snapshot_id, end_offsets, locked
+        )
     else:
         cluster = clusters.resolve(spark, inputs, output, settings)
         judge_as(report, cluster)
@@ -116,9 +121,11 @@ def audit_with_state(
     mode: str,
     snapshot_id: str | None,
     end_offsets: str | pa.Table | None,
+    locked: str | None = None,
 ) -> AuditResult:
     """The audit of a run that keeps its state: planned from the stored state, read (resumed or whole),
-    judged, and the state merged after the tables are written."""
+    judged, and the state merged after the tables are written, under the state's lock (`locked`: the
+    home whose lock the caller took before Spark started; any other is taken here)."""
     if writer.delta_spark:
         raise UserError(
             "--incremental keeps its state with delta-rs, and this session writes with delta-spark; give "
@@ -131,7 +138,7 @@ def audit_with_state(
     cluster = clusters.resolve(spark, inputs, output, settings, found=facts.cluster_id)
     judge_as(report, cluster)
     home = clusters.home(output, cluster, settings)  # the cluster's state: DIR/state, or DIR/clusters/NAME/state
-    with state_lock(home):
+    with nullcontext() if home == locked else state_lock(home):
         progress.begin("reading the audit's state")
         stored = incremental.stored_state(home, settings)
         plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, home)

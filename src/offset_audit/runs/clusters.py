@@ -19,6 +19,7 @@ from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import log_units, resolved
 from offset_audit.inputs.resumed import folder_facts
 from offset_audit.outputs.audit_state import read_state
+from offset_audit.outputs.folder_layout import CLUSTERS
 from offset_audit.outputs.runs_table import RUNS_TABLE
 from offset_audit.settings import Settings, check_cluster_name
 from offset_audit.storage import for_settings, join
@@ -43,9 +44,15 @@ class Cluster:
         return self.name == other.name
 
 
+# The live topic's cluster id before Spark starts, where the Python Kafka client cannot ask it: known
+# only once Spark's Kafka source asks, and checked against the folder then.
+UNKNOWN = "?"
+
+
 def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None:
     """The id of the cluster the input comes from, where it tells: meta.properties beside the broker
-    folders, or the live cluster's Admin API. Broker folders of two clusters in one run are refused."""
+    folders, or the live cluster's Admin API (UNKNOWN before Spark starts, where only Spark's client
+    can ask it). Broker folders of two clusters in one run are refused."""
     if settings.input.format == "auto":  # else resolved already, as share resolves its own inputs
         settings = resolved(settings, inputs)
     if settings.input.format == log_files.SEGMENTS:
@@ -55,6 +62,12 @@ def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None
         from offset_audit.inputs.kafka_topic import cluster_id
 
         found = cluster_id(spark, settings)
+    elif settings.input.format == "kafka":  # before Spark: the Python client, where it is installed
+        from offset_audit.inputs.kafka_end_offsets import ask_cluster_id
+
+        found = ask_cluster_id(settings.kafka.bootstrap_servers, settings.kafka.options)
+        if found is None:
+            return UNKNOWN
     else:
         return None
     return _one(found)
@@ -87,9 +100,19 @@ UNASKED = object()
 
 
 def resolve(spark, inputs: list[str], output: str, settings: Settings, found: object = UNASKED) -> Cluster:
-    """The run's cluster, checked against the names the folder already holds. `found`: the input's
+    """The run's cluster, checked against the clusters the folder already holds. `found`: the input's
     cluster id when the caller asked already (an incremental audit's input facts), else it is asked."""
     found = input_cluster_id(spark, inputs, settings) if found is UNASKED else _one(found)  # type: ignore[arg-type]
+    if found == UNKNOWN:  # the live topic's id, before Spark: the run resolves its cluster again with it
+        return Cluster(settings.input.cluster or "", None)
+    cluster = _named(found, output, settings)
+    if not settings.input.cluster:
+        _check_owned(output, cluster, settings)
+    return cluster
+
+
+def _named(found: str | None, output: str, settings: Settings) -> Cluster:
+    """The input's cluster by the name it is given, or has in the folder, or its id."""
     names = named_clusters(output, settings)
     given = settings.input.cluster
     if given:
@@ -111,14 +134,44 @@ def resolve(spark, inputs: list[str], output: str, settings: Settings, found: ob
     return Cluster("", None)
 
 
+def folder_clusters(output: str, settings: Settings) -> list[Cluster]:
+    """The clusters the folder's runs judged (a run written before fleets named none), and the one whose
+    state it keeps: what owns it."""
+    storage = for_settings(settings)
+    found: list[Cluster] = []
+    if has_table(output, RUNS_TABLE, storage):
+        rows = read_table(output, RUNS_TABLE, storage, columns=["cluster", "cluster_id"]).to_pylist()
+        for row in rows:
+            if row["cluster"] is not None:
+                found.append(Cluster(row["cluster"], row["cluster_id"]))
+    stored = read_state(output, storage)
+    if stored is not None and stored.cluster_id:
+        found.append(Cluster(stored.cluster_id, stored.cluster_id))
+    unique: list[Cluster] = []
+    for cluster in found:
+        if not any(cluster.same_as(u) or cluster.name == u.name for u in unique):
+            unique.append(cluster)
+    return unique
+
+
+def _check_owned(output: str, cluster: Cluster, settings: Settings) -> None:
+    """A folder belongs to the clusters its runs judged: another cluster joins it as a fleet only when
+    its run names it with --cluster (docs/fleet.md), so that a dump of the wrong cluster, or one that
+    carries no id, never turns a folder into a fleet unasked."""
+    held = folder_clusters(output, settings)
+    if not held or any(cluster.same_as(h) for h in held):
+        return
+    labels = ", ".join(sorted(h.label for h in held))
+    this = f"is cluster {cluster.cluster_id}" if cluster.cluster_id else "carries no cluster id"
+    raise UserError(
+        f"'{output}' holds the audits of cluster {labels}, and this input {this}: give --cluster NAME (the name "
+        "of that cluster if it is one of them, a new name to add the input to the folder as a cluster of its own)"
+    )
+
+
 def judge_as(report, cluster: Cluster) -> None:
     """Note the run's cluster in its report: every snapshot row and the runs row carry it."""
     report.cluster, report.cluster_id = cluster.name, cluster.cluster_id
-
-
-# Where a fleet folder keeps the working tables of each cluster but the first (decoded/, and an
-# incremental audit's state/): DIR/clusters/<name>/.
-CLUSTERS = "clusters"
 
 
 def home(output: str, cluster: Cluster, settings: Settings) -> str:
@@ -178,5 +231,11 @@ def kept_home(audit_dir: str, settings: Settings) -> str:
             listed = ", ".join([*([owner.label] if owner is not None else []), *others])
             raise UserError(f"'{audit_dir}' keeps the state of more than one cluster ({listed}): give --cluster NAME")
         return audit_dir
+    held = folder_clusters(audit_dir, settings)
     cluster = Cluster(name, named_clusters(audit_dir, settings).get(name))
+    if not any(name in (h.name, h.cluster_id) for h in held):
+        labels = ", ".join(sorted(h.label for h in held)) or "none named"
+        raise UserError(f"'{audit_dir}' holds no audit of cluster {name} (its clusters: {labels})")
+    if not any(name == h.name for h in held):  # given by its id: the name the folder knows it by
+        cluster = next(Cluster(h.name, h.cluster_id) for h in held if name == h.cluster_id)
     return home(audit_dir, cluster, settings)

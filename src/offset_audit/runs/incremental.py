@@ -116,9 +116,10 @@ def check_resumable(settings: Settings, keep_decoded: bool) -> None:
         )
 
 
-def check_before_start(inputs: list[str], output: str, settings: Settings, mode: str, keep_decoded: bool) -> None:
-    """Everything about the state a run can refuse before Spark starts: the input, and a state of another
-    cluster (as broker folders show theirs) or of a newer layout."""
+def check_before_start(inputs: list[str], output: str, settings: Settings, mode: str, keep_decoded: bool) -> str:
+    """Everything about the state a run can refuse before Spark starts: the input, a state another run
+    holds the lock of, and a state of another cluster (as broker folders show theirs) or of a newer
+    layout. The home of the run's state (where its lock is), as far as it is known before Spark."""
     settings = resolved(settings, inputs)
     check_resumable(settings, keep_decoded)
     if settings.input.format in ("parquet", "delta") and len(input_paths(inputs, settings)) > 1:
@@ -133,6 +134,7 @@ def check_before_start(inputs: list[str], output: str, settings: Settings, mode:
     stored = stored_state(home, settings)
     if stored is not None:
         plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, home)
+    return home
 
 
 def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str) -> int | None:
