@@ -292,3 +292,41 @@ def test_two_delta_spark_runs_into_one_folder_at_once_both_land(dump, tmp_path):
     assert documents[0]["counts"] == documents[1]["counts"]
     quarantine = DeltaTable(str(out / "decoded" / "quarantine")).count()
     assert quarantine == dict(rows[0]["table_rows"])["decoded/quarantine"]
+
+
+@pytest.mark.delta_spark
+def test_delta_spark_replaces_merges_and_removes_one_clusters_snapshot_of_an_id_two_share(spark, tmp_path):
+    """delta-spark's replaceWhere, merge and delete each take one cluster's rows of a snapshot id (a fleet
+    whose schedules name their snapshots alike): the other cluster's rows of that id stay."""
+    from datetime import UTC, datetime
+
+    from offset_audit.decoding.report import DecodeReport
+    from offset_audit.layouts.tables import table_schema
+    from offset_audit.outputs.delta import DELTA_SPARK, TableWriter
+    from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
+    from offset_audit.outputs.table_upkeep import delete_snapshots
+    from offset_audit.storage import LOCAL
+
+    writer, output = TableWriter(DELTA_SPARK, LOCAL), str(tmp_path)
+    schema = table_schema("whatif").struct()
+
+    def judged(cluster: str, retentions: list[int]) -> None:
+        report = DecodeReport.start("whatif", [], "parquet", None)
+        report.cluster = cluster
+        at = datetime(2026, 11, 1, tzinfo=UTC)
+        rows = [("x", minutes, at, 10, 1, 2, 0, "x") for minutes in retentions]
+        write_snapshot(spark.createDataFrame(rows, schema), output, "whatif", "s1", report, writer)
+        record_snapshot(spark, output, {"kind": "whatif", "snapshot_id": "s1", "as_of": at}, report, writer)
+
+    def held(table: str) -> list[tuple]:
+        found = spark.read.format("delta").load(f"{output}/{table}").collect()
+        return sorted((r.cluster, r.snapshot_id, getattr(r, "retention_minutes", None)) for r in found)
+
+    judged("eu", [60, 120])
+    judged("us", [30])
+    judged("eu", [90])  # eu again under the id: its rows replaced, us's kept
+    assert held("whatif") == [("eu", "s1", 90), ("us", "s1", 30)]
+    assert held("snapshots") == [("eu", "s1", None), ("us", "s1", None)]
+    for table, kind in (("whatif", None), ("snapshots", "whatif")):
+        delete_snapshots(f"{output}/{table}", {"eu": ["s1"]}, writer, spark, None, kind)
+    assert held("whatif") == [("us", "s1", 30)] and held("snapshots") == [("us", "s1", None)]

@@ -333,32 +333,3 @@ def test_retention_through_delta_spark_leaves_the_newest_48_for_both_writers(spa
         assert all(os.path.exists(f) for f in DeltaTable(f"{output}/{table}").file_uris()), table
     operations = [r.operation for r in spark.sql(f"DESCRIBE HISTORY delta.`{output}/group_verdicts`").collect()]
     assert "DELETE" in operations and "VACUUM END" in operations
-
-
-@pytest.mark.delta_spark
-def test_two_clusters_sharing_snapshot_ids_keep_their_own_through_delta_spark(spark, tmp_path):
-    """delta-spark's replaceWhere, merge and delete, each on one cluster's rows of an id: us judged under
-    the id eu gave its snapshot leaves eu's, and eu's retention removes its own older snapshot alone."""
-    from offset_audit.generator.demo_dump import generate_dump
-    from offset_audit.outputs.delta import has_delta
-    from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
-
-    assert has_delta(spark)
-    dump, output = str(tmp_path / "dump"), str(tmp_path / "audit")
-    generate_dump(dump, 1_000, seed=3)
-
-    def held(table: str) -> set[tuple]:
-        read = spark.read.format("delta").load(f"{output}/{table}").select("cluster", "snapshot_id", "as_of")
-        return {(r.cluster, r.snapshot_id, r.as_of.isoformat()[:10]) for r in read.distinct().collect()}
-
-    for cluster in ("eu", "us"):
-        settings = load_settings(None, cluster=cluster, as_of=f"2026-11-0{1 + (cluster == 'us')}T00:00:00Z")
-        run_audit(spark, [dump], output, settings, snapshot_id="s1")
-    for table in (*AUDIT_TABLES, "snapshots"):
-        assert held(table) == {("eu", "s1", "2026-11-01"), ("us", "s1", "2026-11-02")}, table
-    later = load_settings(None, cluster="eu", as_of="2026-11-03T00:00:00Z", keep_snapshots=KeepSnapshots(count=1))
-    run_audit(spark, [dump], output, later, snapshot_id="s2")
-    for table in (*AUDIT_TABLES, "snapshots"):
-        assert held(table) == {("eu", "s2", "2026-11-03"), ("us", "s1", "2026-11-02")}, table
-    assert {(s.cluster, s.snapshot_id) for s in snapshots(output)} == {("eu", "s2"), ("us", "s1")}
