@@ -110,3 +110,46 @@ def test_dump_covers_every_kind_of_record(tmp_path):
         (1, None),
         (2, None),
     } <= versions
+
+
+def folder_bytes(data_dir) -> dict[str, bytes]:
+    return {f"{path.parent.name}/{path.name}": path.read_bytes() for path in sorted(data_dir.glob("*/*.log"))}
+
+
+def test_the_stages_of_a_log_grow_as_a_brokers_segments_do(tmp_path):
+    """Stage k of n holds the first records of each partition in the whole log's segments: the earlier
+    files byte for byte, the last one a shorter copy of its file, cut after a whole batch, none rolled early."""
+    from offset_audit.generator.writers import snapshot_to_segments
+
+    generate_dump(str(tmp_path / "snapshot"), 2000, seed=5, partitions=3)
+    args = {"batch_records": 3, "segment_bytes": 6000}
+    whole = snapshot_to_segments(str(tmp_path / "snapshot"), str(tmp_path / "whole"), **args)
+    full = folder_bytes(tmp_path / "whole")
+    counts = []
+    for k in range(1, 5):
+        staged = snapshot_to_segments(str(tmp_path / "snapshot"), str(tmp_path / "staged"), stage=(k, 4), **args)
+        counts.append(staged["records"])
+        files = folder_bytes(tmp_path / "staged")
+        assert set(files) <= set(full), k
+        for partition in {name.split("/")[0] for name in files}:
+            mine = sorted(name for name in files if name.startswith(f"{partition}/"))
+            assert all(files[name] == full[name] for name in mine[:-1]), (k, partition)
+            assert full[mine[-1]].startswith(files[mine[-1]]), (k, partition)
+    assert files == full and counts[-1] == whole["records"] == 2000
+    assert counts == sorted(counts) and 450 <= counts[0] <= 500  # a quarter, less each partition's split batch
+
+
+def test_stages_are_asked_for_as_k_of_n_and_only_of_segments(tmp_path):
+    from click.testing import CliRunner
+
+    from offset_audit.cli.main import main
+
+    for args, says in [
+        (["--stage", "3/2"], "--stage takes K/N with 1 <= K <= N, as 2/5, not '3/2'"),
+        (["--stage", "half"], "--stage takes K/N"),
+        (["--format", "parquet", "--stage", "1/2"], "--stage and --segment-bytes go with --format segments"),
+        (["--stage", "1/2", "--end-offsets", str(tmp_path / "e")], "give them without --stage"),
+    ]:
+        fmt = [] if "--format" in args else ["--format", "segments"]
+        result = CliRunner().invoke(main, ["generate", "--output", str(tmp_path / "d"), "--records", "10", *fmt, *args])
+        assert result.exit_code == 2 and says in result.output and result.output.count("\n") == 1, result.output

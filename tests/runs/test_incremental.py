@@ -1,7 +1,7 @@
 """audit --incremental against a full read of the same log: random logs of broker folders cut into runs at
 random offsets (transactions open across a cut, tombstones and group deletions, the cleaner compacting
-between runs, the topic recreated), each run's tables compared row for row with a full audit of the log as
-it stands then, at the same as_of."""
+between runs, the topic recreated, the log replaced, truncated or grown, with and without partition.metadata),
+each run's tables compared row for row with a full audit of the log as it stands then, at the same as_of."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
@@ -54,7 +55,8 @@ class Entry:
 
 @dataclass
 class Log:
-    """Each partition's batches by offset (a cleaner leaves gaps), and the topic's id."""
+    """Each partition's batches by offset (a cleaner leaves gaps), and the topic's id (written to each
+    folder's partition.metadata unless `metadata` is off, as brokers before 2.8 leave it)."""
 
     entries: dict[int, dict[int, Entry]] = field(default_factory=lambda: {p: {} for p in range(PARTITIONS)})
     topic_id: str = field(default_factory=lambda: uuid.uuid4().hex[:22])
@@ -64,6 +66,7 @@ class Log:
     open_txn: dict[str, tuple[int, int]] = field(default_factory=dict)
     settled_across_runs: int = 0
     cleaned: int = 0
+    metadata: bool = True
 
     def append(self, partition: int, entry: Entry) -> None:
         self.entries[partition][self.next_offset[partition]] = entry
@@ -77,7 +80,8 @@ class Log:
         for partition, entries in self.entries.items():
             folder = data_dir / f"{TOPIC}-{partition}"
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "partition.metadata").write_text(f"version: 0\ntopic_id: {self.topic_id}")
+            if self.metadata:
+                (folder / "partition.metadata").write_text(f"version: 0\ntopic_id: {self.topic_id}")
             offsets = sorted(entries)
             for start in range(0, len(offsets), segment_batches):
                 chunk = offsets[start : start + segment_batches]
@@ -90,6 +94,10 @@ class Log:
                         attributes = TRANSACTIONAL if e.producer >= 0 else 0
                         data += batch(offset, [(e.key, e.value, e.ts)], e.producer, attributes)
                 (folder / f"{chunk[0]:020d}.log").write_bytes(data)
+
+    def last_offsets(self) -> dict[int, int]:
+        """Each partition's last offset (a run that reads the log now reads up to there)."""
+        return {p: max(entries) for p, entries in self.entries.items() if entries}
 
     def clean(self, below: int, read_up_to: dict[int, int]) -> None:
         """The log cleaner over [0, below): drop ordinary records a later ordinary record of the same key
@@ -161,21 +169,28 @@ def test_incremental_runs_equal_a_full_read(spark, tmp_path, seed):
     runs = rng.randrange(2, 8) if seed else 20
     steps = rng.randrange(60, 160)
     read_up_to: dict[int, int] = {}
+    last_read: dict[int, int] = {}
     states, expected = [], []
     for run in range(runs):
         recreated = run and rng.random() < 0.12
         if recreated:  # the topic deleted and created again: offsets start over, under a new topic id
             log = Log()
-        expected.append("first" if not run else "reset" if recreated else "resumed")
         random_log_events(rng, log, max(1, steps // runs + rng.randrange(-3, 4)), day0=run * 3, run=run)
         if run and rng.random() < 0.5:
             log.clean(rng.randrange(1, 1 + max(log.next_offset.values())), read_up_to)
+        # The cleaner may have removed the batch a run read last (a later record of its key replaced it):
+        # the next run cannot find it again, and reads everything (inputs.last_read).
+        cleaned_away = not recreated and any(o not in log.entries[p] for p, o in last_read.items())
+        expected.append("first" if not run else "reset" if recreated or cleaned_away else "resumed")
         log.write(data_dir, segment_batches=rng.choice([3, 7, 50]))
         resumed = audit(spark, data_dir, state_out, "incremental")
         full = audit(spark, data_dir, tmp_path / f"full-{run}", None)
         states.append(resumed.report.state)
+        last_read = log.last_offsets()
         if recreated:  # the new topic id, or a partition with no segment yet
             assert "topic id changed" in resumed.report.state_reason or "partition" in resumed.report.state_reason
+        elif cleaned_away:
+            assert "the log is not the one the state was read from" in resumed.report.state_reason
         assert resumed.report.reconciles
         for name in TABLES:
             assert table(state_out, name) == table(tmp_path / f"full-{run}", name), (seed, run, name, states)
@@ -583,8 +598,8 @@ def test_history_of_an_audit_is_the_history_of_its_log_before_the_cleaner_ran(sp
             read_up_to = {}
         random_log_events(rng, log, 30, day0=run * 3, run=run)
         grow(whole, log)
-        if read_up_to:
-            log.clean(min(read_up_to.values()), read_up_to)
+        if read_up_to:  # behind the batch each partition's run read last, as behind the active segment
+            log.clean(min(read_up_to.values()) - 1, read_up_to)
         log.write(data_dir, segment_batches=rng.choice([3, 7]))
         report = audit(spark, data_dir, out, "incremental").report
         assert f"state/log: +{report.records_logged:,} records" in "\n".join(state_lines(report))
@@ -630,3 +645,262 @@ def test_history_of_an_audit_without_a_log_is_refused_in_one_sentence(no_spark, 
 
     with pytest.raises(UserError, match="holds no state/log: only audit --incremental keeps one"):
         kept_log(str(tmp_path))
+
+
+# The log a run resumes is the log it read (inputs.last_read) ------------------------------------------
+
+
+def more_records_than(old: Log, new: Log, rng: random.Random, day0: int, transactions: bool = True) -> Log:
+    """`new` grown with random acts until each partition `old` had records in holds more than it did: a
+    log that, by its offsets alone, reads as `old` grown."""
+    while any(new.next_offset[p] <= old.next_offset[p] for p in range(PARTITIONS) if old.entries[p]):
+        random_log_events(rng, new, 10, day0, 0, transactions)
+    return new
+
+
+def newest_run(output: Path) -> dict:
+    return max(DeltaTable(str(output / "runs")).to_pyarrow_table().to_pylist(), key=lambda r: r["started_at"])
+
+
+def test_a_replaced_log_without_partition_metadata_is_read_again_and_says_why(spark, tmp_path):
+    """The bug of issue 54: a log replaced by another with more records, in folders with no
+    partition.metadata, was taken for the same log grown."""
+    from offset_audit.outputs.audit_state import read_log
+
+    rng = random.Random(21)
+    data, out = tmp_path / "data", tmp_path / "out"
+    log = Log(metadata=False)
+    random_log_events(rng, log, 40, 0, 0)
+    log.write(data, 5)
+    audit(spark, data, out, "incremental")
+    replaced = more_records_than(log, Log(metadata=False), rng, 3)
+    replaced.write(data, 5)
+    result = audit(spark, data, out, "incremental")
+    reason = result.report.state_reason
+    assert result.report.state == "reset" and "the log is not the one the state was read from" in reason, reason
+    assert "last batch read (offset " in reason and "is another batch now" in reason, reason
+    assert state_lines(result.report)[0] == f"  state: read everything again, as {reason}"
+    assert (newest_run(out)["state"], newest_run(out)["state_reason"]) == ("reset", reason)
+    assert read_log(str(out)).generation == 2  # another log: state/log starts a new generation
+    audit(spark, data, tmp_path / "full", None)
+    for name in TABLES:
+        assert table(out, name) == table(tmp_path / "full", name), name
+
+
+def write_snapshot(folder: Path, rows: pa.Table) -> None:
+    import pyarrow.parquet as pq
+
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    pq.write_table(rows, folder / "part-00000.parquet", row_group_size=16)
+
+
+def test_a_replaced_kafka_source_snapshot_is_read_again_and_says_why(spark, tmp_path):
+    rng = random.Random(22)
+    snapshot, out = tmp_path / "snapshot", tmp_path / "out"
+    settings = load_settings(as_of=AS_OF)
+    log = Log()
+    random_log_events(rng, log, 40, 0, 0, transactions=False)
+    write_snapshot(snapshot, snapshot_rows(log, {}))
+    run_audit(spark, [str(snapshot)], str(out), settings, snapshot_id="s", keep_state="incremental")
+    replaced = more_records_than(log, Log(), rng, 3, transactions=False)
+    write_snapshot(snapshot, snapshot_rows(replaced, {}))
+    result = run_audit(spark, [str(snapshot)], str(out), settings, snapshot_id="s", keep_state="incremental")
+    reason = result.report.state_reason
+    assert result.report.state == "reset" and "the log is not the one the state was read from" in reason, reason
+    assert "is not the one read last (its timestamp, key or value differ)" in reason, reason
+    assert newest_run(out)["state_reason"] == reason
+    run_audit(spark, [str(snapshot)], str(tmp_path / "full"), settings, snapshot_id="s")
+    for name in TABLES:
+        assert table(out, name) == table(tmp_path / "full", name), name
+
+
+def test_a_log_generate_writes_in_stages_is_resumed_stage_after_stage_reading_only_the_new_records(spark, tmp_path):
+    import re
+
+    from click.testing import CliRunner
+
+    from offset_audit.cli.main import main
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    states, new, staged = [], [], [0]
+    for stage in ("1/3", "2/3", "3/3"):
+        args = ["generate", "--format", "segments", "--records", "1500", "--partitions", "3", "--seed", "4"]
+        written = CliRunner().invoke(main, [*args, "--segment-bytes", "8000", "--stage", stage, "--output", str(data)])
+        assert written.exit_code == 0, written.output
+        staged.append(int(re.search(r": ([\d,]+) records of", written.output).group(1).replace(",", "")))
+        report = audit(spark, data, out, "incremental").report
+        states.append(report.state)
+        new.append(report.records_read - report.records_carried)
+    assert states == ["first", "resumed", "resumed"]
+    assert new == [b - a for a, b in pairwise(staged)], (new, staged)
+    assert len(list(data.glob("*/*.log"))) > 3 * 3  # new segments rolled between the stages
+    audit(spark, data, tmp_path / "full", None)
+    for name in TABLES:
+        assert table(out, name) == table(tmp_path / "full", name), name
+
+
+def test_a_state_written_before_positions_named_the_last_record_read_is_read_again_once(spark, tmp_path):
+    from deltalake import write_deltalake
+
+    rng = random.Random(23)
+    data, out = tmp_path / "data", tmp_path / "out"
+    log = Log()
+    random_log_events(rng, log, 30, 0, 0)
+    log.write(data, 5)
+    audit(spark, data, out, "incremental")
+    # state/positions as the layout before (1) wrote it: without the last_* columns
+    positions = DeltaTable(str(out / "state/positions")).to_pyarrow_table()
+    positions = positions.drop_columns([n for n in positions.column_names if n.startswith("last_")])
+    positions = positions.set_column(
+        positions.column_names.index("state_format"), "state_format", pa.array([1] * positions.num_rows, pa.int32())
+    )
+    write_deltalake(str(out / "state/positions"), positions, mode="overwrite", schema_mode="overwrite")
+    states = []
+    for run in (1, 2):
+        random_log_events(rng, log, 10, run * 3, run)
+        log.write(data, 5)
+        report = audit(spark, data, out, "incremental").report
+        states.append((report.state, report.state_reason))
+    assert states == [("reset", "the state was written by an older version of this tool (state layout 1)"),
+                      ("resumed", None)]  # fmt: skip
+
+
+CHANGES = ("replace", "truncate", "recreate")
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_runs_over_a_log_grown_replaced_truncated_or_recreated_equal_a_full_read(spark, tmp_path, seed):
+    """Between runs the log grows, or is replaced by another one with more records under the same topic id
+    (a copy of another cluster's, say), or is cut back below what was read and written again (a replica
+    truncated), or is recreated under a new topic id; its folders have partition.metadata or not. Every
+    run's tables equal a full read's, and a run resumes exactly when the log is the one it read, grown."""
+    rng = random.Random(500 + seed)
+    data, out = tmp_path / "data", tmp_path / "incremental"
+    log = Log(metadata=rng.random() < 0.5)
+    random_log_events(rng, log, 40, 0, 0)
+    first, second = rng.sample(CHANGES, 2)
+    acts = ["first", first, "grow", second]
+    states, metadata = [], []
+    for run, act in enumerate(acts):
+        if act == "grow":
+            random_log_events(rng, log, rng.randrange(5, 25), run * 3, run)
+        elif act == "replace":
+            log = more_records_than(log, Log(topic_id=log.topic_id, metadata=rng.random() < 0.5), rng, run * 3)
+        elif act == "truncate":
+            for partition, last in log.last_offsets().items():
+                cut = rng.randrange(0, last + 1)
+                log.entries[partition] = {o: e for o, e in log.entries[partition].items() if o < cut}
+                log.next_offset[partition] = cut
+            log.open_txn.clear()
+            random_log_events(rng, log, rng.randrange(5, 30), run * 3, run)
+        elif act == "recreate":
+            log = Log(metadata=rng.random() < 0.5)
+            random_log_events(rng, log, rng.randrange(20, 60), run * 3, run)
+        metadata.append(log.metadata)
+        log.write(data, segment_batches=rng.choice([3, 7]))
+        report = audit(spark, data, out, "incremental").report
+        audit(spark, data, tmp_path / f"full-{run}", None)
+        states.append(report.state)
+        for name in TABLES:
+            assert table(out, name) == table(tmp_path / f"full-{run}", name), (seed, run, name, acts)
+    assert states == [{"first": "first", "grow": "resumed"}.get(a, "reset") for a in acts], (acts, metadata)
+
+
+# The check inside the decode tasks (Kafka-source snapshots, the live topic) ------------------------------
+
+
+def test_the_resume_filter_notes_the_last_record_read_and_the_record_at_each_probe():
+    from offset_audit.inputs.last_read import LastRow, record_digest
+    from offset_audit.inputs.resumed import ResumeFilter
+
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "source_partition": pa.array([0, 0, 0, 1], pa.int32()),
+            "source_offset": pa.array([4, 5, 6, 2], pa.int64()),
+            "record_timestamp_ms": pa.array([40, 50, 60, 20], pa.int64()),
+            "key": [b"a", b"b", b"c", b"d"],
+            "value": [b"x", None, b"z", b"w"],
+            "source_file": ["f0", "f0", "f1", "g"],
+            "source_position": pa.array([0, 70, 0, 9], pa.int64()),
+        }
+    )
+    seen = ResumeFilter({0: 6}, probes={0: 5, 1: 3})
+    assert seen.take(batch).column("source_offset").to_pylist() == [6, 2]
+    assert seen.last == {
+        0: LastRow("f1", 0, record_digest(60, b"c", b"z")),
+        1: LastRow("g", 9, record_digest(20, b"d", b"w")),
+    }
+    assert seen.probed == {0: {record_digest(50, b"b", None)}}  # partition 1 has no record at offset 3
+
+
+def test_a_record_not_found_where_it_was_read_last_is_another_log():
+    from offset_audit.inputs.last_read import LastRead, record_digest
+
+    digest = record_digest(50, b"b", None)
+    stored_state = StoredState(
+        {0: Position(0, 6, input_format="parquet", last_read=LastRead(record_digest=digest))},
+        3, 2, STATE_FORMAT, datetime.now(UTC), "r", {}, 0,
+    )  # fmt: skip
+    made = why(stored_state, input_format="parquet")
+    assert made.state == "resumed" and made.resume.probes == {0: 5} and made.resume.first_needed(0) == 5
+    check = check_ends(made)
+    check({0: 9}, {0: frozenset({digest})})
+    with pytest.raises(ReadAgain, match="partition 0's record at offset 5 is not the one read last"):
+        check({0: 9}, {0: frozenset({record_digest(50, b"b", b"")})})
+    with pytest.raises(ReadAgain, match=r"partition 0's last record read \(offset 5\) is not in the input any more"):
+        check({0: 9}, {})
+
+
+def test_a_state_without_the_record_read_last_cannot_be_checked_and_is_read_again():
+    made = why(stored({0: 10}, input_format="parquet"), input_format="parquet")
+    assert made.state == "reset" and "does not say which record of partition 0 it read last" in made.reason
+
+
+def test_the_live_topic_is_read_from_the_record_read_last_and_a_replaced_topic_again(spark, tmp_path, monkeypatch):
+    """--input-format kafka with Spark's Kafka source stood in for by a DataFrame of the topic's rows from
+    the starting offsets asked (as failOnDataLoss=false reads them: from the next offset there is), and the
+    Admin API by the topic's partitions. tests/runs/test_live_incremental.py runs the same against a broker,
+    without replacing its topic."""
+    import offset_audit.inputs.dump as dump
+    import offset_audit.inputs.kafka_topic as kafka_topic
+
+    topic: dict[str, pa.Table] = {}
+    asked: list[dict[int, int] | None] = []
+
+    def read_kafka(session, settings, starting=None):
+        asked.append(starting)
+        rows = [r for r in topic["rows"].to_pylist() if r["offset"] >= (starting or {}).get(r["partition"], 0)]
+        ddl = (
+            "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+        )
+        return session.createDataFrame(rows, ddl)
+
+    monkeypatch.setattr(dump, "read_kafka", read_kafka)
+    partitions = list(range(PARTITIONS))
+    facts = kafka_topic.TopicFacts(partitions, dict.fromkeys(partitions, 0), None, None)
+    monkeypatch.setattr(kafka_topic, "topic_facts", lambda *_a, **_k: facts)
+    monkeypatch.setattr(kafka_topic, "cluster_id", lambda *_a, **_k: None)
+    settings = load_settings(as_of=AS_OF, input_format="kafka", bootstrap_servers="stand-in:9092")
+    rng = random.Random(24)
+    log = Log()
+    states = []
+    for act in ("first", "grow", "replace"):
+        if act == "grow":
+            random_log_events(rng, log, 20, 3, 1, transactions=False)
+        elif act != "first":
+            log = more_records_than(log, Log(), random.Random(25), 6, transactions=False)
+        else:
+            random_log_events(rng, log, 40, 0, 0, transactions=False)
+        before = read_state(str(tmp_path / "out"))
+        topic["rows"] = snapshot_rows(log, {})
+        report = run_audit(spark, [], str(tmp_path / "out"), settings, snapshot_id="s", keep_state="incremental").report
+        states.append((report.state, report.state_reason))
+        if act == "grow":  # from each partition's record read last
+            assert asked[-1] == {p: position.next_offset - 1 for p, position in before.positions.items()}
+        run_audit(spark, [], str(tmp_path / f"full-{act}"), settings, snapshot_id="s")
+        for name in TABLES:
+            assert table(tmp_path / "out", name) == table(tmp_path / f"full-{act}", name), (act, name)
+    assert [s for s, _ in states] == ["first", "resumed", "reset"], states
+    assert "the log is not the one the state was read from" in states[-1][1]

@@ -66,6 +66,23 @@ from offset_audit.escaping import terminal
     help="with --format segments: records per batch (the coordinator writes most records one per batch).",
 )
 @click.option(
+    "--segment-bytes",
+    default=None,
+    type=click.IntRange(min=1),
+    metavar="BYTES",
+    help="with --format segments: roll a new segment file where one would pass this many bytes, as the broker "
+    "does at the topic's segment.bytes (default 104857600, __consumer_offsets' own).",
+)
+@click.option(
+    "--stage",
+    default=None,
+    metavar="K/N",
+    help="with --format segments: write the log as it stood at stage K of N as it grew: each partition's records "
+    "among the first K/N of the dump's, whole batches only, in the same segment files as the whole log (the "
+    "earlier ones byte for byte, the last one shorter, the later ones not yet rolled). Write the stages one after "
+    "the other into one --output to try audit --incremental on a log that grows (docs/incremental.md).",
+)
+@click.option(
     "--end-offsets",
     "end_offsets_file",
     default=None,
@@ -101,6 +118,8 @@ def generate(
     cluster_records: int | None,
     compression: str,
     batch_records: int,
+    segment_bytes: int | None,
+    stage: str | None,
     end_offsets_file: str | None,
     start_offsets_file: str | None,
     cluster_id: str | None,
@@ -114,6 +133,11 @@ def generate(
     from offset_audit.generator.writers import snapshot_to_segments, write_meta_properties
 
     offsets_files = {"end_offsets": end_offsets_file, "start_offsets": start_offsets_file}
+    stage_of = _stage(stage) if stage is not None else None
+    if output_format != "segments" and (stage is not None or segment_bytes is not None):
+        raise UserError("--stage and --segment-bytes go with --format segments (a broker's data directory)")
+    if stage_of is not None and (end_offsets_file or start_offsets_file):
+        raise UserError("--end-offsets and --start-offsets tell of the whole log; give them without --stage")
     if cluster_id is not None:
         from offset_audit.settings import check_cluster_name
 
@@ -144,11 +168,19 @@ def generate(
                 snapshot, records, seed=seed, corrupt=corrupt, partitions=partitions, topic_scale=topic_scale,
                 **offsets_files,
             )  # fmt: skip
-            written = snapshot_to_segments(snapshot, output, batch_records, compression)
+            written = snapshot_to_segments(snapshot, output, batch_records, compression, segment_bytes, stage=stage_of)
         if cluster_id is not None:
             write_meta_properties(output, cluster_id)
         codec = "uncompressed" if compression == "none" else f"{compression}-compressed"
         where = f"({written['segments']} segment files, {codec} batches)"
+        if stage_of is not None:
+            k, n = stage_of
+            click.echo(
+                f"wrote stage {k}/{n} of a {result['records']:,}-record log: {written['records']:,} records of "
+                f"{result['groups']:,} groups in {result['partitions']} __consumer_offsets partitions to "
+                f"{terminal(output)} {where}"
+            )
+            return
     click.echo(
         f"wrote {result['records']:,} records of {result['groups']:,} groups in {result['partitions']} "
         f"__consumer_offsets partitions to {terminal(output)} {where}"
@@ -156,3 +188,11 @@ def generate(
     for path in (end_offsets_file, start_offsets_file):
         if path:
             click.echo(f"wrote the offsets of {result['offset_partitions']:,} topic partitions to {terminal(path)}")
+
+
+def _stage(text: str) -> tuple[int, int]:
+    """--stage's K/N."""
+    k, _, n = text.partition("/")
+    if not (k.strip().isdigit() and n.strip().isdigit()) or not 1 <= int(k) <= int(n):
+        raise UserError(f"--stage takes K/N with 1 <= K <= N, as 2/5, not '{terminal(text)}'")
+    return int(k), int(n)

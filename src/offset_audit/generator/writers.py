@@ -6,6 +6,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
@@ -91,12 +92,17 @@ def snapshot_to_segments(
     compression: str = "none",
     segment_bytes: int | None = None,
     topic: str = K.OFFSETS_TOPIC,
+    stage: tuple[int, int] | None = None,
 ) -> dict[str, int]:
     """Rewrite a Kafka-source snapshot as a broker's data directory: `<topic>-N/*.log` (the snapshot's
     records of one internal topic: __consumer_offsets, or __share_group_state).
 
     The coordinator appends most records one batch each, so `batch_records` defaults to 1; larger
-    batches (and compression) show how the reader copes with other producers' shapes."""
+    batches (and compression) show how the reader copes with other producers' shapes.
+
+    `stage` (k, n): the log as it stood when the first k/n of the snapshot's records (in the order they
+    were written) were in (`stage_cuts`), so that stage after stage written into one folder grows as a
+    broker's log does."""
     from offset_audit.inputs.segments.writer import SEGMENT_BYTES, write_partition
 
     files = sorted(Path(snapshot).glob("part-*.parquet"))
@@ -117,13 +123,40 @@ def snapshot_to_segments(
                 strict=True,
             )
 
+    cuts = stage_cuts(files, stage, batch_records) if stage is not None else None
     segments = 0
     for partition in partitions:
         folder = Path(output) / f"{topic}-{partition}"
-        segments += len(
-            write_partition(folder, records_of(partition), batch_records, compression, segment_bytes or SEGMENT_BYTES)
-        )
-    return {"partitions": len(partitions), "segments": segments}
+        kept = records_of(partition) if cuts is None else islice(records_of(partition), cuts.get(partition, 0))
+        segments += len(write_partition(folder, kept, batch_records, compression, segment_bytes or SEGMENT_BYTES))
+    records = sum(cuts.values()) if cuts is not None else sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    return {"partitions": len(partitions), "segments": segments, "records": records}
+
+
+def stage_cuts(files: list[Path], stage: tuple[int, int], batch_records: int) -> dict[int, int]:
+    """How many records of each partition stage k of n holds: those among the first k/n of the snapshot's
+    records, in the order they were written (its part files in order; a generated partition's offsets
+    follow that order), less the records of a batch the cut would split. Batches run as `batch_runs`
+    makes them for the whole log, so each stage's batches are the whole log's first ones, byte for byte:
+    a broker appends whole batches and never rewrites one to grow it."""
+    from offset_audit.inputs.segments.writer import batch_runs
+
+    k, n = stage
+    tables = [pq.read_table(f, columns=["partition", "offset"]) for f in files]
+    written = pa.concat_tables(tables) if tables else pa.table({"partition": pa.array([], pa.int32())})
+    first = written.slice(0, written.num_rows * k // n)
+    counts = first.group_by("partition").aggregate([([], "count_all")]).to_pylist()
+    cuts = {}
+    for row in counts:
+        partition, wanted = row["partition"], row["count_all"]
+        offsets = written.filter(pc.equal(written.column("partition"), partition)).column("offset").to_pylist()
+        whole = 0
+        for _, run in batch_runs(((o, None, None, 0) for o in offsets), batch_records):
+            if whole + len(run) > wanted:
+                break
+            whole += len(run)
+        cuts[partition] = whole
+    return cuts
 
 
 def write_meta_properties(data_dir: str, cluster_id: str, node_id: int = 1) -> None:

@@ -15,6 +15,8 @@
     overlapping     several inputs that may hold the same partitions, or of several formats, merged
     resumed         an incremental audit's input: the records its state carries and those past its
                     positions (segment files below them unopened), and what the input shows of them
+    last_read       what identifies the last record an incremental run read of a partition (its batch
+                    header, or a digest of the record), and finding it again before the next run reads on
     segments/       log segment files (magic 0/1/2, CRCs, codecs) read byte-exactly; a segment writer
     textdumps/      kafka-dump-log and console-consumer text turned back into the records' bytes
     transactions    COMMIT/ABORT markers: each transactional record committed, aborted or pending

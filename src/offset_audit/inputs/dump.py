@@ -306,7 +306,8 @@ def resumed_source(spark: SparkSession, inputs: list[str], settings: Settings, r
     """An incremental audit's input (`inputs.resumed`): the records its state carries and the input's
     records from each partition's position on. Broker folders open no segment file that lies wholly
     below its position; snapshot pieces skip the row groups their footers show to lie below it; the
-    live topic is read from the positions. The records counted are the carried and the new ones."""
+    live topic is read from the positions (from the last record read, where that is looked for again).
+    The records counted are the carried and the new ones."""
     settings = resolved(settings, inputs)
     storage = for_settings(settings)
     topic = settings.input.topic
@@ -319,7 +320,9 @@ def resumed_source(spark: SparkSession, inputs: list[str], settings: Settings, r
         pieces = resumed_pieces(source_pieces(inputs, settings.input.format, storage=storage), resume)
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
     if settings.input.format == "kafka":
-        new = to_raw_records(read_kafka(spark, settings, resume.floors))
+        # From each partition's last record read, which the decode tasks find again (`Resume.probes`).
+        starting = {p: resume.first_needed(p) for p in resume.floors}
+        new = to_raw_records(read_kafka(spark, settings, starting))
     else:
         new = to_raw_records(read_kafka_source(spark, inputs, settings.input.format, storage))
     return carried_frame(spark, new, resume, topic)

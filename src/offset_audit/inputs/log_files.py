@@ -189,6 +189,8 @@ def by_partition(units: list[LogFile]) -> list[PartitionFiles]:
 
 # What the decode stage takes from a labelled log-file batch (see offset_audit.decoding.decoder.RAW_COLUMNS).
 _RAW = ("source_partition", "source_offset", "record_timestamp_ms", "key", "value")
+# Where a raw record's batch sits in the input (LOG_RECORD_SCHEMA's columns): file and byte position.
+LOCATION = ("source_file", "source_position")
 
 
 def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_topic: bool = False) -> pa.RecordBatch:
@@ -210,6 +212,11 @@ def to_raw_batch(batch: pa.RecordBatch, markers: transactions.Markers, other_top
     # The producer settles a pending record: an incremental audit carries it to the next run's markers.
     columns.append(batch.column("producer_id"))
     names.append("producer_id")
+    # Where each record's batch is: an incremental audit keeps the last one it read, to find it again
+    # (`inputs.last_read`); the decode tasks drop these first (`resumed.unlocated`).
+    for name in LOCATION:
+        columns.append(batch.column(name))
+        names.append(name)
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 

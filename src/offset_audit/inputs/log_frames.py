@@ -11,7 +11,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.inputs import transactions
-from offset_audit.inputs.log_files import SEGMENTS, LogFile, PartitionFiles, by_partition, read_raw
+from offset_audit.inputs.log_files import LOCATION, SEGMENTS, LogFile, PartitionFiles, by_partition, read_raw
 from offset_audit.inputs.parquet_files import read_units
 from offset_audit.inputs.partition_folders import partition_raw
 
@@ -29,7 +29,7 @@ def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactio
 
     def labelled(topic: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
         topics = pa.array([topic] * batch.num_rows, pa.string())
-        return batch.drop_columns(["other_topic"]).append_column("source_topic", topics)
+        return batch.drop_columns(["other_topic", *LOCATION]).append_column("source_topic", topics)
 
     if units and units[0].input_format == SEGMENTS:
 

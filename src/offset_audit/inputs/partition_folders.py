@@ -42,7 +42,7 @@ def partition_raw(
 ) -> Iterator[tuple[str | None, pa.RecordBatch]]:
     """`read_partition_raw`'s batches, each with the topic its folder names; first, with `carried`, an
     incremental audit's records of this partition (`inputs.resumed`), settled by the same markers."""
-    sets = [[log_loader.plan(files, _next_offset) for files in folders] for folders in copy_sets(group.files)]
+    sets = [[log_loader.plan(files, swap_next_offset) for files in folders] for folders in copy_sets(group.files)]
     rows = [
         row
         for plans in sets
@@ -77,7 +77,7 @@ def copy_sets(files: tuple[LogFile, ...]) -> list[list[list[LogFile]]]:
     return [list(folders.values()) for folders in sets.values()]
 
 
-def _next_offset(unit: LogFile) -> int:
+def swap_next_offset(unit: LogFile) -> int:
     """The offset after a swap file's last record (LogSegment.readNextOffset), its base offset when it
     holds none."""
     last = None

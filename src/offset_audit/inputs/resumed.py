@@ -26,7 +26,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.kafka_source import Piece, read_piece
-from offset_audit.inputs.log_files import LogFile, PartitionFiles
+from offset_audit.inputs.last_read import RECORD_FIELDS, LastRow, record_digest
+from offset_audit.inputs.log_files import LOCATION, LogFile, PartitionFiles
 from offset_audit.layouts.tables import table_schema
 from offset_audit.storage import LOCAL, Storage, parent
 
@@ -43,14 +44,24 @@ LOG_SCHEMA = _LOG.remove(_LOG.get_field_index(LOG_GENERATION))
 
 @dataclass(frozen=True)
 class Resume:
-    """What the run resumes from: each partition's position, and the files of its carried records."""
+    """What the run resumes from: each partition's position, the files of its carried records, and the
+    offset of the last record read of each partition whose record the decode tasks find again (`probes`:
+    Kafka-source snapshots and the live topic; broker folders are checked before Spark starts)."""
 
     floors: dict[int, int]
     record_files: dict[int, tuple[str, ...]] = field(default_factory=dict)
     storage: Storage = LOCAL
+    probes: dict[int, int] = field(default_factory=dict)
 
     def floor(self, partition: int | None) -> int:
         return 0 if partition is None else self.floors.get(partition, 0)
+
+    def first_needed(self, partition: int | None) -> int:
+        """The lowest offset the run reads of a partition: its last record read, where that is looked for
+        again, else its position."""
+        if partition is not None and partition in self.probes:
+            return self.probes[partition]
+        return self.floor(partition)
 
 
 @dataclass(frozen=True)
@@ -185,8 +196,9 @@ def read_carried(unit: CarriedPartition) -> Iterator[pa.RecordBatch]:
 
 def resumed_pieces(pieces: list[Piece], resume: Resume) -> list[Piece]:
     """The snapshot's pieces less the row groups that hold only records below the positions, as their
-    footers' statistics show: every offset below the lowest position of the partitions they span. (A
-    file of many partitions whose offsets differ widely is read, and its old records dropped as read.)"""
+    footers' statistics show: every offset below the lowest position of the partitions they span (the
+    last record read of each is kept, to be found again). (A file of many partitions whose offsets differ
+    widely is read, and its old records dropped as read.)"""
     kept = []
     for piece in pieces:
         metadata = pq.ParquetFile(piece.storage.parquet_source(piece.path)).metadata
@@ -203,7 +215,7 @@ def resumed_pieces(pieces: list[Piece], resume: Resume) -> list[Piece]:
                 and part.has_min_max
                 and off.has_min_max
                 and part.max - part.min < 1 << 16
-                and off.max < min(resume.floor(p) for p in range(int(part.min), int(part.max) + 1))
+                and off.max < min(resume.first_needed(p) for p in range(int(part.min), int(part.max) + 1))
             ):
                 continue
             groups.append(index)
@@ -230,11 +242,16 @@ def carried_units(resume: Resume) -> list[CarriedPartition]:
 class ResumeFilter:
     """Inside a decode task: drops the new records below their partition's position, and notes how far
     each partition's records reach (`ends`: the offset after the last record read, before the drop,
-    so a log whose offsets went backwards shows) and how many carried records went through."""
+    so a log whose offsets went backwards shows), the last record read of each (`last`: what the next run
+    finds again), the records at the `probes` offsets (`probed`: the digest of each found, the check of
+    the run before's last record) and how many carried records went through."""
 
-    def __init__(self, floors: dict[int, int]) -> None:
+    def __init__(self, floors: dict[int, int], probes: dict[int, int] | None = None) -> None:
         self.floors = floors
+        self.probes = probes or {}
         self.ends: dict[int, int] = {}
+        self.last: dict[int, LastRow] = {}
+        self.probed: dict[int, set[str]] = {}
         self.carried = 0
 
     def take(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -268,9 +285,16 @@ class ResumeFilter:
         if known.any():
             for partition in np.unique(parts[known]).tolist():
                 mine = known & (parts == partition)
-                top = int(offs[mine].max()) + 1
+                rows = np.flatnonzero(mine)
+                at = int(rows[np.argmax(offs[rows])])
+                top = int(offs[at]) + 1
                 if top > self.ends.get(partition, -1):
                     self.ends[partition] = top
+                    self.last[partition] = last_row(batch, at)
+                probe = self.probes.get(partition)
+                if probe is not None:
+                    for hit in np.flatnonzero(mine & (offs == probe)).tolist():
+                        self.probed.setdefault(partition, set()).add(last_row(batch, hit).record_digest)
                 floor = self.floors.get(partition, 0)
                 if floor:
                     keep &= ~(mine & (offs < floor))
@@ -288,8 +312,26 @@ class ResumeFilter:
         return batch if keep.all() else batch.filter(pa.array(keep))
 
 
+def last_row(batch: pa.RecordBatch, at: int) -> LastRow:
+    """What a task keeps of the record at row `at`: where its batch is, when the rows say (broker
+    folders), and the digest of the record."""
+    names = batch.schema.names
+
+    def value(name: str):
+        return batch.column(name)[at].as_py() if name in names else None
+
+    return LastRow(value("source_file"), value("source_position"), record_digest(*map(value, RECORD_FIELDS)))
+
+
 def unmarked(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.drop_columns([CARRIED]) if CARRIED in batch.schema.names else batch
+
+
+def unlocated(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch without where its records are in the input (`log_files.LOCATION`), once noted: the
+    decoder does not need them, nor the compaction of every record of a key to hold them."""
+    located = [name for name in LOCATION if name in batch.schema.names]
+    return batch.drop_columns(located) if located else batch
 
 
 @dataclass(frozen=True)
@@ -382,6 +424,8 @@ class InputFacts:
     cleaned_to: dict[int, int] | None = None
     # Whether the partitions listed are all the topic has (a live cluster), not only those given.
     whole_topic: bool = False
+    # Broker folders: each partition's segment files, where the last batch read is looked for again.
+    segments: dict[int, tuple[LogFile, ...]] = field(default_factory=dict)
 
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -391,8 +435,9 @@ META_PROPERTIES = "meta.properties"
 def folder_facts(groups: list[PartitionFiles], topic: str, storage: Storage = LOCAL) -> InputFacts:
     """Broker folders: each partition's first segment's base offset (its log start once the loader
     has run), its folder's topic id, and from the data directory holding it the cluster id
-    (meta.properties; of every data directory given, which a run of one cluster's brokers shares) and how
-    far the cleaner got (cleaner-offset-checkpoint), reference 4.5."""
+    (meta.properties; of every data directory given, which a run of one cluster's brokers shares), how
+    far the cleaner got (cleaner-offset-checkpoint), reference 4.5, and its segment files, where the last
+    batch read is found again (`inputs.last_read`)."""
     log_starts: dict[int, int] = {}
     topic_ids: dict[int, str] = {}
     data_dirs: set[str] = set()
@@ -418,7 +463,10 @@ def folder_facts(groups: list[PartitionFiles], topic: str, storage: Storage = LO
     clusters = {c for c in map(partial(_cluster_id, storage=storage), sorted(data_dirs)) if c is not None}
     partitions = tuple(sorted(g.partition for g in groups if g.partition is not None))
     cluster_id = ",".join(sorted(clusters)) if clusters else None
-    return InputFacts(partitions, log_starts, topic_ids, cluster_id, cleaned)
+    segments = {
+        g.partition: tuple(f for f in g.files if f.topic in (None, topic)) for g in groups if g.partition is not None
+    }
+    return InputFacts(partitions, log_starts, topic_ids, cluster_id, cleaned, segments=segments)
 
 
 def _cluster_id(data_dir: str, storage: Storage) -> str | None:

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit.errors import UserError
+from offset_audit.inputs.last_read import BatchHeader, LastRead
 from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, LogFloors
 from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
@@ -47,8 +48,9 @@ RECORDS = f"{STATE}/records"
 POSITIONS = f"{STATE}/positions"
 LOG = f"{STATE}/log"
 # Raised when the state's layout changes: a run refuses a state of a newer layout and reads one of an
-# older layout again from the start.
-STATE_FORMAT = 1
+# older layout again from the start. 2: positions say what identifies the last record read (last_batch_*,
+# last_record_digest), which a state of layout 1 cannot be checked by.
+STATE_FORMAT = 2
 LOCK_FILE = ".lock"
 STATE_TABLES = (RECORDS, POSITIONS, LOG)
 
@@ -72,6 +74,8 @@ class Position:
     cluster_id: str | None = None
     input_format: str | None = None
     newest_record_ms: int | None = None
+    # What identifies the last record read (offset next_offset - 1), for the next run to find again.
+    last_read: LastRead | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,7 @@ def read_state(output: str, storage: Storage = LOCAL) -> StoredState | None:
             r["cluster_id"],
             r["input_format"],
             r["newest_record_ms"],
+            _last_read(r),
         )
         for r in rows
     }
@@ -151,6 +156,35 @@ def read_state(output: str, storage: Storage = LOCAL) -> StoredState | None:
         record_files,
         records,
     )
+
+
+def _last_read(row: dict) -> LastRead | None:
+    """A positions row's last record read; None in a state of layout 1, which has no such columns."""
+    batch = None
+    if row.get("last_batch_crc") is not None:
+        batch = BatchHeader(
+            row["last_batch_base_offset"],
+            row["last_batch_last_offset"],
+            row["last_batch_crc"],
+            row["last_batch_leader_epoch"],
+            row["last_batch_segment"] or "",
+            row["last_batch_position"] or 0,
+        )
+    digest = row.get("last_record_digest")
+    return LastRead(batch, digest) if batch is not None or digest is not None else None
+
+
+def _last_read_columns(last: LastRead | None) -> dict:
+    batch = last.batch if last is not None else None
+    return {
+        "last_batch_base_offset": batch.base_offset if batch else None,
+        "last_batch_last_offset": batch.last_offset if batch else None,
+        "last_batch_crc": batch.crc if batch else None,
+        "last_batch_leader_epoch": batch.leader_epoch if batch else None,
+        "last_batch_segment": batch.segment if batch else None,
+        "last_batch_position": batch.position if batch else None,
+        "last_record_digest": last.record_digest if last is not None else None,
+    }
 
 
 class StateMergedMeanwhile(Exception):
@@ -190,6 +224,7 @@ def write_positions(
             "cluster_id": p.cluster_id,
             "input_format": p.input_format,
             "newest_record_ms": p.newest_record_ms,
+            **_last_read_columns(p.last_read),
             "records_version": records_version,
             "state_format": STATE_FORMAT,
             "run_id": run_id,
@@ -207,7 +242,8 @@ def write_positions(
             write_deltalake(path, table, mode="error", configuration=TABLE_PROPERTIES, storage_options=options)
         else:
             base = DeltaTable(path, version=read_version, storage_options=options)
-            write_deltalake(base, table, mode="overwrite")
+            # A state of an older layout is read again whole and its positions replaced in this one's.
+            write_deltalake(base, table, mode="overwrite", schema_mode="overwrite")
     except CommitFailedError as err:
         raise StateMergedMeanwhile from err
     except Exception as err:  # delta-rs: "table already exists" for mode error

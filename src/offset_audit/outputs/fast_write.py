@@ -38,6 +38,7 @@ from offset_audit.decoding.decoder import (
 from offset_audit.decoding.fast_commits import key_types
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
+from offset_audit.inputs.last_read import LastRow
 from offset_audit.inputs.resumed import (
     LOG_SCHEMA,
     LogFloors,
@@ -45,6 +46,7 @@ from offset_audit.inputs.resumed import (
     carry_table,
     logged_rows,
     pending_rows,
+    unlocated,
     unmarked,
 )
 from offset_audit.layouts.codec import RecordCodec
@@ -62,13 +64,14 @@ STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
 # What each task reports back, one small row each: its files, its record counts, how many raw records
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
 # epoch milliseconds in `rows`) and the count of each source note (kind "note", the note in `table_name`);
-# for an incremental audit also how far each partition's records reach (kind "end") and how many
-# carried records it decoded (kind "carried"), its file of records to carry (table_name CARRY) and its
-# file of records for state/log (table_name LOG).
+# for an incremental audit also how far each partition's records reach and its last record read (kind
+# "end": where its batch is, and its digest), the digest of each record found at a probe offset (kind
+# "probe"), how many carried records it decoded (kind "carried"), its file of records to carry
+# (table_name CARRY) and its file of records for state/log (table_name LOG).
 TASK_REPORT = parse_type(
     "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
     "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
-    "source_partition:int,end_offset:bigint>"
+    "source_partition:int,end_offset:bigint,source_file:string,source_position:bigint,record_digest:string>"
 )
 CARRY = "_carry"
 LOG = "_log"
@@ -188,7 +191,7 @@ def _decode_and_write(
         commits = "offset_commits"
         files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
-    kept_apart = ResumeFilter(resume.floors) if resume is not None else None
+    kept_apart = ResumeFilter(resume.floors, resume.probes) if resume is not None else None
     log_file = None
     if resume is not None and resume.log is not None:
         log_file = _TableFile(join(resume.log_dir, f"{prefix}.parquet"), LOG_SCHEMA, storage)
@@ -218,6 +221,7 @@ def _decode_and_write(
             batch = unmarked(batch)
             if (held := pending_rows(batch)) is not None:
                 pending.append(held)
+        batch = unlocated(batch)
         read += batch.num_rows
         notes.update(source_notes(batch))  # before compaction: superseded records count too
         if latest is not None:
@@ -273,13 +277,14 @@ def _decode_and_write(
 @dataclass(frozen=True)
 class Resumed:
     """An incremental audit's part in the decode tasks: each partition's position, the folder the
-    tasks leave their records to carry in, and what they append to state/log and where (None: no log
-    is kept)."""
+    tasks leave their records to carry in, what they append to state/log and where (None: no log
+    is kept), and the offsets of the records they look for again (`Resume.probes`)."""
 
     floors: dict[int, int]
     carry_dir: str
     log: LogFloors | None = None
     log_dir: str | None = None
+    probes: dict[int, int] = field(default_factory=dict)
 
 
 def _carry(
@@ -288,7 +293,20 @@ def _carry(
     """A task's report of how far each partition reached, and its file of records to carry: its last
     record of each key (with the key they replace each other under) and its pending ones."""
     report: list[dict] = [{"kind": "carried", "rows": kept_apart.carried}]
-    report += [{"kind": "end", "source_partition": p, "end_offset": e} for p, e in sorted(kept_apart.ends.items())]
+    for partition, end in sorted(kept_apart.ends.items()):
+        last_row = kept_apart.last[partition]
+        report.append(
+            {
+                "kind": "end",
+                "source_partition": partition,
+                "end_offset": end,
+                "source_file": last_row.source_file,
+                "source_position": last_row.source_position,
+                "record_digest": last_row.record_digest,
+            }
+        )
+    for partition, digests in sorted(kept_apart.probed.items()):
+        report += [{"kind": "probe", "source_partition": partition, "record_digest": d} for d in sorted(digests)]
     parts = []
     if last is not None and last.num_rows:
         parts.append(carry_table(last).append_column(RAW_KEY, last.column(RAW_KEY)))
@@ -319,6 +337,9 @@ class DecodedFiles:
     ends: dict[int, int] = field(default_factory=dict)
     carry_files: list[str] = field(default_factory=list)
     log_files: list[DataFile] = field(default_factory=list)
+    # Each partition's last record read, and the digests of the records found at the probe offsets.
+    last_rows: dict[int, LastRow] = field(default_factory=dict)
+    probed: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 def decode_to_files(
@@ -381,6 +402,8 @@ def decode_to_files(
     notes: Counter = Counter()
     read = 0
     carried, ends, carry_files, log_files = 0, {}, [], []
+    last_rows: dict[int, LastRow] = {}
+    probed: dict[int, frozenset[str]] = {}
     for row in reports:
         if row.kind == "file" and row.table_name == CARRY:
             carry_files.append(row.path)
@@ -389,7 +412,12 @@ def decode_to_files(
         elif row.kind == "carried":
             carried += row.rows
         elif row.kind == "end":
-            ends[row.source_partition] = max(ends.get(row.source_partition, 0), row.end_offset)
+            partition = row.source_partition
+            if partition not in last_rows or row.end_offset > ends[partition]:
+                last_rows[partition] = LastRow(row.source_file, row.source_position, row.record_digest)
+            ends[partition] = max(ends.get(partition, 0), row.end_offset)
+        elif row.kind == "probe":
+            probed[row.source_partition] = probed.get(row.source_partition, frozenset()) | {row.record_digest}
         elif row.kind == "file":
             files[row.table_name].append(DataFile(row.path, row.rows, row.size))
         elif row.kind == "newest":
@@ -403,7 +431,7 @@ def decode_to_files(
                 row.rows
             )
     stamp = datetime_of(newest)
-    return DecodedFiles(counts, files, stamp, notes, read, carried, ends, carry_files, log_files)
+    return DecodedFiles(counts, files, stamp, notes, read, carried, ends, carry_files, log_files, last_rows, probed)
 
 
 def commit_decoded(

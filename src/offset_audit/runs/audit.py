@@ -179,6 +179,7 @@ def audit_with_state(
                         log,
                         state.decoded.log_files,
                         report,
+                        state.decoded.last_rows,
                     )
                     if why_not is not None:
                         report.state_reason = why_not

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved, resumed_source
+from offset_audit.inputs.last_read import LastRow
 from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.outputs.delta import DataFile, TableWriter, write_delta
 from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
@@ -56,6 +57,8 @@ class Decoded:
     carry_files: list[str] = field(default_factory=list)
     # Its files for state/log, not yet committed (`log` of decode_dump).
     log_files: list[DataFile] = field(default_factory=list)
+    # Each partition's last record read, for the next run to find again (`inputs.last_read`).
+    last_rows: dict[int, LastRow] = field(default_factory=dict)
 
 
 def decode_dump(
@@ -69,7 +72,7 @@ def decode_dump(
     compact_commits_to: str | None = None,
     resume: Resume | None = None,
     carry_to: str | None = None,
-    check: Callable[[dict[int, int]], None] | None = None,
+    check: Callable[[dict[int, int], dict[int, frozenset[str]]], None] | None = None,
     log: LogFloors | None = None,
     log_dir: str | None = None,
     source: DataFrame | FileUnits | None = None,
@@ -82,7 +85,8 @@ def decode_dump(
     every task decode only its last record of each key and write its commits to that folder instead of
     offset_commits, which is then committed empty. `carry_to` (an incremental audit, with
     `compact_commits_to`; `resume` when it resumes from a state) makes the tasks leave there what the
-    next run carries; `check` sees how far each partition's records reached before anything is committed;
+    next run carries; `check` sees how far each partition's records reached, and the digests of the records
+    found where the run before read last (`Resume.probes`), before anything is committed;
     `log` (with `carry_to`) makes them write what state/log takes into files under `log_dir`. `source`
     (direct route) is read instead of `inputs`: records the tool kept (history --audit).
     """
@@ -121,7 +125,13 @@ def decode_dump(
             commit_buckets=COMMIT_BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism,
             resume=None
             if carry_to is None
-            else Resumed(resume.floors if resume is not None else {}, carry_to, log, log_dir),
+            else Resumed(
+                resume.floors if resume is not None else {},
+                carry_to,
+                log,
+                log_dir,
+                resume.probes if resume is not None else {},
+            ),
         )
         report.records_read = result.records_read if known is None else known
         report.records_carried = result.carried
@@ -130,9 +140,13 @@ def decode_dump(
         report.bytes_skipped = bytes_skipped(result.files["quarantine"], storage)
         check_reconciles(report)  # nothing is committed unless every record is accounted for
         if check is not None:
-            check(result.ends)
+            check(result.ends, result.probed)
         decoded = Decoded(
-            result.newest_record, ends=result.ends, carry_files=result.carry_files, log_files=result.log_files
+            result.newest_record,
+            ends=result.ends,
+            carry_files=result.carry_files,
+            log_files=result.log_files,
+            last_rows=result.last_rows,
         )
         if compact_commits_to is not None:
             decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]

@@ -17,6 +17,7 @@ from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
 from offset_audit.inputs import log_files
 from offset_audit.inputs.dump import input_paths, log_units, resolved
+from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
 from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, folder_facts, segments_to_open
 from offset_audit.outputs.audit_state import (
     LOG,
@@ -49,8 +50,8 @@ RESUMABLE = (log_files.SEGMENTS, "parquet", "delta", "kafka")
 
 
 class ReadAgain(Exception):
-    """Found while reading: the log is not the one the state was read from (its offsets went backwards);
-    the run reads everything instead, as a new generation of state/log."""
+    """Found while reading: the log is not the one the state was read from (its offsets went backwards, or
+    the record read last is not there); the run reads everything instead, as a new generation of state/log."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,9 @@ def plan(
     now: datetime | None = None,
 ) -> Plan:
     """Resume, or read everything and say why; refuse (UserError) where reading everything would be
-    wrong too: a state of another cluster, or of a newer layout."""
+    wrong too: a state of another cluster, or of a newer layout. A log that is not the one the state was
+    read from (its topic id changed, or the batch read last is not there) starts a new generation of
+    state/log, whichever the mode."""
     if stored is None:
         return Plan(None, None, READ_ALL if mode == FULL else FIRST)
     if stored.state_format > STATE_FORMAT:
@@ -193,14 +196,20 @@ def plan(
             f"the state in '{output}' belongs to cluster {stored.cluster_id}, the input to cluster "
             f"{facts.cluster_id}; give the other cluster a --cluster name of its own"
         )
-    recreated = _recreated(stored, facts)
+    recreated = _recreated(stored, facts) or _not_the_log_read(stored, facts, input_format)
     if mode == FULL:
         return Plan(stored, None, READ_ALL, new_log=recreated is not None)
     reason = recreated or _why_read_all(stored, facts, input_format, delete_retention_ms, now or datetime.now(UTC))
     if reason is not None:
         return Plan(stored, None, RESET, reason, new_log=recreated is not None)
     floors = {p: position.next_offset for p, position in stored.positions.items()}
-    return Plan(stored, Resume(floors, stored.record_files), RESUMED)
+    # Records without a batch header are found again by the decode tasks (`check_ends`).
+    probes = {
+        p: position.next_offset - 1
+        for p, position in stored.positions.items()
+        if position.last_read is not None and position.last_read.record_digest is not None
+    }
+    return Plan(stored, Resume(floors, stored.record_files, probes=probes), RESUMED)
 
 
 def _why_read_all(
@@ -242,6 +251,32 @@ def _why_read_all(
     return None
 
 
+def _not_the_log_read(stored: StoredState, facts: InputFacts, input_format: str) -> str | None:
+    """Whether a partition's log is not the one the state read, as the record read last of each shows
+    (`inputs.last_read`): broker folders' batches are looked for here, before Spark starts, and the
+    records of the other inputs by the decode tasks (`check_ends`). A partition whose records were lost
+    (its log start moved past the position) or that the input lacks has a reason of its own."""
+    if stored.state_format != STATE_FORMAT or (stored.input_format and stored.input_format != input_format):
+        return None
+    for partition, position in sorted(stored.positions.items()):
+        start = facts.log_starts.get(partition)
+        if position.next_offset <= 0 or (start is not None and start > position.next_offset):
+            continue
+        last = position.last_read
+        if input_format != log_files.SEGMENTS:
+            if last is None or last.record_digest is None:
+                return f"the state does not say which record of partition {partition} it read last"
+            continue
+        if partition not in facts.segments:
+            continue
+        if last is None or last.batch is None:
+            return f"the state does not say which batch of partition {partition} it read last"
+        why = missing_batch(facts.segments[partition], position.next_offset - 1, last.batch)
+        if why is not None:
+            return f"partition {partition}'s {why}: the log is not the one the state was read from"
+    return None
+
+
 def _recreated(stored: StoredState, facts: InputFacts) -> str | None:
     for partition, position in sorted(stored.positions.items()):
         topic_id = facts.topic_ids.get(partition)
@@ -262,9 +297,11 @@ def _ago(ms: float) -> str:
 def check_ends(plan_: Plan, log: LogPlan | None = None):
     """The check made once the new records are read, before anything is committed: a partition whose
     records now end below its position (or below state/log's, when everything is read again) had its
-    offsets go backwards (the topic was recreated)."""
+    offsets go backwards (the topic was recreated); one whose record read last (Kafka-source snapshots,
+    the live topic: `Resume.probes`) is not found where it was, with the same timestamp, key and value,
+    is another log."""
 
-    def check(ends: dict[int, int]) -> None:
+    def check(ends: dict[int, int], probed: dict[int, frozenset[str]] | None = None) -> None:
         if plan_.resume is not None:
             floors = plan_.resume.floors
         elif log is not None:
@@ -278,30 +315,61 @@ def check_ends(plan_: Plan, log: LogPlan | None = None):
                     f"partition {partition}'s offsets went backwards (its records end at {end}, the position was "
                     f"{floor}): the topic was recreated"
                 )
+        if plan_.resume is None or plan_.stored is None:
+            return
+        for partition, offset in sorted(plan_.resume.probes.items()):
+            found = (probed or {}).get(partition, frozenset())
+            if found == {plan_.stored.positions[partition].last_read.record_digest}:
+                continue
+            if not found:
+                raise ReadAgain(
+                    f"partition {partition}'s last record read (offset {offset}) is not in the input any more: the "
+                    "log is not the one the state was read from"
+                )
+            raise ReadAgain(
+                f"partition {partition}'s record at offset {offset} is not the one read last (its timestamp, key or "
+                "value differ): the log is not the one the state was read from"
+            )
 
     return check
 
 
 def new_positions(
-    plan_: Plan, facts: InputFacts, ends: dict[int, int], newest_ms: int | None, input_format: str
+    plan_: Plan,
+    facts: InputFacts,
+    ends: dict[int, int],
+    newest_ms: int | None,
+    input_format: str,
+    last_rows: dict[int, LastRow] | None = None,
 ) -> list[Position]:
     """Each partition's position after this run: the offset after its last record read (or where it
-    stood), with what the input showed of it."""
+    stood), with what the input showed of it and what identifies that record (`last_rows`: the decode
+    tasks' last record of each partition; a partition this run did not read keeps the run before's)."""
     floors = plan_.resume.floors if plan_.resume is not None else {}
+    stored = plan_.stored.positions if plan_.resume is not None and plan_.stored is not None else {}
     partitions = set(ends) | set(floors) | set(facts.partitions or ())
     cluster = facts.cluster_id or (plan_.stored.cluster_id if plan_.stored is not None else None)
-    return [
-        Position(
-            p,
-            max(floors.get(p, 0), ends.get(p, 0)),
-            facts.log_starts.get(p),
-            facts.topic_ids.get(p),
-            cluster,
-            input_format,
-            newest_ms,
+    segments = input_format == log_files.SEGMENTS
+    positions = []
+    for p in sorted(partitions):
+        next_offset = max(floors.get(p, 0), ends.get(p, 0))
+        last = stored[p].last_read if p in stored else None
+        row = (last_rows or {}).get(p)
+        if row is not None and ends.get(p, 0) >= next_offset:
+            last = last_read_of(row, facts.segments.get(p, ()) if segments else None)
+        positions.append(
+            Position(
+                p,
+                next_offset,
+                facts.log_starts.get(p),
+                facts.topic_ids.get(p),
+                cluster,
+                input_format,
+                newest_ms,
+                last,
+            )
         )
-        for p in sorted(partitions)
-    ]
+    return positions
 
 
 def merge_state(
@@ -317,11 +385,12 @@ def merge_state(
     log: LogPlan | None = None,
     log_files: list[DataFile] | None = None,
     report: DecodeReport | None = None,
+    last_rows: dict[int, LastRow] | None = None,
 ) -> str | None:
     """Replace the state with this run's, after appending its records to state/log; None when merged,
     else why not (another run merged first)."""
     records = compacted_state(carry_files, storage)
-    positions = new_positions(plan_, facts, ends, newest_ms, input_format)
+    positions = new_positions(plan_, facts, ends, newest_ms, input_format, last_rows)
     read_version = plan_.stored.positions_version if plan_.stored is not None else None
     records_version = write_records(output, records, run_id, storage)
     if log is not None and report is not None:

@@ -155,7 +155,7 @@ def coordinator_state(
     keep_decoded: bool,
     carry: bool = False,
     resume: Resume | None = None,
-    check: Callable[[dict[int, int]], None] | None = None,
+    check: Callable[[dict[int, int], dict[int, frozenset[str]]], None] | None = None,
     newest_before: datetime | None = None,
     log: LogFloors | None = None,
     log_dir: str | None = None,
@@ -172,8 +172,9 @@ def coordinator_state(
     `carry` (an incremental audit): the decode tasks also leave what the next run carries, in the
     scratch folder, read by `runs.incremental.merge_state` before the block ends; `resume` reads the
     state's carried records and the input past its positions; `check` sees how far each partition
-    reached before anything is committed; `newest_before` is the newest record of the runs before;
-    `log` and `log_dir`: what the tasks write for state/log, and where.
+    reached, and what was found where the run before read last, before anything is committed;
+    `newest_before` is the newest record of the runs before; `log` and `log_dir`: what the tasks write
+    for state/log, and where.
     """
     decoded_dir = join(output, DECODED)
     # How the run's report names the decode tables: relative to the folder the command was given.

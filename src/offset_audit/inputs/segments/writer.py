@@ -96,7 +96,7 @@ def marker_batch(offset: int, producer_id: int, commit: bool, timestamp: int, co
     return record_batch(offset, [(key, value, timestamp)], producer_id, TRANSACTIONAL | CONTROL)
 
 
-def _batches(
+def batch_runs(
     records: Iterable[tuple[int, bytes | None, bytes | None, int]], batch_records: int
 ) -> Iterator[tuple[int, list[tuple[bytes | None, bytes | None, int]]]]:
     """(offset, key, value, ts) records in offset order -> runs of consecutive offsets, at most batch_records."""
@@ -122,13 +122,15 @@ def write_partition(
     segment_bytes: int = SEGMENT_BYTES,
 ) -> list[Path]:
     """Write one partition's records (in offset order) as segment files named by their base offset,
-    rolling to a new segment when one would exceed `segment_bytes`, as the broker does."""
+    rolling to a new segment when one would exceed `segment_bytes`, as the broker does. The folder holds
+    these segments only afterwards: a segment file of an earlier write that this one has not (a later
+    stage of the log, `generator.writers.snapshot_to_segments`) is removed."""
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     handle = None
     size = 0
     try:
-        for base, run in _batches(records, batch_records):
+        for base, run in batch_runs(records, batch_records):
             data = record_batch(base, run, compression=compression)
             if handle is None or (size and size + len(data) > segment_bytes):
                 if handle is not None:
@@ -142,4 +144,7 @@ def write_partition(
     finally:
         if handle is not None:
             handle.close()
+    for old in folder.glob("*.log"):
+        if old not in written:
+            old.unlink()
     return written
