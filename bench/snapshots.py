@@ -120,6 +120,7 @@ def main() -> None:
     from offset_audit.views.audit_folder import read_snapshot, snapshots
 
     writer = TableWriter(DELTA_RS, LOCAL)
+    DATA.mkdir(exist_ok=True)  # run on its own, before make bench made it
     with tempfile.TemporaryDirectory(dir=DATA) as scratch_dir:
         scratch = Path(scratch_dir)
         one = scratch / "one"
