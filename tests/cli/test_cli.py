@@ -333,3 +333,24 @@ def test_the_dataframe_route_checks_the_same_types(spark):
     frame = spark.createDataFrame([(b"k", b"v", 0, "x")], "key binary, value binary, partition int, offset string")
     with pytest.raises(UserError, match="column 'offset' must be an integer"):
         to_raw_records(frame)
+
+
+def test_a_quiet_audit_in_a_fresh_process_writes_nothing_on_stderr(small_dump, tmp_path):
+    """What cron mails: a `--quiet` run of the installed command, its own JVM started (no warm session),
+    says nothing on stderr, neither the JDK's nor Spark's start-up lines, and its summary on stdout."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = Path(sys.executable).parent / "offset-audit"
+    done = subprocess.run(
+        [str(program), "audit", "--input", small_dump, "--output", str(tmp_path / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OFFSET_AUDIT_WARM": "0"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("Audited ")

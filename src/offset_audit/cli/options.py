@@ -360,7 +360,7 @@ def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 help="print one JSON document on stdout (counts, tables written, run and snapshot ids, paths) "
                 "instead of the summary.",
             ),
-            click.option("--quiet", "-q", is_flag=True, help="no progress on stderr."),
+            click.option("--quiet", "-q", is_flag=True, help="nothing on stderr but errors and warnings to act on."),
         ],
     )
 

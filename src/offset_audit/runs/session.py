@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from offset_audit.runs.gateway import start_gateway
 from offset_audit.runs.local_jvm import check_java, driver_java_options, log_config
 from offset_audit.settings import Settings
 
@@ -133,8 +134,9 @@ def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
     options = driver_java_options(log_config(), input_bytes, java_version)
-    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": options}
-    for name, value in {**local, **(settings or {})}.items():
+    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": options, **(settings or {})}
+    start_gateway(local)
+    for name, value in local.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     for name, value in REQUIRED.items():
