@@ -261,6 +261,8 @@ REFUSED = {
     "snapshot id that climbs up": (["whatif", "--retention-minutes", "60", "--snapshot-id", "../x"], "at most 100"),
     "snapshot id with a slash": (["history", "--snapshot-id", "a/b"], "--snapshot-id"),
     "history of a dump and an audit": (["history", "--audit", lambda t: str(t)], "not both"),
+    "incremental and full at once": (["audit", "--incremental", "--full"], "give one of them"),
+    "full and incremental at once": (["audit", "--full", "--incremental"], "give one of them"),
     "a log generation without an audit": (["history", "--log-generation", "2"], "give --audit AUDIT"),
     "delta-spark writer without Delta": (["audit", "--writer", "delta-spark"], "needs a Spark session with Delta"),
     "delta-spark writer for a decode": (["decode", "--writer", "delta-spark"], "spark.sql.extensions"),
