@@ -356,3 +356,24 @@ def test_a_quiet_audit_in_a_fresh_process_writes_nothing_on_stderr(small_dump, t
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith("Audited ")
+
+
+def _commands_taking_cluster() -> list[str]:
+    return [name for name, command in main.commands.items() if any("--cluster" in p.opts for p in command.params)]
+
+
+@pytest.mark.parametrize("command", _commands_taking_cluster())
+def test_every_command_refuses_an_empty_cluster_in_one_sentence_before_anything_starts(no_spark, tmp_path, command):
+    """An empty --cluster (a shell variable that was not set) names no cluster: no command takes it for
+    "the one the input holds"."""
+    takes_output = any("--output" in p.opts for p in main.commands[command].params)
+    result = run(command, "--cluster", "", *(["--output", str(tmp_path / "out")] if takes_output else []))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert "'--cluster': takes a cluster name" in result.output and "not ''" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_both_kinds_of_command_are_among_those_checked_for_an_empty_cluster():
+    """The dump's commands (the run's settings) and the audit folder's (which cluster to read)."""
+    assert {"decode", "audit", "whatif", "share", "history", "describe", "metrics"} <= set(_commands_taking_cluster())

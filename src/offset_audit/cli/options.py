@@ -323,6 +323,7 @@ def dump_options(
             click.option(topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
             click.option(
                 "--cluster",
+                type=CLUSTER,
                 default=None,
                 metavar="NAME",
                 help="the cluster's name in the output folder's tables and metrics ([input] cluster); default its "
