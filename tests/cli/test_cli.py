@@ -377,3 +377,22 @@ def test_every_command_refuses_an_empty_cluster_in_one_sentence_before_anything_
 def test_both_kinds_of_command_are_among_those_checked_for_an_empty_cluster():
     """The dump's commands (the run's settings) and the audit folder's (which cluster to read)."""
     assert {"decode", "audit", "whatif", "share", "history", "describe", "metrics"} <= set(_commands_taking_cluster())
+
+
+def test_the_as_of_a_summary_prints_given_back_with_as_of_judges_at_the_same_moment(spark, small_dump, tmp_path):
+    """--as-of latest takes the newest record's time, to the millisecond: shown to the second, the same
+    audit run again at the printed time judged at another moment and every row's as_of changed."""
+    import json
+
+    first = run("audit", "--input", small_dump, "--output", str(tmp_path / "first"), "--quiet")
+    assert_no_crash(first)
+    printed = re.match(r"Audited \S+ as of (\S+) ", first.output).group(1)
+    described = run("describe", "--audit", str(tmp_path / "first"))
+    assert described.output.splitlines()[0].endswith(f" as of {printed}")
+    again = run(
+        "audit", "--input", small_dump, "--output", str(tmp_path / "again"), "--as-of", printed, "--json", "--quiet"
+    )
+    assert_no_crash(again)
+    first_json = json.loads(run("describe", "--audit", str(tmp_path / "first"), "--json").output)
+    assert json.loads(again.output)["as_of"] == first_json["as_of"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", printed)  # the dump's newest record: .130
