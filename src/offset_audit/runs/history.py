@@ -25,7 +25,7 @@ from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.session import table_writer
+from offset_audit.runs.session import in_warm_session, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import DECODED, broker_rules, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
@@ -114,6 +114,7 @@ def run_history(
         inputs = [kept.path]
         settings = settings.replaced("input", format=kept.input_format)
     report = DecodeReport.start("history", inputs, settings.input.format, settings.kafka.bootstrap_servers)
+    report.warm_session = in_warm_session()
     writer = table_writer(spark, settings)
     storage = writer.storage
     # The records an audit kept are of the cluster its state names.

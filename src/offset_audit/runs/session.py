@@ -90,6 +90,11 @@ def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> No
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
 
 
+def in_warm_session() -> bool:
+    """Whether this process's runs use a session handed in by `adopt`: the warm session's."""
+    return _adopted is not None
+
+
 def under_spark_submit() -> bool:
     """spark-submit starts the JVM first and hands this Python process its gateway."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -305,7 +310,8 @@ def start_spark(settings: Settings, inputs: list[str], input_size: int | None = 
 
     if _adopted is not None:
         _adopted[1](settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
-    progress.begin("starting Spark")
+    # A warm session's run starts nothing: the stage says whose Spark it runs in, in place of the start.
+    progress.begin("joining the warm session" if _adopted is not None else "starting Spark")
     submitted = under_spark_submit()
     local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
     size = None

@@ -71,6 +71,7 @@ def _run(report: DecodeReport, output: str) -> dict:
         # The cluster judged (audit, whatif, history): null where neither the input nor --cluster named one.
         "cluster": report.cluster or None,
         "cluster_id": report.cluster_id,
+        "warm_session": report.warm_session,
         **({"upkeep": report.upkeep} if report.upkeep is not None else {}),
     }
 
