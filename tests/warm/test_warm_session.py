@@ -157,3 +157,15 @@ def test_ctrl_c_reaches_the_run_in_the_warm_session_which_takes_the_next_run_aft
     os.kill(pid, 0)  # the session lives on
     after = _run(env, "--version")
     assert after.returncode == 0 and DECLINED not in after.stderr, after.stderr
+
+
+def test_warm_status_json_gives_the_start_as_an_iso_utc_time_as_every_other_document_does(warm):
+    from datetime import UTC, datetime, timedelta
+
+    env, pid = warm
+    status = json.loads(_run(env, "warm", "status", "--json").stdout)
+    assert status["pid"] == pid
+    started = datetime.fromisoformat(status["started"].removesuffix("Z") + "+00:00")
+    assert status["started"].endswith("Z") and timedelta(0) < datetime.now(UTC) - started < timedelta(hours=1)
+    shown = _run(env, "warm", "status").stdout
+    assert f"up since {started:%Y-%m-%d %H:%M:%S} UTC" in shown
