@@ -261,6 +261,8 @@ REFUSED = {
     "snapshot id that climbs up": (["whatif", "--retention-minutes", "60", "--snapshot-id", "../x"], "at most 100"),
     "snapshot id with a slash": (["history", "--snapshot-id", "a/b"], "--snapshot-id"),
     "history of a dump and an audit": (["history", "--audit", lambda t: str(t)], "not both"),
+    "incremental and full at once": (["audit", "--incremental", "--full"], "give one of them"),
+    "full and incremental at once": (["audit", "--full", "--incremental"], "give one of them"),
     "a log generation without an audit": (["history", "--log-generation", "2"], "give --audit AUDIT"),
     "delta-spark writer without Delta": (["audit", "--writer", "delta-spark"], "needs a Spark session with Delta"),
     "delta-spark writer for a decode": (["decode", "--writer", "delta-spark"], "spark.sql.extensions"),
@@ -333,3 +335,64 @@ def test_the_dataframe_route_checks_the_same_types(spark):
     frame = spark.createDataFrame([(b"k", b"v", 0, "x")], "key binary, value binary, partition int, offset string")
     with pytest.raises(UserError, match="column 'offset' must be an integer"):
         to_raw_records(frame)
+
+
+def test_a_quiet_audit_in_a_fresh_process_writes_nothing_on_stderr(small_dump, tmp_path):
+    """What cron mails: a `--quiet` run of the installed command, its own JVM started (no warm session),
+    says nothing on stderr, neither the JDK's nor Spark's start-up lines, and its summary on stdout."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = Path(sys.executable).parent / "offset-audit"
+    done = subprocess.run(
+        [str(program), "audit", "--input", small_dump, "--output", str(tmp_path / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OFFSET_AUDIT_WARM": "0"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("Audited ")
+
+
+def _commands_taking_cluster() -> list[str]:
+    return [name for name, command in main.commands.items() if any("--cluster" in p.opts for p in command.params)]
+
+
+@pytest.mark.parametrize("command", _commands_taking_cluster())
+def test_every_command_refuses_an_empty_cluster_in_one_sentence_before_anything_starts(no_spark, tmp_path, command):
+    """An empty --cluster (a shell variable that was not set) names no cluster: no command takes it for
+    "the one the input holds"."""
+    takes_output = any("--output" in p.opts for p in main.commands[command].params)
+    result = run(command, "--cluster", "", *(["--output", str(tmp_path / "out")] if takes_output else []))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert "'--cluster': takes a cluster name" in result.output and "not ''" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_both_kinds_of_command_are_among_those_checked_for_an_empty_cluster():
+    """The dump's commands (the run's settings) and the audit folder's (which cluster to read)."""
+    assert {"decode", "audit", "whatif", "share", "history", "describe", "metrics"} <= set(_commands_taking_cluster())
+
+
+def test_the_as_of_a_summary_prints_given_back_with_as_of_judges_at_the_same_moment(spark, small_dump, tmp_path):
+    """--as-of latest takes the newest record's time, to the millisecond: shown to the second, the same
+    audit run again at the printed time judged at another moment and every row's as_of changed."""
+    import json
+
+    first = run("audit", "--input", small_dump, "--output", str(tmp_path / "first"), "--quiet")
+    assert_no_crash(first)
+    printed = re.match(r"Audited \S+ as of (\S+) ", first.output).group(1)
+    described = run("describe", "--audit", str(tmp_path / "first"))
+    assert described.output.splitlines()[0].endswith(f" as of {printed}")
+    again = run(
+        "audit", "--input", small_dump, "--output", str(tmp_path / "again"), "--as-of", printed, "--json", "--quiet"
+    )
+    assert_no_crash(again)
+    first_json = json.loads(run("describe", "--audit", str(tmp_path / "first"), "--json").output)
+    assert json.loads(again.output)["as_of"] == first_json["as_of"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", printed)  # the dump's newest record: .130

@@ -97,3 +97,13 @@ def test_the_metrics_section_reaches_the_settings(tmp_path):
     assert (settings.metrics.max_samples, settings.metrics.exclude_groups) == (20000, ("console-consumer-.*",))
     assert (settings.metrics.push_gateway, settings.metrics.push_job) == ("http://pg:9091", "kafka_offset_audit")
     assert load_settings().metrics.watch_expiring_within_minutes == 1440
+
+
+def test_a_cluster_given_empty_is_refused_and_an_empty_one_in_the_config_means_none(tmp_path):
+    """The API takes `cluster=""` as the CLI does: a name given that names nothing. The config's default,
+    `cluster = ""`, leaves the cluster to the input."""
+    with pytest.raises(UserError, match="--cluster takes a cluster name"):
+        load_settings(cluster="")
+    conf = tmp_path / "mine.toml"
+    conf.write_text('[input]\ncluster = ""\n')
+    assert load_settings(str(conf)).input.cluster == ""

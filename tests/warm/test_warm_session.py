@@ -68,7 +68,8 @@ def test_an_audit_in_the_warm_session_writes_and_prints_what_an_audit_of_its_own
     assert in_session.returncode == alone.returncode == 0, in_session.stderr[-3000:] + alone.stderr[-3000:]
     assert _runs(env) == before + 1, "the audit ran in the warm session"
     assert DECLINED not in in_session.stderr
-    assert "WARNING: Using incubator modules" not in in_session.stderr, "no JVM started for the warm run"
+    assert "offset-audit: joining the warm session done" in in_session.stderr, "its progress says where it ran"
+    assert "starting Spark" not in in_session.stderr and "offset-audit: starting Spark done" in alone.stderr
     assert in_session.stdout.replace(str(tmp_path / "warm"), "OUT") == alone.stdout.replace(
         str(tmp_path / "alone"), "OUT"
     )
@@ -85,6 +86,19 @@ def test_a_run_in_the_warm_session_reads_relative_paths_from_the_callers_folder_
     assert done.returncode == 0, done.stderr[-3000:]
     assert DECLINED not in done.stderr
     assert json.loads(done.stdout)["counts"]["records_read"] == 500
+    assert json.loads(done.stdout)["warm_session"] is True
+    alone = _run(
+        {**env, "OFFSET_AUDIT_WARM": "0"},
+        "decode",
+        "--input",
+        "dump",
+        "--output",
+        "alone",
+        "--json",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert json.loads(alone.stdout)["warm_session"] is False
     assert (tmp_path / "out" / "offset_commits" / "_delta_log").is_dir()
 
 
@@ -143,3 +157,15 @@ def test_ctrl_c_reaches_the_run_in_the_warm_session_which_takes_the_next_run_aft
     os.kill(pid, 0)  # the session lives on
     after = _run(env, "--version")
     assert after.returncode == 0 and DECLINED not in after.stderr, after.stderr
+
+
+def test_warm_status_json_gives_the_start_as_an_iso_utc_time_as_every_other_document_does(warm):
+    from datetime import UTC, datetime, timedelta
+
+    env, pid = warm
+    status = json.loads(_run(env, "warm", "status", "--json").stdout)
+    assert status["pid"] == pid
+    started = datetime.fromisoformat(status["started"].removesuffix("Z") + "+00:00")
+    assert status["started"].endswith("Z") and timedelta(0) < datetime.now(UTC) - started < timedelta(hours=1)
+    shown = _run(env, "warm", "status").stdout
+    assert f"up since {started:%Y-%m-%d %H:%M:%S} UTC" in shown

@@ -323,6 +323,7 @@ def dump_options(
             click.option(topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
             click.option(
                 "--cluster",
+                type=CLUSTER,
                 default=None,
                 metavar="NAME",
                 help="the cluster's name in the output folder's tables and metrics ([input] cluster); default its "
@@ -360,7 +361,7 @@ def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 help="print one JSON document on stdout (counts, tables written, run and snapshot ids, paths) "
                 "instead of the summary.",
             ),
-            click.option("--quiet", "-q", is_flag=True, help="no progress on stderr."),
+            click.option("--quiet", "-q", is_flag=True, help="nothing on stderr but errors and warnings to act on."),
         ],
     )
 

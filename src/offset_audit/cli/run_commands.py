@@ -23,6 +23,7 @@ from offset_audit.cli.options import (
     output_options,
     snapshot_id_option,
 )
+from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import normalize
 
@@ -66,6 +67,17 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
 
 
+def state_kept(incremental: bool, full: bool) -> str | None:
+    """How an audit keeps the coordinator's state: "incremental", "full" (read everything, rebuild the
+    state) or None (kept nowhere). The two flags ask for opposite reads: given both, neither is guessed."""
+    if incremental and full:
+        raise UserError(
+            "--incremental reads only the records past the kept state and --full reads everything again: "
+            "give one of them"
+        )
+    return "incremental" if incremental else "full" if full else None
+
+
 @click.command()
 @dump_options(settings_from=("as_of", "retention_minutes", "kafka_version", "keep_snapshots"))
 @click.option(
@@ -89,17 +101,14 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
 @click.option("--keep-decoded", is_flag=True, help=KEEP_DECODED_HELP)
 @click.option(
     "--incremental",
-    "keep_state",
-    flag_value="incremental",
-    default=None,
+    is_flag=True,
     help="keep the coordinator's state in DIR/state and, from the second run on, read only the records past "
     "its positions (broker folders, Kafka-source snapshots, --input-format kafka; docs/incremental.md).",
 )
 @click.option(
     "--full",
-    "keep_state",
-    flag_value="full",
-    help="like --incremental, but read everything again and rebuild DIR/state.",
+    is_flag=True,
+    help="like --incremental, but read everything again and rebuild DIR/state (not with --incremental).",
 )
 @click.option(
     "--fail-if-expiring-within",
@@ -126,7 +135,8 @@ def audit(
     end_offsets: str | None,
     start_offsets: str | None,
     keep_decoded: bool,
-    keep_state: str | None,
+    incremental: bool,
+    full: bool,
     fail_expiring: int | None,
     fail_expired: bool,
     as_json: bool,
@@ -141,6 +151,7 @@ def audit(
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
+    keep_state = state_kept(incremental, full)
     output = normalize(output)
     settings = preflight.check_inputs(dump.inputs, dump.settings)
     preflight.check_as_of(settings.audit.as_of, settings.input.format)
@@ -398,7 +409,6 @@ def history(
 
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
-    from offset_audit.errors import UserError
     from offset_audit.runs import preflight, progress
     from offset_audit.runs.history import run_history, written_tables
     from offset_audit.runs.session import start_spark

@@ -7,12 +7,12 @@ a cold JVM's compiling. `OFFSET_AUDIT_WARM=0` runs a command in its own process 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
 import click
 
@@ -92,15 +92,16 @@ def start(conf_file: str | None, idle_minutes: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON.")
 def status(as_json: bool) -> None:
     """Whether a warm session runs, since when, and how many runs it took (exit 1 when none runs)."""
+    from offset_audit.views.json_documents import dumps, warm_status_document
     from offset_audit.warm import client
 
     running = client.ask("status")
     if as_json:
-        click.echo(json.dumps(running))
+        click.echo(dumps(None if running is None else warm_status_document(running)))
     elif running is None:
         click.echo("no warm session is running")
     else:
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(running["started"]))
+        since = f"{datetime.fromtimestamp(running['started'], UTC):%Y-%m-%d %H:%M:%S} UTC"
         state = "running a command" if running["busy"] else "idle"
         click.echo(
             f"warm session pid {running['pid']}, up since {since} (ready in {running['ready_in_s']} s), "

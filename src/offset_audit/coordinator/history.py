@@ -34,6 +34,7 @@ Causes (reference 4.1-4.4):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -56,6 +57,7 @@ from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.timestamps import spark_timestamp
 
 SEP = "\u0000"
+OFFSET_KEY = ["group_id", "topic", "partition"]
 GROUP_RECORD_TYPES = (K.CONSUMER_GROUP_METADATA, K.STREAMS_GROUP_METADATA, K.SHARE_GROUP_METADATA)
 MODERN_TYPE_NAMES = {K.CONSUMER_GROUP_METADATA: "consumer", K.STREAMS_GROUP_METADATA: "streams"}
 MODERN_TYPE_NAMES[K.SHARE_GROUP_METADATA] = "share"
@@ -95,6 +97,9 @@ class DecodedLog:
     metadata: DataFrame
     members: DataFrame
     modern: DataFrame
+    # The topic ids each topic was committed with (`topic_incarnations`): from `commits` unless given, as
+    # `judged_part` gives them, from every commit of the log it keeps only some commits of.
+    incarnations: DataFrame | None = None
 
     def only(self, groups: list[str] | None, topic: str | None) -> DecodedLog:
         """The records of these groups, and with a topic, of the groups that committed to it. All of a
@@ -110,6 +115,52 @@ class DecodedLog:
             keep = F.col("group_id").isin(*groups)
             commits, metadata, members, modern = (f.where(keep) for f in (commits, metadata, members, modern))
         return DecodedLog(commits, metadata, members, modern)
+
+    def judged_part(self) -> DecodedLog:
+        """What judging the tombstones reads of the log (`offset_deletions`, `group_deletions`): the
+        commits of each partition an offset tombstone deletes and of each group a group tombstone
+        deletes, the tombstones, the group records, and the topics' incarnations from every commit.
+        Judging reads the commits many times over, and most commits are of none of them: nearly all of
+        a log's records are commits of offsets that are never deleted."""
+        commits = self.commits
+        partitions = (
+            commits.where(F.col("is_tombstone"))
+            .select(*OFFSET_KEY)
+            .distinct()
+            .withColumn("_offset_deleted", F.lit(True))
+        )
+        classic, modern = _group_tombstones(self)
+        groups = (
+            classic.select("group_id")
+            .unionByName(modern.select("group_id"))
+            .distinct()
+            .withColumn("_group_deleted", F.lit(True))
+        )
+        judged = (
+            commits.join(partitions, OFFSET_KEY, "left")
+            .join(groups, "group_id", "left")
+            .where(F.col("is_tombstone") | F.col("_offset_deleted") | F.col("_group_deleted"))
+            .select(*commits.columns)
+        )
+        incarnations = self.incarnations if self.incarnations is not None else topic_incarnations(commits)
+        return DecodedLog(judged, self.metadata, self.members, self.modern, incarnations)
+
+
+def topic_incarnations(commits: DataFrame) -> DataFrame:
+    """Each topic id each topic name was committed with, and when first and last: a topic deleted and
+    created again has a new id (`_topic_deletions`)."""
+    return (
+        commits.where(~F.col("is_tombstone") & F.col("topic_id").isNotNull())
+        .groupBy("topic", "topic_id")
+        .agg(F.min("record_timestamp_ms").alias("_first_ms"), F.max("record_timestamp_ms").alias("_last_ms"))
+    )
+
+
+def _group_tombstones(log: DecodedLog) -> tuple[DataFrame, DataFrame]:
+    """The group tombstones: classic metadata ones, and the KIP-848/streams/share group records' ones."""
+    classic = log.metadata.where(F.col("is_tombstone"))
+    modern = log.modern.where(F.col("is_tombstone") & F.col("record_type").isin(*GROUP_RECORD_TYPES))
+    return classic, modern
 
 
 def _before(record: str, point: str, inclusive: bool = False) -> Column:
@@ -169,22 +220,57 @@ def _split(frame: DataFrame) -> DataFrame:
     )
 
 
-def state_before(
-    log: DecodedLog, points: DataFrame, commits_on: list[str], version: BrokerVersion = NEWEST_VERSION
-) -> tuple[DataFrame, DataFrame]:
-    """The coordinator's offsets (judged by that broker version's rules: rule and clock) and groups
-    just before each point, by `point_id` and the real group id, through the audit's own replay."""
-    commits = _prefix(log.commits, points, commits_on)
+def _as_it_is(frame: DataFrame) -> DataFrame:
+    return frame
+
+
+@dataclass(frozen=True)
+class Moments:
+    """The moments the tombstones are judged at, and what the coordinator held just before each: its
+    offsets, judged by the broker version's rules (rule and clock), and its groups, by `point_id` and
+    the real group id."""
+
+    offset_tombstones: DataFrame
+    group_tombstones: DataFrame
+    judged: DataFrame
+    groups: DataFrame
+
+
+def moments(
+    log: DecodedLog, version: BrokerVersion = NEWEST_VERSION, hold: Callable[[DataFrame], DataFrame] = _as_it_is
+) -> Moments:
+    """Every tombstone's moment and the state just before it, through the audit's own replay: one replay
+    for both kinds of tombstone, the prefix of each its own. An offset tombstone's moment sees the
+    commits of its partition; a group tombstone's, all the group's. Both see the group's records.
+    `hold` keeps what the replay's later steps read twice (see `offset_history`)."""
+    offset_points = _points(log.commits.where(F.col("is_tombstone")), OFFSET_KEY)
+    classic, modern = _group_tombstones(log)
+    group_points = (
+        _points(classic.withColumn("_type", F.lit("classic")), ["group_id", "_type"])
+        .unionByName(_points(modern.withColumn("_type", F.col("group_type")), ["group_id", "_type"]))
+        .dropDuplicates(["group_id", "point_id"])
+    )
+    position = ["group_id", "source_partition", "source_offset", "point_id"]
+    points = offset_points.select(*position).unionByName(group_points.select(*position))
+    commits = _prefix(log.commits, offset_points, OFFSET_KEY).unionByName(
+        _prefix(log.commits, group_points, ["group_id"])
+    )
     metadata = _prefix(log.metadata, points, ["group_id"])
     members = _members_of(metadata, log.members)
-    modern = _prefix(log.modern, points, ["group_id"])
+    modern_records = _prefix(log.modern, points, ["group_id"])
     pending = replay.pending_commits(commits)
-    offsets = replay.live_offsets(commits, pending)
+    offsets = hold(replay.live_offsets(commits, pending))
     groups = replay.coordinator_groups(
-        offsets, replay.live_group_metadata(metadata), members, replay.live_modern_records(modern), pending, version
+        offsets,
+        replay.live_group_metadata(metadata),
+        members,
+        replay.live_modern_records(modern_records),
+        pending,
+        version,
     )
+    groups = hold(groups)
     judged = verdicts.judged_offsets(offsets, groups, version)
-    return _split(judged), _split(groups)
+    return Moments(offset_points, group_points, hold(_split(judged)), hold(_split(groups)))
 
 
 def _points(records: DataFrame, key: list[str]) -> DataFrame:
@@ -211,13 +297,15 @@ def _last_change(changes: DataFrame, points: DataFrame) -> DataFrame:
 
 
 def offset_deletions(
-    log: DecodedLog, retention_minutes: int, check_interval_ms: int, version: BrokerVersion = NEWEST_VERSION
+    log: DecodedLog,
+    judged_at: Moments,
+    retention_minutes: int,
+    check_interval_ms: int,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """OFFSET_DELETED: every offset tombstone with the rule and clock that held just before it, and
     whether the sweep would have written it then."""
-    key = ["group_id", "topic", "partition"]
-    tombstones = _points(log.commits.where(F.col("is_tombstone")), key)
-    judged, _ = state_before(log, tombstones, key, version)
+    tombstones, judged = judged_at.offset_tombstones, judged_at.judged
     retention = F.lit(retention_minutes)
     found = tombstones.alias("t").join(
         judged.alias("j"),
@@ -312,11 +400,7 @@ def _topic_deletions(log: DecodedLog, tombstones: DataFrame) -> DataFrame:
         .where((F.col("_groups") >= 2) & F.col("_group_gone").isNull())
         .select("topic", *at, F.lit(True).alias("_deletion_batch"))
     )
-    incarnations = (
-        log.commits.where(~F.col("is_tombstone") & F.col("topic_id").isNotNull())
-        .groupBy("topic", "topic_id")
-        .agg(F.min("record_timestamp_ms").alias("_first_ms"), F.max("record_timestamp_ms").alias("_last_ms"))
-    )
+    incarnations = log.incarnations if log.incarnations is not None else topic_incarnations(log.commits)
     old, new = incarnations.alias("old"), incarnations.alias("new")
     points = tombstones.select("point_id", "topic", *at).alias("t")
     recreated = (
@@ -341,19 +425,15 @@ def _topic_deletions(log: DecodedLog, tombstones: DataFrame) -> DataFrame:
 
 
 def group_deletions(
-    log: DecodedLog, offset_deleted: DataFrame, check_interval_ms: int, version: BrokerVersion = NEWEST_VERSION
+    log: DecodedLog,
+    judged_at: Moments,
+    offset_deleted: DataFrame,
+    check_interval_ms: int,
+    version: BrokerVersion = NEWEST_VERSION,
 ) -> DataFrame:
     """GROUP_DELETED: every group tombstone (classic metadata, or a KIP-848/streams/share group record),
     with the group's state just before it and whether the sweep would have removed the group then."""
-    classic = log.metadata.where(F.col("is_tombstone")).withColumn("_type", F.lit("classic"))
-    modern = log.modern.where(F.col("is_tombstone") & F.col("record_type").isin(*GROUP_RECORD_TYPES))
-    modern = modern.withColumn("_type", F.col("group_type"))
-    tombstones = (
-        _points(classic, ["group_id", "_type"])
-        .unionByName(_points(modern, ["group_id", "_type"]))
-        .dropDuplicates(["group_id", "point_id"])
-    )
-    judged, groups = state_before(log, tombstones, ["group_id"], version)
+    tombstones, judged, groups = judged_at.group_tombstones, judged_at.judged, judged_at.groups
     live_offsets = judged.groupBy("point_id", "group_id").agg(F.count(F.lit(1)).alias("_live_offsets"))
     # The offset tombstones written with the group's (one sweep, or one DeleteGroups): the group's
     # offset tombstones since its last other record and within one sweep interval before it.
@@ -544,16 +624,24 @@ def offset_history(
     check_interval_ms: int,
     topic: str | None = None,
     version: BrokerVersion = NEWEST_VERSION,
+    judged: DecodedLog | None = None,
+    hold: Callable[[DataFrame], DataFrame] = _as_it_is,
 ) -> DataFrame:
     """Every event of the log, one row each, with the TIMESTAMP columns shown from the milliseconds;
     with `topic`, that topic's offset events and the group events. Causes are judged by the rules of
-    that broker version."""
-    deleted = offset_deletions(log, retention_minutes, check_interval_ms, version)
+    that broker version, on `judged` (`log.judged_part()` unless given).
+
+    `hold` is how the caller keeps a frame computed once, for the events are built of parts read more
+    than once: the offset deletions (the group deletions read them twice) and the group events. By
+    default nothing is kept and one query computes the offset deletions three times over."""
+    judged = log.judged_part() if judged is None else judged
+    judged_at = moments(judged, version, hold)
+    deleted = hold(offset_deletions(judged, judged_at, retention_minutes, check_interval_ms, version))
     events = (
         commits(log)
-        .unionByName(group_states(log))
+        .unionByName(hold(group_states(log)))
         .unionByName(deleted)
-        .unionByName(group_deletions(log, deleted, check_interval_ms, version))
+        .unionByName(hold(group_deletions(judged, judged_at, deleted, check_interval_ms, version)))
     )
     if topic is not None:
         events = events.where(F.col("topic").isNull() | (F.col("topic") == topic))

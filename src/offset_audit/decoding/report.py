@@ -69,6 +69,8 @@ class DecodeReport:
     # its id; None until the run has resolved it.
     cluster: str | None = None
     cluster_id: str | None = None
+    # Whether the run used the warm session's Spark (offset_audit.warm) instead of starting its own.
+    warm_session: bool = False
 
     @classmethod
     def start(cls, command: str, inputs: list[str], input_format: str, bootstrap_servers: str) -> DecodeReport:

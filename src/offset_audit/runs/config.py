@@ -272,10 +272,10 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         )
     if not 1 <= values["max_batch_bytes"] >> 20 <= 4096:
         raise UserError(f"max_batch_mib takes 1 to 4096 (MiB), not {values['max_batch_bytes'] >> 20}")
-    if values["cluster"]:
-        check_cluster_name(
-            values["cluster"], "--cluster" if overrides.get("cluster") is not None else "cluster in the config"
-        )
+    if overrides.get("cluster") is not None:  # given, even empty: "" in the config means none given
+        check_cluster_name(values["cluster"], "--cluster")
+    elif values["cluster"]:
+        check_cluster_name(values["cluster"], "cluster in the config")
     partition = values["partition"]
     if partition is not None and (type(partition) is not int or not 0 <= partition <= 2**31 - 1):
         raise UserError(f"partition takes a __consumer_offsets partition number (0 or more), not {partition!r}")

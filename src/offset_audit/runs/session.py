@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from offset_audit.runs.gateway import start_gateway
 from offset_audit.runs.local_jvm import check_java, driver_java_options, log_config
 from offset_audit.settings import Settings
 
@@ -89,6 +90,11 @@ def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> No
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
 
 
+def in_warm_session() -> bool:
+    """Whether this process's runs use a session handed in by `adopt`: the warm session's."""
+    return _adopted is not None
+
+
 def under_spark_submit() -> bool:
     """spark-submit starts the JVM first and hands this Python process its gateway."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -133,8 +139,9 @@ def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
     options = driver_java_options(log_config(), input_bytes, java_version)
-    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": options}
-    for name, value in {**local, **(settings or {})}.items():
+    local = {**LOCAL_DEFAULTS, "spark.driver.extraJavaOptions": options, **(settings or {})}
+    start_gateway(local)
+    for name, value in local.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     for name, value in REQUIRED.items():
@@ -303,7 +310,8 @@ def start_spark(settings: Settings, inputs: list[str], input_size: int | None = 
 
     if _adopted is not None:
         _adopted[1](settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
-    progress.begin("starting Spark")
+    # A warm session's run starts nothing: the stage says whose Spark it runs in, in place of the start.
+    progress.begin("joining the warm session" if _adopted is not None else "starting Spark")
     submitted = under_spark_submit()
     local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
     size = None

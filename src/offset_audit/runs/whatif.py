@@ -17,7 +17,7 @@ from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import own_rows, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import home, judge_as, resolve
-from offset_audit.runs.session import table_writer
+from offset_audit.runs.session import in_warm_session, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
@@ -45,6 +45,7 @@ def run_whatif(
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
     report = DecodeReport.start("whatif", inputs, settings.input.format, settings.kafka.bootstrap_servers)
+    report.warm_session = in_warm_session()
     writer = table_writer(spark, settings)
     cluster = resolve(spark, inputs, output, settings)
     judge_as(report, cluster)

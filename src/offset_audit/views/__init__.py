@@ -2,6 +2,7 @@
 folder's tables to text.
 
     summary          what the console prints after a run
+    moments          a snapshot's as_of as text that --as-of takes back to the same moment
     describe         one snapshot in the shape of kafka-consumer-groups.sh --describe
     json_documents   what --json prints: one JSON document per command
     prometheus       an audited snapshot in Prometheus' text exposition format

@@ -18,6 +18,7 @@ from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage
 from offset_audit.views import audit_folder
+from offset_audit.views.moments import exact_utc
 
 COLUMNS = [
     "group_id",
@@ -169,7 +170,7 @@ def render(described: Described) -> str:
     by_group = {g["group_id"]: g for g in described.groups.to_pylist()}
     rows = described.offsets.to_pylist()
     of = f" of cluster {terminal(described.cluster)}" if described.cluster else ""
-    lines = [f"Snapshot {terminal(described.snapshot_id)}{of} as of {_time(described.as_of)}"]
+    lines = [f"Snapshot {terminal(described.snapshot_id)}{of} as of {exact_utc(described.as_of)}"]
     if not rows:
         return "\n".join([*lines, "", "no committed offsets match"])
     sections: dict[str, list[dict]] = {}

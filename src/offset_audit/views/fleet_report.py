@@ -31,6 +31,7 @@ from offset_audit.views.html_report import (
     page_html,
 )
 from offset_audit.views.metric_scope import DEFAULT_SCOPE
+from offset_audit.views.moments import exact_utc
 from offset_audit.views.report_charts import (
     DELETED_COLOUR,
     KEPT_COLOUR,
@@ -38,7 +39,6 @@ from offset_audit.views.report_charts import (
     Chart,
     chart_label,
     figure_of,
-    shown_time,
 )
 from offset_audit.views.report_numbers import as_utc
 
@@ -181,7 +181,7 @@ CLUSTER_KEYS += ("expiring_soon", "lag", "snapshots")
 
 
 def _cells(row: dict, keys: tuple[str, ...]) -> list[object]:
-    return [shown_time(row[k]) + " UTC" if k == "as_of" else row[k] for k in keys]
+    return [exact_utc(row[k]) if k == "as_of" else row[k] for k in keys]
 
 
 def render_fleet(fleet: Fleet) -> Page:

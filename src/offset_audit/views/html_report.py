@@ -24,6 +24,7 @@ from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text, json_for_html
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, pick_snapshot, read_snapshot, snapshots
+from offset_audit.views.moments import exact_utc
 from offset_audit.views.report_charts import (
     Chart,
     expiry_chart,
@@ -193,7 +194,7 @@ def _header(audit: Audit, drawn: int) -> str:
         ("audit folder", audit.folder),
         *([("cluster", snapshot.cluster)] if snapshot.cluster else []),
         ("snapshot", snapshot.snapshot_id),
-        ("as_of", shown_time(snapshot.as_of) + " UTC"),
+        ("as_of", exact_utc(snapshot.as_of)),
         ("retention", "–" if retention is None else f"{retention:,} minutes ({format_minutes(retention)})"),
         ("groups", f"{groups.num_rows:,} ({deleted:,} removed by the next sweep)"),
         ("committed offsets", f"{partitions.num_rows:,} ({expired:,} expired)"),

@@ -8,7 +8,7 @@ are ISO-8601 in UTC with a Z; names from the dump are plain JSON strings (json e
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from offset_audit.escaping import json_text
@@ -25,7 +25,7 @@ def iso(value: Any) -> Any:
     return value
 
 
-def dumps(document: dict) -> str:
+def dumps(document: dict | None) -> str:
     """The document as JSON text, names from the dump as readable as JSON allows and inert in a terminal
     (escaping.json_text)."""
     return json_text(json.dumps(document, indent=2, default=iso, ensure_ascii=False, sort_keys=False))
@@ -71,6 +71,7 @@ def _run(report: DecodeReport, output: str) -> dict:
         # The cluster judged (audit, whatif, history): null where neither the input nor --cluster named one.
         "cluster": report.cluster or None,
         "cluster_id": report.cluster_id,
+        "warm_session": report.warm_session,
         **({"upkeep": report.upkeep} if report.upkeep is not None else {}),
     }
 
@@ -171,6 +172,12 @@ def share_document(result: Any, output: str) -> dict:
         "findings": [{k: iso(v) for k, v in f.items()} for f in result.findings if f["severity"] != "info"],
         "tables": _tables(report, output),
     }
+
+
+def warm_status_document(status: dict) -> dict:
+    """`warm status --json`: the session's answer, its start (epoch seconds between the processes) as
+    the ISO time every other document gives."""
+    return {**status, "started": iso(datetime.fromtimestamp(status["started"], UTC))}
 
 
 def delete_plan_document(audit_dir: str, snapshot_id: str, candidates: list[dict], script: str | None) -> dict:

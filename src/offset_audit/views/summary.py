@@ -13,6 +13,7 @@ from offset_audit.durations import format_minutes
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
 from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.views.kafka_commands import delete_offsets
+from offset_audit.views.moments import exact_utc
 
 if TYPE_CHECKING:
     from offset_audit.decoding.report import DecodeReport  # the run's counts: these views only read them
@@ -127,7 +128,7 @@ def audit_summary(result, output: str) -> str:
     """What `audit` prints: groups by verdict, what expires soon, and the best deletion candidates."""
     report = result.report
     lines = [
-        f"Audited {terminal(report.input)} as of {result.as_of:%Y-%m-%d %H:%M:%S} UTC "
+        f"Audited {terminal(report.input)} as of {exact_utc(result.as_of)} "
         f"(Kafka {terminal(report.kafka_version)} rules, retention {report.retention_minutes} min, "
         f"snapshot {terminal(result.snapshot_id)})",
         f"  records read {_n(report.records_read)}: decoded {_n(report.records_decoded)}, "
@@ -233,14 +234,16 @@ def _mib(size: int) -> str:
 
 
 def whatif_summary(rows: list[dict]) -> str:
+    as_of = [exact_utc(r["as_of"]) for r in rows]
+    width = max([20, *map(len, as_of)])
     lines = [
-        f"  {'as_of (UTC)':<20} {'retention':>12} {'offsets':>12} {'expired':>12} {'groups':>9} {'removed':>9}",
+        f"  {'as_of':<{width}} {'retention':>12} {'offsets':>12} {'expired':>12} {'groups':>9} {'removed':>9}",
     ]
-    for r in rows:
+    for r, shown in zip(rows, as_of, strict=True):
         minutes = r["retention_minutes"]
         retention = f"{minutes // 1440}d" if minutes % 1440 == 0 else f"{minutes}m"
         lines.append(
-            f"  {r['as_of']:%Y-%m-%d %H:%M}     {retention:>12} {_n(r['offsets_total']):>12} "
+            f"  {shown:<{width}} {retention:>12} {_n(r['offsets_total']):>12} "
             f"{_n(r['offsets_expired']):>12} {_n(r['groups_total']):>9} {_n(r['groups_deleted']):>9}"
         )
     return "\n".join(lines)
