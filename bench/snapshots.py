@@ -92,10 +92,11 @@ def timed(folder: str, scratch: Path) -> dict[str, dict[str, float]]:
 
 
 def files(folder: str) -> dict[str, int]:
-    from offset_audit.outputs.table_upkeep import delta_tables, table_files
+    from offset_audit.outputs.folder_layout import audit_tables
+    from offset_audit.outputs.table_upkeep import table_files
     from offset_audit.storage import LOCAL
 
-    tables = [table_files(f"{folder}/{t}", LOCAL) for t in delta_tables(folder, LOCAL)]
+    tables = [table_files(f"{folder}/{t}", LOCAL) for t in audit_tables(folder, LOCAL)]
     return {
         "tables": len(tables),
         "live_files": sum(t.live_files for t in tables),
