@@ -127,17 +127,31 @@ def delete_snapshots(
     this tool wrote it) holds only the unnamed cluster's rows, as do rows without a cluster."""
     from deltalake import DeltaTable
 
-    from offset_audit.delta_files import CLUSTER
+    from offset_audit.delta_files import CLUSTER, live_files
     from offset_audit.outputs.delta import Within
 
-    has_cluster = CLUSTER in DeltaTable(path, storage_options=writer.storage.delta_options).schema().to_arrow().names
+    table = DeltaTable(path, storage_options=writer.storage.delta_options)
+    has_cluster = CLUSTER in table.schema().to_arrow().names
+    going = {(name, s) for name, snapshot_ids in ids.items() for s in snapshot_ids if has_cluster or name == ""}
+    # An id whose every file holds only the clusters going is removed by its partition value alone: whole
+    # files, none read. Only an id two clusters share (one of them staying) needs the cluster column.
+    shared: set[str] = set()
+    if has_cluster and "snapshot_id" in table.metadata().partition_columns:
+        for file in live_files(table, ["snapshot_id"], values_of=CLUSTER, path=path, storage=writer.storage):
+            snapshot_id = file["values"]["snapshot_id"]
+            if any((name, snapshot_id) not in going for name in file["holds"]):
+                shared.add(snapshot_id)
+    elif has_cluster:  # the snapshots table: a row each, not partitioned
+        shared = {snapshot_id for _, snapshot_id in going}
     clauses = []
+    whole = sorted({snapshot_id for _, snapshot_id in going} - shared)
+    if whole:
+        clauses.append(f"(snapshot_id IN ({id_list(whole)}))")
     for name, snapshot_ids in ids.items():
-        listed = id_list(snapshot_ids)
-        if has_cluster:
-            clauses.append(f"({Within(CLUSTER, name, frozenset([name])).condition()} AND snapshot_id IN ({listed}))")
-        elif name == "":
-            clauses.append(f"(snapshot_id IN ({listed}))")
+        mine = [s for s in snapshot_ids if s in shared and (name, s) in going]
+        if mine:
+            condition = Within(CLUSTER, name, frozenset([name])).condition()
+            clauses.append(f"({condition} AND snapshot_id IN ({id_list(mine)}))")
     if not clauses:
         return 0
     rows = " OR ".join(clauses)
