@@ -15,6 +15,7 @@ from kafka_broker import commit_offsets, group_consumer, kafka_broker, kafka_ver
 from live_services import live
 
 from offset_audit.cli.main import main
+from offset_audit.inputs.kafka_end_offsets import ask_cluster_id
 from offset_audit.jvm import has_class
 
 pytestmark = pytest.mark.slow
@@ -55,6 +56,8 @@ def test_the_kafka_source_decodes_what_the_brokers_segments_hold(spark, tmp_path
                 consumer.close()
         segments = broker.copy_offsets_log(tmp_path / "segments")  # the partitions' folders only
         formatted = (broker.log_dir / "meta.properties").read_text()
+        # What the checks before Spark starts ask through the Python client: the same id.
+        asked = ask_cluster_id(broker.bootstrap, {"kafka.security.protocol": "PLAINTEXT"})
         through_source = decoded("--input-format", "kafka", "--bootstrap-server", broker.bootstrap,
                                  "--kafka-option", "kafka.security.protocol=PLAINTEXT",
                                  "--output", str(tmp_path / "from-kafka"))  # fmt: skip
@@ -66,5 +69,5 @@ def test_the_kafka_source_decodes_what_the_brokers_segments_hold(spark, tmp_path
     assert tables == from_segments[1]
     # The run names the cluster the broker's Admin API gives, the id its storage was formatted with; the
     # copied partition folders carry no meta.properties, so that run names none.
-    assert f"cluster.id={document['cluster']}" in formatted.splitlines()
+    assert f"cluster.id={document['cluster']}" in formatted.splitlines() and asked == document["cluster"]
     assert from_segments[0]["cluster"] is None

@@ -12,6 +12,7 @@ The client is confluent-kafka (librdkafka), an optional extra: `pip install 'kaf
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass
@@ -156,14 +157,22 @@ def ask_cluster_id(
     """The live cluster's id (its metadata's, as DescribeCluster gives it), asked before Spark starts so
     that a run of another cluster's topic is refused then; None when it cannot be asked here: the
     library is not installed, or the cluster does not answer it within `timeout_s` (a security setting
-    only Java's client takes). The run then asks through Spark's Kafka source, as it reads."""
+    only Java's client takes). The run then asks through Spark's Kafka source, as it reads. Asked once
+    per process: the checks before Spark starts each want it, and a cluster that cannot answer here
+    would cost `timeout_s` each time."""
+    return _cluster_id(bootstrap, tuple(sorted(kafka_options.items())), timeout_s)
+
+
+@functools.cache
+def _cluster_id(bootstrap: str, kafka_options: tuple[tuple[str, str], ...], timeout_s: float) -> str | None:
     try:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
     except ImportError:
         return None
     try:
-        return AdminClient(client_config(bootstrap, kafka_options)).list_topics(timeout=timeout_s).cluster_id or None
+        config = client_config(bootstrap, dict(kafka_options))
+        return AdminClient(config).list_topics(timeout=timeout_s).cluster_id or None
     except (KafkaException, ValueError, TypeError):
         return None
 

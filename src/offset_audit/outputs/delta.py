@@ -373,7 +373,7 @@ def commit_files(
     version made, when `run_id` is given.
 
     "overwrite" removes the table's current files (those matching `replace_where` only, when given; of
-    those, with `within`, only its rows: `_replaced_within`) in the same commit, so readers switch from
+    those, with `within`, only its rows: `_replace_within`) in the same commit, so readers switch from
     the old rows to the new ones atomically.
     """
     from deltalake import DeltaTable, Schema

@@ -15,14 +15,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.decoding.report import DecodeReport
+from offset_audit.delta_files import CLUSTER
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, Within, WriteResult, again_on_conflict, write_delta
 from offset_audit.outputs.table_upkeep import compact_when_many
 from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
-
-CLUSTER = "cluster"
 
 
 def own_rows(report: DecodeReport) -> Within:
