@@ -248,6 +248,13 @@ def test_incremental_audits_of_two_clusters_keep_a_state_each(spark, dumps, flee
     told = cli("history", "--audit", str(together), "--cluster", ID_B, "--output", str(tmp_path / "history"))
     assert told.exit_code == 0, told.output
     assert {r["cluster"] for r in rows(tmp_path / "history", "offset_history")} == {ID_B}
+    # A state folder is no audit folder: tidy refuses it, and the state keeps every version.
+    for state in (together / "state", together / "clusters" / ID_B / "state"):
+        versions = {t.name: DeltaTable(str(t)).version() for t in state.iterdir() if (t / "_delta_log").is_dir()}
+        refused = cli("tidy", "--audit", str(state), "--deleted-file-retention", "0")
+        assert refused.exit_code == 2 and "is not an audit's output folder" in refused.output, refused.output
+        assert {name: DeltaTable(str(state / name)).version() for name in versions} == versions
+        assert all(DeltaTable(str(state / name), version=0).version() == 0 for name in versions)
 
 
 def test_retention_keeps_the_newest_snapshots_of_each_cluster(spark, dumps, tmp_path):
