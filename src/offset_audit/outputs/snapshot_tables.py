@@ -31,6 +31,13 @@ def own_rows(report: DecodeReport) -> Within:
     return Within(CLUSTER, name, frozenset({name, *([report.cluster_id] if report.cluster_id else [])}))
 
 
+def own_snapshot(frame: DataFrame, snapshot_id: str, report: DecodeReport) -> DataFrame:
+    """A snapshot table's rows, as Spark reads them, of the run's own snapshot: its id, and its cluster's
+    rows under any of the names `own_rows` replaces (another cluster may have given its snapshot the id)."""
+    mine = sorted(own_rows(report).replaced)
+    return frame.where((F.col("snapshot_id") == snapshot_id) & F.coalesce(F.col(CLUSTER), F.lit("")).isin(mine))
+
+
 def _with_snapshot(frame: DataFrame, snapshot_id: str, table: str, cluster: str | None) -> DataFrame:
     """The rows in the table's shape, each naming its snapshot and the cluster judged (runs.clusters)."""
     named = frame.withColumn("snapshot_id", F.lit(snapshot_id)).withColumn("cluster", F.lit(cluster or ""))
@@ -97,8 +104,7 @@ def write_and_read_back(
     storage = writer.storage
     shape = shaped.drop("snapshot_id")
     if result.route == DELTA_SPARK:
-        written = spark.read.format("delta").load(spark_path(result.path)).where(F.col("snapshot_id") == snapshot_id)
-        written = written.where(F.col(CLUSTER) == (report.cluster or ""))
+        written = own_snapshot(spark.read.format("delta").load(spark_path(result.path)), snapshot_id, report)
         return Written(written.select(*shape.columns), result, storage)
     return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
 

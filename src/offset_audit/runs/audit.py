@@ -23,7 +23,7 @@ from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.outputs.snapshot_tables import Written, record_snapshot, write_and_read_back
 from offset_audit.runs import clusters, incremental, progress
 from offset_audit.runs.clusters import judge_as
-from offset_audit.runs.session import in_warm_session, table_writer
+from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
@@ -92,8 +92,7 @@ def run_audit(
 ) -> AuditResult:
     """`keep_state` "incremental" or "full": the run keeps its state under `output` (runs.incremental);
     `locked`: the home whose state lock the caller holds already (taken before Spark started)."""
-    report = DecodeReport.start("audit", inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report = run_report("audit", inputs, settings)
     writer = table_writer(spark, settings)
     if keep_state is not None:
         result = audit_with_state(

@@ -26,7 +26,7 @@ from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import judge_as, resolve
 from offset_audit.runs.counts import check_reconciles, fill_counts
-from offset_audit.runs.session import in_warm_session, table_writer
+from offset_audit.runs.session import run_report, table_writer
 from offset_audit.settings import Settings
 from offset_audit.storage import join
 
@@ -186,8 +186,7 @@ def run_decode(
     spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
 ) -> DecodeReport:
     """The decode command: every decode table under `output`, and its row in `output/runs`."""
-    report = DecodeReport.start("decode", inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report = run_report("decode", inputs, settings)
     writer = table_writer(spark, settings)
     # Its runs row names the cluster as an audit's does, so a --cluster given here is not lost.
     judge_as(report, resolve(spark, inputs, output, settings))

@@ -24,11 +24,11 @@ from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import record_snapshot, write_snapshot
+from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.session import in_warm_session, scoped_conf, table_writer
+from offset_audit.runs.session import run_report, scoped_conf, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import (
     GROUP_TABLES,
@@ -151,8 +151,7 @@ def run_history(
     if kept is not None:
         inputs = [kept.path]
         settings = settings.replaced("input", format=kept.input_format)
-    report = DecodeReport.start("history", inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report = run_report("history", inputs, settings)
     writer = table_writer(spark, settings)
     storage = writer.storage
     # The records an audit kept are of the cluster its state names.
@@ -227,8 +226,7 @@ def _events(
 
 def _summarise(spark, result: HistoryResult, output: str, snapshot: str, storage, groups, interval_ms: int) -> None:
     """What the summary prints, read back from the table just written (a few aggregations)."""
-    table = read_table(spark, output, HISTORY_TABLE, storage).where(F.col("snapshot_id") == snapshot)
-    table = table.where(F.col("cluster") == (result.report.cluster or ""))  # a fleet's clusters may share an id
+    table = own_snapshot(read_table(spark, output, HISTORY_TABLE, storage), snapshot, result.report)
     counts = table.groupBy("event", "cause").count().collect()
     result.events_by_kind = {(r["event"], r["cause"]): r["count"] for r in counts}
     reach = (

@@ -31,6 +31,7 @@ from offset_audit.runs.local_jvm import check_java, driver_java_options, log_con
 from offset_audit.settings import Settings
 
 if TYPE_CHECKING:
+    from offset_audit.decoding.report import DecodeReport
     from offset_audit.outputs.delta import TableWriter
 
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -93,6 +94,15 @@ def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> No
 def in_warm_session() -> bool:
     """Whether this process's runs use a session handed in by `adopt`: the warm session's."""
     return _adopted is not None
+
+
+def run_report(command: str, inputs: list[str], settings: Settings) -> DecodeReport:
+    """A new run's report, noting whether it runs in the warm session (its --json says so)."""
+    from offset_audit.decoding.report import DecodeReport
+
+    report = DecodeReport.start(command, inputs, settings.input.format, settings.kafka.bootstrap_servers)
+    report.warm_session = in_warm_session()
+    return report
 
 
 def under_spark_submit() -> bool:

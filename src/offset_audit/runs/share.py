@@ -35,7 +35,7 @@ from offset_audit.runs import clusters, progress, share_fast_replay, share_repla
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.counts import fill_counts
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.session import in_warm_session, table_writer
+from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
@@ -210,8 +210,7 @@ def run_share(
     settings = resolved(settings, inputs, share=True)
     writer = table_writer(spark, settings)
     storage = writer.storage
-    report = DecodeReport.start("share", inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report = run_report("share", inputs, settings)
     cluster = clusters.resolve(spark, inputs, output, settings)
     judge_as(report, cluster)
     # A fleet's first cluster writes its share tables at DIR itself, every other one under DIR/clusters/NAME.

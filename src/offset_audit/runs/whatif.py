@@ -7,17 +7,16 @@ from datetime import UTC, datetime
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import own_rows, record_snapshot, write_snapshot
+from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import home, judge_as, resolve
-from offset_audit.runs.session import in_warm_session, table_writer
+from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
@@ -44,8 +43,7 @@ def run_whatif(
     per_group: bool = False,
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
-    report = DecodeReport.start("whatif", inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report = run_report("whatif", inputs, settings)
     writer = table_writer(spark, settings)
     cluster = resolve(spark, inputs, output, settings)
     judge_as(report, cluster)
@@ -120,8 +118,6 @@ def _with_earlier_scenarios(
 
     if not has_table(output, table, storage):
         return frame
-    earlier = read_table(spark, output, table, storage).where(F.col("snapshot_id") == snapshot_id)
-    mine = sorted(own_rows(report).replaced)
-    earlier = earlier.where(F.coalesce(F.col("cluster"), F.lit("")).isin(mine))
+    earlier = own_snapshot(read_table(spark, output, table, storage), snapshot_id, report)
     again = frame.select(*SCENARIO).distinct()
     return frame.unionByName(earlier.drop("snapshot_id").join(again, SCENARIO, "left_anti").select(*frame.columns))
