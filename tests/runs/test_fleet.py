@@ -389,6 +389,9 @@ def test_another_cluster_joins_a_folder_only_when_its_run_names_it(fleet, dumps,
         )
     without_id = cli("audit", "--input", snapshot_dump(dumps, "b"), "--output", alone)
     assert without_id.exit_code == 2 and "this input carries no cluster id: give --cluster NAME" in without_id.output
+    into_fleet = cli("audit", "--input", snapshot_dump(dumps, "b"), "--output", str(fleet["fleet"]))
+    assert into_fleet.exit_code == 2
+    assert f"holds the audits of clusters {ID_A}, eu, and this input carries no cluster id" in into_fleet.output
     for command in (["whatif", "--retention-minutes", "1d"], ["decode"], ["history"]):
         refused = cli(*command, "--input", str(dumps["b"]), "--output", alone)
         assert refused.exit_code == 2 and f"and this input is cluster {ID_B}" in refused.output, command

@@ -164,8 +164,9 @@ def _check_owned(output: str, cluster: Cluster, settings: Settings) -> None:
     labels = ", ".join(sorted(h.label for h in held))
     this = f"is cluster {cluster.cluster_id}" if cluster.cluster_id else "carries no cluster id"
     raise UserError(
-        f"'{output}' holds the audits of cluster {labels}, and this input {this}: give --cluster NAME (the name "
-        "of that cluster if it is one of them, a new name to add the input to the folder as a cluster of its own)"
+        f"'{output}' holds the audits of cluster{'s' if len(held) > 1 else ''} {labels}, and this input {this}: "
+        "give --cluster NAME (the name of that cluster if it is one of them, a new name to add the input to the "
+        "folder as a cluster of its own)"
     )
 
 
