@@ -7,6 +7,7 @@
     log_records     the one row shape every file-dump reader produces (LOG_RECORD_SCHEMA)
     log_files       the files of a log dump: segments, kafka-dump-log text, console-consumer text
     log_frames      a log dump as one raw-record DataFrame (the route sessions with delta-spark take)
+    data_sources    each file dump format as a Spark data source: spark.read.format("kafka-log") and kin
     log_loader      a partition folder copied from a running broker, read as its log loader recovers it
     partition_folders   one partition's segment folders in one task: each read as the broker's
                     `log_loader` recovers it (the log cleaner's .swap, .cleaned and .deleted files), copies merged

@@ -5,7 +5,9 @@ records arriving as Arrow batches."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -24,23 +26,32 @@ RAW_LOG_DDL = (
 
 
 def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactions.Markers) -> DataFrame:
-    """The log dump as a raw-record DataFrame (with the optional columns of log dumps). Segments are
-    read a partition at a time, as the direct route reads them, so that its copies are merged."""
+    """The log dump as a raw-record DataFrame (with the optional columns of log dumps)."""
+    return read_units(spark, *raw_units(units, markers), RAW_LOG_DDL)
 
-    def labelled(topic: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
-        topics = pa.array([topic] * batch.num_rows, pa.string())
-        return batch.drop_columns(["other_topic", *LOCATION]).append_column("source_topic", topics)
 
+def raw_units(
+    units: list[LogFile], markers: transactions.Markers
+) -> tuple[list[Any], Callable[[Any], Iterator[pa.RecordBatch]]]:
+    """What a task reads of a log dump, and how, in RAW_LOG_DDL's columns: what this route and the
+    dump's Spark data source (`inputs.data_sources`) share. Segments are read a partition at a time,
+    as the direct route reads them, so that its copies are merged; text dumps a file at a time, labelled
+    by `markers`."""
     if units and units[0].input_format == SEGMENTS:
+        return by_partition(units), _read_group
+    return units, partial(_read_file, markers=markers)
 
-        def read_group(group: PartitionFiles) -> Iterator[pa.RecordBatch]:
-            for topic, batch in partition_raw(group, None):
-                yield labelled(topic, batch)
 
-        return read_units(spark, by_partition(units), read_group, RAW_LOG_DDL)
+def _labelled(topic: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
+    topics = pa.array([topic] * batch.num_rows, pa.string())
+    return batch.drop_columns(["other_topic", *LOCATION]).append_column("source_topic", topics)
 
-    def read(unit: LogFile) -> Iterator[pa.RecordBatch]:
-        for batch in read_raw(unit, markers):
-            yield labelled(unit.topic, batch)
 
-    return read_units(spark, units, read, RAW_LOG_DDL)
+def _read_group(group: PartitionFiles) -> Iterator[pa.RecordBatch]:
+    for topic, batch in partition_raw(group, None):
+        yield _labelled(topic, batch)
+
+
+def _read_file(unit: LogFile, markers: transactions.Markers) -> Iterator[pa.RecordBatch]:
+    for batch in read_raw(unit, markers):
+        yield _labelled(unit.topic, batch)

@@ -29,6 +29,8 @@ from pyspark.sql.types import StructField, StructType
 from offset_audit.decoding.decoder import COPY_SKIPS
 from offset_audit.decoding.share_records import QUARANTINE, SHARE_STATE, decode_share_state_record
 from offset_audit.inputs.copies import COPY_STATE
+from offset_audit.inputs.parquet_files import read_units
+from offset_audit.inputs.textdumps import kip932_lines
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.layouts.tables import parse_type, table_schema
@@ -252,40 +254,16 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
 
 # The KIP-932 draft's control records as JSON lines ----------------------------------------------------
 
-_KIP932_LINES = parse_type(
-    "struct<source_file:string,line:bigint,group_id:string,topic:string,partition:int,offset:bigint,"
-    "text:string,error:string>"
-)
+_KIP932_LINES = parse_type(kip932_lines.KIP932_LINES_TYPE)
 
 
 def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage) -> DataFrame:
-    """One row per non-blank line, its share-partition read out so Spark can group by it; a line that is
-    not a JSON object with GroupId, topic and partition keeps its text and an error instead."""
+    """One row per non-blank line of the draft's JSON (`inputs.textdumps.kip932_lines`), a file a task."""
 
-    def lines(paths: Iterator[str]) -> Iterator[tuple]:
-        for path in paths:
-            with storage.open_text(path, errors="replace") as handle:
-                for number, text in enumerate(handle, start=1):
-                    if not text.strip():
-                        continue
-                    try:
-                        item = json.loads(text)
-                    except json.JSONDecodeError as err:
-                        yield (path, number, None, None, None, None, text.rstrip("\n"), f"not JSON: {err}")
-                        continue
-                    if not isinstance(item, dict):
-                        yield (path, number, None, None, None, None, text.rstrip("\n"), "not a JSON object")
-                        continue
-                    group, topic, partition = item.get("GroupId"), item.get("topic"), item.get("partition")
-                    if not (isinstance(group, str) and isinstance(topic, str) and type(partition) is int):
-                        reason = "needs a string GroupId and topic and an integer partition"
-                        yield (path, number, None, None, None, None, text.rstrip("\n"), reason)
-                        continue
-                    offset = item.get("offset") if type(item.get("offset")) is int else None
-                    yield (path, number, group, topic, partition, offset, text.rstrip("\n"), None)
+    def read(path: str) -> Iterator[pa.RecordBatch]:
+        yield kip932_lines.kip932_batch(path, storage)
 
-    rdd = spark.sparkContext.parallelize(files, max(1, len(files))).mapPartitions(lines)
-    return spark.createDataFrame(rdd, _KIP932_LINES)
+    return read_units(spark, files, read, _KIP932_LINES)
 
 
 def replay_kip932(lines: DataFrame, delivery_count_limit: int, use_fast_path: bool = True) -> DataFrame:

@@ -8,6 +8,7 @@ keeps the audit honest and is named in each row's source_note.
 
     dump_log      `kafka-dump-log.sh --offsets-decoder` output back to records
     console       `kafka-console-consumer.sh --formatter ...` output back to records
+    kip932_lines  the KIP-932 draft's share-state records as JSON lines, a row per line
     json_stream   the JSON objects of a stream that has no separator between them
     reencode      record bytes rebuilt from what a text dump shows, with the project's own encoder
     text_rows     the text readers' rows, cut into LOG_RECORD_SCHEMA batches
