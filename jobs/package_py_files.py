@@ -1,5 +1,5 @@
 """Builds dist/offset_audit.zip for `spark-submit --py-files`: the package with its schemas and
-default config inside (the repo links them into the package; the zip holds real copies).
+default config inside (package data in src/offset_audit/schemas and conf, as in the wheel).
 
     python jobs/package_py_files.py [OUTPUT_ZIP]
 """

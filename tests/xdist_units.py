@@ -42,6 +42,8 @@ UNIT_SECONDS: dict[str, float] = {
     "tests/outputs/test_object_store.py": 145,
     "tests/coordinator/test_history.py": 120,
     "tests/warm/test_warm_session.py": 70,
+    # The sdist and wheel built, the wheel installed in a fresh venv, and the demo's commands run by it.
+    "tests/test_wheel.py": 45,
     DEMO_UNIT: 95,
     "tests/coordinator/share/test_live_share_groups.py": 45,
     "tests/views/test_hostile_names.py": 34,

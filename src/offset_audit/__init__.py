@@ -21,3 +21,6 @@ timestamps (Kafka's milliseconds), escaping (names from the dump made inert for 
 snapshot_ids (the ids a run's rows carry), delta_files (a Delta table read through its live files,
 without Spark) and jvm (what a session's JVM holds).
 """
+
+# The one version: pyproject.toml reads it (setuptools' dynamic version), `offset-audit --version` prints it.
+__version__ = "0.1.0"

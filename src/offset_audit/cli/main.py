@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from offset_audit import __version__
 from offset_audit.cli.generate import generate
 from offset_audit.cli.options import Commands
 from offset_audit.cli.read_commands import delete_plan, describe, metrics, report
@@ -13,7 +14,8 @@ from offset_audit.cli.warm_commands import warm
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kafka-offset-audit")
+# The package's own version, not its installed metadata: the zip for spark-submit --py-files has none.
+@click.version_option(__version__, prog_name="offset-audit")
 def main() -> None:
     """Decode dumps of Kafka's __consumer_offsets and audit offset expiry as the broker would."""
 

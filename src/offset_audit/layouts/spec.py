@@ -138,7 +138,7 @@ def _field(raw: dict[str, Any], inherited_versions: str = "0+") -> FieldSpec:
 
 
 def schemas_dir() -> Traversable:
-    """The schemas/ folder as package data (src/offset_audit/schemas links to the repo's schemas/).
+    """The schemas/ folder as package data (src/offset_audit/schemas; the repo's schemas/ links to it).
 
     Read through importlib.resources so it also works from the zip that spark-submit --py-files ships.
     """
