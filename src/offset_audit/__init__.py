@@ -10,7 +10,8 @@ it may import (tests/test_layout.py holds it to that):
     outputs/      every table and file the job writes (Delta by delta-rs or delta-spark), and reading back
     views/        what people and programs read, no Spark: summaries, describe, JSON, metrics, HTML
     runs/         each command end to end; the SparkSession, settings, progress, preflight checks
-    cli/          the click commands: flags -> settings -> a run or a view
+    api/          the public Python API: the runs on a session the caller holds, results as DataFrames
+    cli/          the click commands: flags -> settings -> a run (through api/) or a view
     warm/         a Spark session kept warm between runs, and the program's hand-over of a run to it
     generator/    deterministic dumps for the demo, the tests and the bench
     layouts/      the record layouts and output tables of schemas/ as data, and the wire format

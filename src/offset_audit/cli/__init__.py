@@ -14,5 +14,5 @@
 Nothing outside cli/ parses flags; jobs/ (spark-submit) calls main.
 
 May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views, runs,
-generator, warm.
+generator, warm, api.
 """

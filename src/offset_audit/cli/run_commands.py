@@ -51,19 +51,15 @@ KEEP_DECODED_HELP = (
 @output_options
 def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
-    from offset_audit.runs import preflight, progress
-    from offset_audit.runs.decode import run_decode, written_tables
+    from offset_audit import api
+    from offset_audit.runs import progress
     from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import decode_document
     from offset_audit.views.summary import decode_summary
 
-    output = normalize(output)
-    settings = preflight.check_inputs(dump.inputs, dump.settings)
-    preflight.check_cluster(dump.inputs, output, settings)
-    preflight.check_output(output, written_tables(), settings)
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs)
-        report = run_decode(spark, dump.inputs, output, settings)
+        decoded = api.decode(start_spark, dump.inputs, output=output, settings=dump.settings)
+    report, output = decoded.report, decoded.folder
     emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
 
 
@@ -145,42 +141,35 @@ def audit(
     """Judge every committed offset and group as the broker's expiry sweep would.
 
     Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
-    from offset_audit.runs import preflight, progress
-    from offset_audit.runs.audit import alerts, run_audit, written_tables
+    from offset_audit import api
+    from offset_audit.runs import progress
+    from offset_audit.runs.audit import alerts
     from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
-    keep_state = state_kept(incremental, full)
-    output = normalize(output)
-    settings = preflight.check_inputs(dump.inputs, dump.settings)
-    preflight.check_as_of(settings.audit.as_of, settings.input.format)
-    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
-    preflight.check_output(output, written_tables(keep_state is not None), settings)
-    preflight.check_cluster(dump.inputs, output, settings)
-    input_size, locked = None, None
+    plan = api.plan_audit(
+        dump.inputs,
+        output=output,
+        settings=dump.settings,
+        snapshot_id=snapshot_id,
+        end_offsets=end_offsets,
+        start_offsets=start_offsets,
+        keep_decoded=keep_decoded,
+        keep_state=state_kept(incremental, full),
+    )
+    output, input_size = plan.output, None
     with ExitStack() as held:
-        if keep_state is not None:
+        if plan.keep_state is not None:
             from offset_audit.outputs.audit_state import state_lock
-            from offset_audit.runs.incremental import check_before_start, resumed_bytes
+            from offset_audit.runs.incremental import resumed_bytes
 
-            locked = check_before_start(dump.inputs, output, settings, keep_state, keep_decoded)
             # Held from here, before Spark starts: a second run started meanwhile is refused at once.
-            held.enter_context(state_lock(locked))
-            input_size = resumed_bytes(dump.inputs, output, settings, keep_state)
+            held.enter_context(state_lock(plan.locked))
+            input_size = resumed_bytes(plan.inputs, output, plan.settings, plan.keep_state)
         with progress.reporting(not quiet):
-            spark = start_spark(settings, dump.inputs, input_size)
-            result = run_audit(
-                spark,
-                dump.inputs,
-                output,
-                settings,
-                snapshot_id=snapshot_id,
-                end_offsets=end_offsets,
-                keep_decoded=keep_decoded,
-                keep_state=keep_state,
-                locked=locked,
-            )
+            spark = start_spark(plan.settings, plan.inputs, input_size)
+            result = api.run_planned_audit(spark, plan, lock_held=True).result
     checked = alerts(result, fail_expiring, fail_expired)
     emit(
         as_json,
@@ -226,33 +215,25 @@ def whatif(
     quiet: bool,
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
+    from offset_audit import api
     from offset_audit.runs import preflight, progress
     from offset_audit.runs.session import start_spark
-    from offset_audit.runs.whatif import run_whatif, written_tables
     from offset_audit.views.json_documents import whatif_document
     from offset_audit.views.summary import cluster_lines, upkeep_lines, whatif_summary
 
-    minutes = preflight.check_retention_list(retentions)
-    points = list(as_of_points) or [dump.settings.audit.as_of]
-    output = normalize(output)
-    settings = preflight.check_inputs(dump.inputs, dump.settings)
-    for point in points:
-        preflight.check_as_of(point, settings.input.format)
-    preflight.check_output(output, written_tables(), settings)
-    preflight.check_cluster(dump.inputs, output, settings)
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs)
-        report, rows = run_whatif(
-            spark,
+        scenarios = api.whatif(
+            start_spark,
             dump.inputs,
-            output,
-            settings,
-            minutes,
-            points,
-            snapshot_id,
+            retention=preflight.check_retention_list(retentions),
+            as_of=list(as_of_points) or [dump.settings.audit.as_of],
+            output=output,
             per_group=per_group,
+            snapshot_id=snapshot_id,
             keep_decoded=keep_decoded,
+            settings=dump.settings,
         )
+    report, rows, output = scenarios.report, scenarios.scenarios, scenarios.folder
     emit(
         as_json,
         lambda: whatif_document(report, rows, output),
@@ -409,45 +390,29 @@ def history(
 
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
-    from offset_audit.runs import preflight, progress
-    from offset_audit.runs.history import run_history, written_tables
+    from offset_audit import api
+    from offset_audit.runs import progress
     from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import history_document
     from offset_audit.views.summary import history_summary
 
-    kept = None
-    if audit_dir is not None:
-        from offset_audit.outputs.folder_layout import HISTORY
-        from offset_audit.outputs.kept_log import kept_log
-        from offset_audit.storage import for_settings, join
-
-        if dump.inputs:
-            raise UserError("give the dump with --input or an audit folder with --audit, not both")
-        from offset_audit.runs.clusters import kept_home
-
-        audit_dir = normalize(audit_dir)
-        settings = dump.settings
-        kept = kept_log(kept_home(audit_dir, settings), log_generation, for_settings(settings))
-        output = normalize(output) if output is not None else join(audit_dir, HISTORY)
-    else:
-        if output is None:
-            raise UserError("pass --output DIR (or --audit AUDIT, whose history goes to AUDIT/history)")
-        if log_generation is not None:
-            raise UserError("--log-generation picks a log of --audit; give --audit AUDIT")
-        output = normalize(output)
-        settings = preflight.check_inputs(dump.inputs, dump.settings)
-        preflight.check_cluster(dump.inputs, output, settings)
-    preflight.check_output(output, written_tables(), settings)
+    if audit_dir is not None and dump.inputs:
+        raise UserError("give the dump with --input or an audit folder with --audit, not both")
+    if audit_dir is None and output is None:
+        raise UserError("pass --output DIR (or --audit AUDIT, whose history goes to AUDIT/history)")
+    if audit_dir is None and log_generation is not None:
+        raise UserError("--log-generation picks a log of --audit; give --audit AUDIT")
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs if kept is None else [kept.path])
-        result = run_history(
-            spark,
+        told = api.history(
+            start_spark,
             dump.inputs,
-            output,
-            settings,
-            groups=list(groups),
+            output=output,
+            groups=groups,
             topic=only_topic,
+            audit_folder=audit_dir,
+            log_generation=log_generation,
             snapshot_id=snapshot_id,
-            kept=kept,
+            settings=dump.settings,
         )
+    result, output = told.result, told.folder
     emit(as_json, lambda: history_document(result, output), lambda: history_summary(result, output))

@@ -18,6 +18,7 @@ files the read commands write), and how the job reads its own tables back.
                  log of every record the runs read
     kept_log     that log read back as a dump, each record once, for history --audit
     folder_layout where an audit folder keeps its tables, and the list of them upkeep works on
+    run_copy     a run's tables written again into another audit folder or catalog tables (api.write)
 
 A new output table is a file in schemas/tables/ (its columns, documented in docs/tables.md) and a call
 to delta.write_delta or delta.write_arrow from the run that fills it, with the run's TableWriter (chosen

@@ -1,0 +1,574 @@
+"""The audit as a library: the runs the `offset-audit` command makes, on a SparkSession the caller holds
+(a notebook's, a Databricks job's, spark-submit's). The command is a thin caller of this module.
+
+    from offset_audit import api
+
+    raw = api.read_dump(spark, "dump/")                         # raw records of any dump format
+    audit = api.audit(spark, "dump/", retention="7d")           # judged as the broker would
+    audit.partition_verdicts.where("expired").show()
+    scenarios = api.whatif(spark, "dump/", retention=["1d", "7d", "30d"]).whatif
+    api.write(audit, "s3://bucket/audits/eu")                   # an audit folder the CLI's views read
+
+Every function checks its options and its inputs before Spark is asked anything (a mistake is one
+sentence, `offset_audit.errors.UserError`); in place of the session, a run takes a function that starts
+one from its checked settings and inputs, called only once every check has passed.
+
+A run works in an output folder: `output=` names one (the command's --output), or a temporary folder of
+the driver holds the run's tables, which `write` then copies to an audit folder or to catalog tables. On
+a cluster give `output=` a folder every executor reaches (an object store, a mount), since the executors
+write their part of the tables themselves.
+
+A result's tables are DataFrames read lazily from that folder, the run's own snapshot only: an audit
+folder keeps earlier snapshots for history. The session's UTC time zone and Parquet timestamp type are
+set for the run only and given back afterwards.
+
+May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views,
+runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from offset_audit.decoding.report import DecodeReport
+from offset_audit.errors import UserError
+from offset_audit.settings import Settings
+from offset_audit.storage import for_settings, join, normalize
+
+__all__ = [
+    "AuditRun",
+    "DecodeRun",
+    "HistoryRun",
+    "Run",
+    "WhatIfRun",
+    "audit",
+    "decode",
+    "history",
+    "options",
+    "read_dump",
+    "whatif",
+    "write",
+]
+
+Dump = str | os.PathLike | Sequence[str | os.PathLike]
+# The session a run uses, or what starts one from the run's checked settings and inputs, called only once
+# every check has passed (the command starts its own session so: a mistake never costs a JVM).
+Session = SparkSession | Callable[[Settings, list[str]], SparkSession]
+
+
+def _session(spark: Session, settings: Settings, inputs: list[str]) -> SparkSession:
+    return spark if isinstance(spark, SparkSession) else spark(settings, inputs)
+
+
+def options(
+    *,
+    conf: str | os.PathLike | None = None,
+    format: str = "auto",
+    partition: int | None = None,
+    topic: str | None = None,
+    cluster: str | None = None,
+    bootstrap_servers: str | None = None,
+    kafka_version: str | None = None,
+    retention: int | str | None = None,
+    as_of: str | None = None,
+    keep_snapshots: int | None = None,
+    writer: str | None = None,
+    fast_path: bool | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> Settings:
+    """A run's settings as the command builds them: conf/default.toml, then `conf` (a TOML file as
+    --conf takes), then these (None: the file's value). `retention` is minutes or a duration (7d)."""
+    from offset_audit.durations import parse_minutes
+    from offset_audit.runs.config import load_settings
+
+    return load_settings(
+        None if conf is None else os.fspath(conf),
+        input_format=format,
+        partition=partition,
+        topic=topic,
+        cluster=cluster,
+        bootstrap_servers=bootstrap_servers,
+        kafka_version=kafka_version,
+        retention_minutes=None if retention is None else parse_minutes(retention, "retention"),
+        as_of=as_of,
+        keep_snapshots=keep_snapshots,
+        writer=writer,
+        fast_path=fast_path,
+        storage=storage_options,
+    )
+
+
+def _paths(dump: Dump | None) -> list[str]:
+    if dump is None:
+        return []
+    items = [dump] if isinstance(dump, str | os.PathLike) else list(dump)
+    return [normalize(os.fspath(item)) for item in items]
+
+
+def _settings(settings: Settings | None, given: dict[str, Any]) -> Settings:
+    if settings is not None:
+        if any(value is not None for value in given.values()):
+            raise UserError(f"give settings= or {', '.join(sorted(given))}, not both")
+        return settings
+    return options(**{name: value for name, value in given.items() if value is not None})
+
+
+def read_dump(
+    spark: SparkSession,
+    dump: Dump | DataFrame,
+    *,
+    format: str = "auto",
+    partition: int | None = None,
+    topic: str | None = None,
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> DataFrame:
+    """The dump's raw records, as the audit decodes them: source_topic, source_partition, source_offset,
+    record_timestamp_ms, key, value (a null value is a tombstone), and for log dumps the reader's
+    source_error, source_note, skipped_bytes, transaction, copy_state and producer_id. Any format the
+    command reads, several inputs merged as copies where they overlap; or a DataFrame the caller has of
+    what Spark's Kafka source gives (a snapshot table of the topic), put in the same columns."""
+    from offset_audit.inputs.dump import load_raw_records
+    from offset_audit.inputs.kafka_source import to_raw_records
+    from offset_audit.runs import preflight
+
+    if isinstance(dump, DataFrame):
+        return to_raw_records(dump)
+    given = {"format": format if format != "auto" else None, "partition": partition, "topic": topic}
+    settings = _settings(settings, given | {"storage_options": storage_options})
+    inputs = _paths(dump)
+    settings = preflight.check_inputs(inputs, settings)
+    with _run_conf(spark):
+        return load_raw_records(spark, inputs, settings)
+
+
+@contextmanager
+def _run_conf(spark: SparkSession) -> Iterator[None]:
+    from offset_audit.runs.session import REQUIRED, scoped_conf
+
+    with scoped_conf(spark, REQUIRED):
+        yield
+
+
+@dataclass
+class Run:
+    """A run's tables under `folder`, the run's own snapshot of each, as lazy DataFrames; `report`
+    counts what was read, decoded, skipped and quarantined (and reconciles)."""
+
+    spark: SparkSession
+    folder: str
+    report: DecodeReport
+    settings: Settings
+    inputs: list[str]
+    snapshot_id: str | None
+    tables: tuple[str, ...]
+    temporary: bool = False
+
+    def table(self, name: str) -> DataFrame:
+        """One of `tables`, read from `folder` (delta-spark where the session has it, else the table's
+        live Parquet files)."""
+        from offset_audit.outputs.read_back import read_table
+        from offset_audit.outputs.snapshot_tables import own_snapshot
+
+        if name not in self.tables:
+            raise UserError(f"this run wrote no table {name!r}; its tables are {', '.join(self.tables)}")
+        frame = read_table(self.spark, self.folder, name, for_settings(self.settings))
+        return frame if self.snapshot_id is None else own_snapshot(frame, self.snapshot_id, self.report)
+
+    def close(self) -> None:
+        """Removes a temporary folder (a run given no output); its DataFrames cannot be read after."""
+        if self.temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class DecodeRun(Run):
+    """The decode tables (offset_commits, group_metadata, ..., quarantine) of the whole dump."""
+
+
+@dataclass
+class AuditRun(Run):
+    """An audit: per-partition and per-group verdicts and deletion candidates; `result` holds the
+    summary's counts (expired, expiring within 24 h, ...) and the alert thresholds' inputs."""
+
+    result: Any = None
+
+    @property
+    def partition_verdicts(self) -> DataFrame:
+        return self.table("partition_verdicts")
+
+    @property
+    def group_verdicts(self) -> DataFrame:
+        return self.table("group_verdicts")
+
+    @property
+    def deletion_candidates(self) -> DataFrame:
+        return self.table("deletion_candidates")
+
+
+@dataclass
+class WhatIfRun(Run):
+    """What-if scenarios: one row per (retention, as_of) in `whatif`, every group's in `whatif_groups`
+    (per_group=True); `scenarios` is the summary's rows."""
+
+    scenarios: list[dict] = field(default_factory=list)
+
+    @property
+    def whatif(self) -> DataFrame:
+        return self.table("whatif")
+
+    @property
+    def whatif_groups(self) -> DataFrame:
+        return self.table("whatif_groups")
+
+
+@dataclass
+class HistoryRun(Run):
+    """Every commit, state change and deletion of the log with its cause (offset_history)."""
+
+    result: Any = None
+
+    @property
+    def offset_history(self) -> DataFrame:
+        return self.table("offset_history")
+
+
+def _output(output: str | os.PathLike | None, settings: Settings) -> tuple[str, bool]:
+    if output is not None:
+        return normalize(os.fspath(output)), False
+    return tempfile.mkdtemp(prefix="offset-audit-"), True
+
+
+def decode(
+    spark: Session,
+    dump: Dump,
+    *,
+    output: str | os.PathLike | None = None,
+    format: str = "auto",
+    partition: int | None = None,
+    topic: str | None = None,
+    cluster: str | None = None,
+    fast_path: bool | None = None,
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> DecodeRun:
+    """Every record decoded into the decode tables (quarantined where it cannot be), as `decode` does."""
+    from offset_audit.decoding.decoder import TABLES
+    from offset_audit.runs import preflight
+    from offset_audit.runs.decode import run_decode, written_tables
+
+    given = {"format": None if format == "auto" else format, "partition": partition, "topic": topic}
+    given |= {"cluster": cluster, "fast_path": fast_path, "storage_options": storage_options}
+    settings, inputs = _settings(settings, given), _paths(dump)
+    folder, temporary = _output(output, settings)
+    try:
+        settings = preflight.check_inputs(inputs, settings)
+        preflight.check_cluster(inputs, folder, settings)
+        preflight.check_output(folder, written_tables(), settings)
+        spark = _session(spark, settings, inputs)
+        with _run_conf(spark):
+            report = run_decode(spark, inputs, folder, settings)
+    except BaseException:
+        _discard(folder, temporary)
+        raise
+    return DecodeRun(spark, folder, report, settings, inputs, None, tuple(TABLES), temporary)
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """An audit checked before Spark starts (`plan_audit`): what `run_audit` takes."""
+
+    inputs: list[str]
+    output: str
+    settings: Settings
+    snapshot_id: str | None
+    end_offsets: pa.Table | None
+    keep_decoded: bool
+    keep_state: str | None
+    temporary: bool
+    locked: str | None = None
+
+
+def plan_audit(
+    dump: Dump,
+    *,
+    output: str | os.PathLike | None = None,
+    settings: Settings,
+    snapshot_id: str | None = None,
+    end_offsets: str | os.PathLike | None = None,
+    start_offsets: str | os.PathLike | None = None,
+    keep_decoded: bool = False,
+    keep_state: str | None = None,
+) -> AuditPlan:
+    """Everything about an audit that can be refused before Spark starts: the inputs, --as-of, the end
+    offsets (read here whole, or asked of the cluster), the output folder and the cluster's name in it,
+    and, for a run that keeps its state, the state (the home whose lock the run will take)."""
+    from offset_audit.runs import preflight
+    from offset_audit.runs.audit import written_tables
+
+    inputs = _paths(dump)
+    folder, temporary = _output(output, settings)
+    try:
+        settings = preflight.check_inputs(inputs, settings)
+        preflight.check_as_of(settings.audit.as_of, settings.input.format)
+        ends = preflight.check_end_offsets(
+            None if end_offsets is None else os.fspath(end_offsets),
+            settings,
+            None if start_offsets is None else os.fspath(start_offsets),
+        )
+        preflight.check_output(folder, written_tables(keep_state is not None), settings)
+        preflight.check_cluster(inputs, folder, settings)
+        locked = None
+        if keep_state is not None:
+            from offset_audit.runs.incremental import check_before_start
+
+            locked = check_before_start(inputs, folder, settings, keep_state, keep_decoded)
+    except BaseException:
+        _discard(folder, temporary)
+        raise
+    return AuditPlan(inputs, folder, settings, snapshot_id, ends, keep_decoded, keep_state, temporary, locked)
+
+
+def run_planned_audit(spark: SparkSession, plan: AuditPlan, *, lock_held: bool = False) -> AuditRun:
+    """The audit `plan` describes, on `spark`; with `lock_held`, the caller holds the state's lock
+    (the command takes it before Spark starts, so that a second run is refused at once)."""
+    from offset_audit.runs.audit import AUDIT_TABLES, run_audit
+
+    with ExitStack() as held:
+        if plan.keep_state is not None and not lock_held:
+            from offset_audit.outputs.audit_state import state_lock
+
+            held.enter_context(state_lock(plan.locked))
+        try:
+            with _run_conf(spark):
+                result = run_audit(
+                    spark,
+                    plan.inputs,
+                    plan.output,
+                    plan.settings,
+                    snapshot_id=plan.snapshot_id,
+                    end_offsets=plan.end_offsets,
+                    keep_decoded=plan.keep_decoded,
+                    keep_state=plan.keep_state,
+                    locked=plan.locked if plan.keep_state is not None else None,
+                )
+        except BaseException:
+            _discard(plan.output, plan.temporary)
+            raise
+    return AuditRun(
+        spark,
+        plan.output,
+        result.report,
+        plan.settings,
+        plan.inputs,
+        result.snapshot_id,
+        AUDIT_TABLES,
+        plan.temporary,
+        result=result,
+    )
+
+
+def audit(
+    spark: Session,
+    dump: Dump,
+    *,
+    output: str | os.PathLike | None = None,
+    retention: int | str | None = None,
+    as_of: str | None = None,
+    kafka_version: str | None = None,
+    end_offsets: str | os.PathLike | None = None,
+    start_offsets: str | os.PathLike | None = None,
+    snapshot_id: str | None = None,
+    cluster: str | None = None,
+    format: str = "auto",
+    incremental: bool = False,
+    keep_decoded: bool = False,
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> AuditRun:
+    """Every committed offset and group judged as the broker's expiry sweep would (the `audit` command).
+    `retention`: offsets.retention.minutes, minutes or a duration (default 7d); `as_of`: latest (the
+    newest record), now, or an ISO timestamp; `incremental`: keep the coordinator's state in the output
+    folder and read only what is new from the second run on (an `output` is needed)."""
+    given = {"retention": retention, "as_of": as_of, "kafka_version": kafka_version, "cluster": cluster}
+    given |= {"format": None if format == "auto" else format, "storage_options": storage_options}
+    settings = _settings(settings, given)
+    if incremental and output is None:
+        raise UserError("incremental=True keeps the audit's state in its output folder: give output=")
+    plan = plan_audit(
+        dump,
+        output=output,
+        settings=settings,
+        snapshot_id=snapshot_id,
+        end_offsets=end_offsets,
+        start_offsets=start_offsets,
+        keep_decoded=keep_decoded,
+        keep_state="incremental" if incremental else None,
+    )
+    return run_planned_audit(_session(spark, plan.settings, plan.inputs), plan)
+
+
+def whatif(
+    spark: Session,
+    dump: Dump,
+    *,
+    retention: Sequence[int | str] | str,
+    as_of: Sequence[str] | str = ("latest",),
+    output: str | os.PathLike | None = None,
+    per_group: bool = False,
+    snapshot_id: str | None = None,
+    kafka_version: str | None = None,
+    cluster: str | None = None,
+    format: str = "auto",
+    keep_decoded: bool = False,
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> WhatIfRun:
+    """What would expire, and which groups would go, under each retention at each as_of (`whatif`).
+    `retention`: minutes or durations, a list or "1d,7d,30d"."""
+    from offset_audit.runs import preflight
+    from offset_audit.runs.whatif import run_whatif, written_tables
+
+    given = {"kafka_version": kafka_version, "cluster": cluster, "storage_options": storage_options}
+    settings, inputs = _settings(settings, given | {"format": None if format == "auto" else format}), _paths(dump)
+    listed = retention if isinstance(retention, str) else ",".join(str(r) for r in retention)
+    minutes = preflight.check_retention_list(listed, "retention")
+    points = [as_of] if isinstance(as_of, str) else list(as_of)
+    folder, temporary = _output(output, settings)
+    try:
+        settings = preflight.check_inputs(inputs, settings)
+        for point in points:
+            preflight.check_as_of(point, settings.input.format)
+        preflight.check_output(folder, written_tables(), settings)
+        preflight.check_cluster(inputs, folder, settings)
+        spark = _session(spark, settings, inputs)
+        with _run_conf(spark):
+            report, rows = run_whatif(
+                spark, inputs, folder, settings, minutes, points, snapshot_id, per_group=per_group,
+                keep_decoded=keep_decoded,
+            )  # fmt: skip
+    except BaseException:
+        _discard(folder, temporary)
+        raise
+    tables = ("whatif", "whatif_groups") if per_group else ("whatif",)
+    return WhatIfRun(spark, folder, report, settings, inputs, report.snapshot_id, tables, temporary, scenarios=rows)
+
+
+def history(
+    spark: Session,
+    dump: Dump | None = None,
+    *,
+    output: str | os.PathLike | None = None,
+    groups: Sequence[str] = (),
+    topic: str | None = None,
+    audit_folder: str | os.PathLike | None = None,
+    log_generation: int | None = None,
+    snapshot_id: str | None = None,
+    retention: int | str | None = None,
+    kafka_version: str | None = None,
+    cluster: str | None = None,
+    format: str = "auto",
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> HistoryRun:
+    """Why a group lost its offsets: every commit, state change and deletion of the log with its cause
+    (`history`). `topic` keeps one topic of the groups; `audit_folder` reads the records incremental
+    audits kept there instead of a dump (their history goes to AUDIT/history unless `output` says)."""
+    from offset_audit.runs import preflight
+    from offset_audit.runs.history import run_history, written_tables
+
+    given = {"retention": retention, "kafka_version": kafka_version, "cluster": cluster}
+    given |= {"format": None if format == "auto" else format, "storage_options": storage_options}
+    settings, inputs = _settings(settings, given), _paths(dump)
+    kept = None
+    if audit_folder is not None:
+        from offset_audit.outputs.folder_layout import HISTORY
+        from offset_audit.outputs.kept_log import kept_log
+        from offset_audit.runs.clusters import kept_home
+
+        if inputs:
+            raise UserError("give the dump or an audit folder (audit_folder=), not both")
+        folder = normalize(os.fspath(audit_folder))
+        kept = kept_log(kept_home(folder, settings), log_generation, for_settings(settings))
+        if output is None:
+            output = join(folder, HISTORY)
+    elif log_generation is not None:
+        raise UserError("log_generation picks a log of an audit folder; give audit_folder=")
+    folder, temporary = _output(output, settings)
+    try:
+        if kept is None:
+            settings = preflight.check_inputs(inputs, settings)
+            preflight.check_cluster(inputs, folder, settings)
+        preflight.check_output(folder, written_tables(), settings)
+        spark = _session(spark, settings, inputs if kept is None else [kept.path])
+        with _run_conf(spark):
+            result = run_history(
+                spark, inputs, folder, settings, groups=list(groups), topic=topic, snapshot_id=snapshot_id, kept=kept
+            )
+    except BaseException:
+        _discard(folder, temporary)
+        raise
+    report = result.report
+    return HistoryRun(
+        spark, folder, report, settings, inputs, result.snapshot_id, ("offset_history",), temporary, result=result
+    )
+
+
+def _discard(folder: str, temporary: bool) -> None:
+    if temporary:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def write(run: Run, output: str | os.PathLike | None = None, *, tables: str | None = None) -> None:
+    """A run's tables written where the caller keeps them:
+
+    - `output`: an audit folder (local, mounted or an object store). The run's snapshot is written into
+      each of its tables, with its row in `snapshots` and `runs`, as the command would have written it
+      there; other snapshots and other clusters' rows stay.
+    - `tables`: a prefix of catalog table names, as "db.kafka_audit_": each table is appended to
+      PREFIX + name through the session's catalog (Delta where the session has it)."""
+    if (output is None) == (tables is None):
+        raise UserError("give write() an output folder or a tables= prefix (one of them)")
+    if tables is not None:
+        _to_catalog(run, tables)
+    else:
+        _to_folder(run, normalize(os.fspath(output)))
+
+
+def _to_catalog(run: Run, prefix: str) -> None:
+    from offset_audit.outputs.run_copy import to_catalog
+
+    to_catalog(run.spark, {name: run.table(name) for name in run.tables}, prefix)
+
+
+def _to_folder(run: Run, output: str) -> None:
+    from offset_audit.outputs.run_copy import snapshot_rows, to_folder
+    from offset_audit.outputs.runs_table import RUNS_TABLE
+    from offset_audit.runs import preflight
+    from offset_audit.runs.session import table_writer
+    from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
+
+    if output == run.folder:
+        return
+    preflight.check_output(output, [*run.tables, SNAPSHOTS_TABLE, RUNS_TABLE], run.settings)
+    preflight.check_cluster(run.inputs, output, run.settings)
+    storage = for_settings(run.settings)
+    rows = [] if run.snapshot_id is None else snapshot_rows(run.folder, run.snapshot_id, run.report, storage)
+    frames = {name: run.table(name) for name in run.tables}
+    with _run_conf(run.spark):
+        to_folder(run.spark, frames, output, run.snapshot_id, rows, run.report, table_writer(run.spark, run.settings))

@@ -1,0 +1,113 @@
+"""The public API on a session the caller holds: the same runs as the command, so its DataFrames equal
+the command's tables row for row, its mistakes are one sentence before Spark is asked anything, and
+`write` makes an audit folder the command's views read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from deltalake import DeltaTable
+
+from offset_audit import api
+from offset_audit.errors import UserError
+from offset_audit.generator.demo_dump import generate_dump
+from offset_audit.generator.writers import snapshot_to_segments
+
+
+def run_cli(*args):
+    from click.testing import CliRunner
+
+    from offset_audit.cli.main import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def table_rows(folder, name) -> list[str]:
+    return sorted(map(repr, DeltaTable(f"{folder}/{name}").to_pyarrow_table().to_pylist()))
+
+
+def frame_rows(frame) -> list[str]:
+    return sorted(map(repr, frame.toArrow().to_pylist()))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The demo's dump, small: corrupt records, end offsets; and the same log as broker folders."""
+    root = tmp_path_factory.mktemp("demo")
+    generate_dump(str(root / "input"), 3_000, seed=7, corrupt=12, end_offsets=str(root / "ends.txt"))
+    snapshot_to_segments(str(root / "input"), str(root / "folders"), 5, "zstd", 32 << 10)
+    return root
+
+
+@pytest.mark.parametrize("form", ["input", "folders"])
+def test_audit_frames_equal_the_commands_tables(spark, demo, tmp_path, form):
+    dump, ends = demo / form, demo / "ends.txt"
+    run_cli("audit", "--input", dump, "--output", tmp_path / "cli", "--end-offsets", ends, "-q")
+    with api.audit(spark, dump, end_offsets=ends) as audit:
+        assert audit.report.reconciles and audit.report.quarantined > 0
+        for name in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
+            assert frame_rows(getattr(audit, name)) == table_rows(tmp_path / "cli", name), name
+        assert audit.result.offsets == audit.partition_verdicts.count() > 0
+        folder = audit.folder
+    assert not (tmp_path / folder).exists()  # a run given no output leaves no folder behind
+
+
+def test_whatif_history_and_decode_frames_equal_the_commands_tables(spark, demo, tmp_path):
+    dump = demo / "input"
+    run_cli("whatif", "--input", dump, "--output", tmp_path / "w", "--retention-minutes", "1d,7d", "--per-group", "-q")
+    scenarios = api.whatif(spark, dump, retention=["1d", "7d"], per_group=True, output=tmp_path / "api-w")
+    for name in ("whatif", "whatif_groups"):
+        assert frame_rows(scenarios.table(name)) == table_rows(tmp_path / "w", name), name
+    assert len(scenarios.scenarios) == 2
+
+    run_cli("history", "--input", dump, "--output", tmp_path / "h", "-q")
+    with api.history(spark, dump) as told:
+        assert frame_rows(told.offset_history) == table_rows(tmp_path / "h", "offset_history")
+
+    run_cli("decode", "--input", dump, "--output", tmp_path / "d", "-q")
+    with api.decode(spark, dump) as decoded:
+        for name in ("group_metadata", "quarantine"):
+            assert frame_rows(decoded.table(name)) == table_rows(tmp_path / "d", name), name
+
+
+def test_read_dump_takes_paths_or_a_dataframe_the_caller_has(spark, demo):
+    raw = api.read_dump(spark, demo / "input")
+    assert raw.columns[:6] == [
+        "source_topic",
+        "source_partition",
+        "source_offset",
+        "record_timestamp_ms",
+        "key",
+        "value",
+    ]
+    assert raw.count() == 3_000
+    snapshot = spark.read.parquet(str(demo / "input"))
+    assert frame_rows(api.read_dump(spark, snapshot)) == frame_rows(raw)
+    assert api.read_dump(spark, demo / "folders").count() == 3_000
+
+
+def test_write_makes_an_audit_folder_the_views_read(spark, demo, tmp_path):
+    with api.audit(spark, demo / "input", retention="3d") as audit:
+        api.write(audit, tmp_path / "audits")
+        for name in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
+            assert frame_rows(audit.table(name)) == table_rows(tmp_path / "audits", name)
+    listed = json.loads(run_cli("describe", "--audit", tmp_path / "audits", "--json").output)
+    assert listed["snapshot_id"] == audit.snapshot_id and listed["groups"]
+    assert [r["command"] for r in DeltaTable(f"{tmp_path}/audits/runs").to_pyarrow_table().to_pylist()] == ["audit"]
+
+
+def test_mistakes_are_one_sentence_before_spark_runs(no_spark, tmp_path):
+    (tmp_path / "x.log").write_bytes(b"")
+    with pytest.raises(UserError, match="unknown input format 'avro'"):
+        api.options(format="avro")
+    with pytest.raises(UserError, match="does not exist"):
+        api.audit(None, tmp_path / "missing")
+    with pytest.raises(UserError, match="give settings= or"):
+        api.audit(None, tmp_path, retention="1d", settings=api.options())
+    with pytest.raises(UserError, match="incremental=True keeps the audit's state in its output folder"):
+        api.audit(None, tmp_path, incremental=True)
+    with pytest.raises(UserError, match="retention"):
+        api.whatif(None, tmp_path, retention="soon")
