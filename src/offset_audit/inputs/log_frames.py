@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.inputs import transactions
-from offset_audit.inputs.log_files import LOCATION, SEGMENTS, LogFile, PartitionFiles, by_partition, read_raw
+from offset_audit.inputs import formats, transactions
+from offset_audit.inputs.log_files import LOCATION, LogFile, PartitionFiles, by_partition, read_raw
 from offset_audit.inputs.parquet_files import read_units
 from offset_audit.inputs.partition_folders import partition_raw
 
@@ -31,7 +31,7 @@ def raw_dataframe(spark: SparkSession, units: list[LogFile], markers: transactio
         topics = pa.array([topic] * batch.num_rows, pa.string())
         return batch.drop_columns(["other_topic", *LOCATION]).append_column("source_topic", topics)
 
-    if units and units[0].input_format == SEGMENTS:
+    if units and formats.named(units[0].input_format).broker_folders:
 
         def read_group(group: PartitionFiles) -> Iterator[pa.RecordBatch]:
             for topic, batch in partition_raw(group, None):
