@@ -14,9 +14,6 @@ from typing import Any
 from offset_audit import constants as K
 from offset_audit.errors import UserError
 
-# auto: worked out from the inputs (offset_audit.inputs.dump.detect_format); kafka is never guessed.
-# kip932-json (the KIP-932 draft's share-state control records) is read by the share command only.
-INPUT_FORMATS = ("auto", "parquet", "delta", "kafka", "segments", "dump-log", "console", "kip932-json")
 # Who writes the Delta tables: auto (delta-spark where the session has Delta configured, else delta-rs),
 # or one of the two, chosen (offset_audit.outputs.delta).
 WRITERS = ("auto", "delta-rs", "delta-spark")
@@ -26,6 +23,8 @@ WRITERS = ("auto", "delta-rs", "delta-spark")
 class InputSettings:
     """[input]: what the dump is."""
 
+    # A name of offset_audit.inputs.formats.CHOICES (checked where the config is read): auto is worked out
+    # from the inputs (inputs.dump.resolved); kafka is never guessed.
     format: str = "auto"
     # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
     partition: int | None = None

@@ -12,7 +12,7 @@ from repo_paths import TEXT_DUMPS
 from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.writers import snapshot_to_segments
-from offset_audit.inputs import data_sources
+from offset_audit.inputs import data_sources, formats
 from offset_audit.inputs.dump import load_raw_records, log_units
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.share_replay import read_kip932_lines
@@ -83,6 +83,16 @@ def test_several_paths_are_one_dump(registered, tmp_path):
     console = registered.read.format("kafka-console").option("partition", 1)
     each = [console.load(str(path)).count() for path in (first, second)]
     assert both.count() == sum(each) > 0
+
+
+def test_every_format_names_a_source_that_reads_it():
+    """The registry's descriptors and the sources agree: a format Spark does not read itself has a source
+    of the name its descriptor gives, which reads that format."""
+    ours = {source.name(): source.FORMAT for source in data_sources.SOURCES}
+    for described in formats.FORMATS:
+        if described.spark_source not in data_sources.SPARKS_OWN:
+            assert ours[described.spark_source] is described
+    assert set(ours) == {f.spark_source for f in formats.FORMATS} - data_sources.SPARKS_OWN
 
 
 def test_a_mistaken_option_is_one_sentence(registered, tmp_path):

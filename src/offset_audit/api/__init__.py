@@ -72,7 +72,7 @@ def _session(spark: Session, settings: Settings, inputs: list[str]) -> SparkSess
 def options(
     *,
     conf: str | os.PathLike | None = None,
-    format: str = "auto",
+    format: str | None = None,
     partition: int | None = None,
     topic: str | None = None,
     cluster: str | None = None,
@@ -126,7 +126,7 @@ def read_dump(
     spark: SparkSession,
     dump: Dump | DataFrame,
     *,
-    format: str = "auto",
+    format: str | None = None,
     partition: int | None = None,
     topic: str | None = None,
     storage_options: dict[str, str] | None = None,
@@ -143,7 +143,7 @@ def read_dump(
 
     if isinstance(dump, DataFrame):
         return to_raw_records(dump)
-    given = {"format": format if format != "auto" else None, "partition": partition, "topic": topic}
+    given = {"format": format, "partition": partition, "topic": topic}
     settings = _settings(settings, given | {"storage_options": storage_options})
     inputs = _paths(dump)
     settings = preflight.check_inputs(inputs, settings)
@@ -259,7 +259,7 @@ def decode(
     dump: Dump,
     *,
     output: str | os.PathLike | None = None,
-    format: str = "auto",
+    format: str | None = None,
     partition: int | None = None,
     topic: str | None = None,
     cluster: str | None = None,
@@ -272,7 +272,7 @@ def decode(
     from offset_audit.runs import preflight
     from offset_audit.runs.decode import run_decode, written_tables
 
-    given = {"format": None if format == "auto" else format, "partition": partition, "topic": topic}
+    given = {"format": format, "partition": partition, "topic": topic}
     given |= {"cluster": cluster, "fast_path": fast_path, "storage_options": storage_options}
     settings, inputs = _settings(settings, given), _paths(dump)
     folder, temporary = _output(output, settings)
@@ -395,7 +395,7 @@ def audit(
     start_offsets: str | os.PathLike | None = None,
     snapshot_id: str | None = None,
     cluster: str | None = None,
-    format: str = "auto",
+    format: str | None = None,
     incremental: bool = False,
     keep_decoded: bool = False,
     storage_options: dict[str, str] | None = None,
@@ -406,7 +406,7 @@ def audit(
     newest record), now, or an ISO timestamp; `incremental`: keep the coordinator's state in the output
     folder and read only what is new from the second run on (an `output` is needed)."""
     given = {"retention": retention, "as_of": as_of, "kafka_version": kafka_version, "cluster": cluster}
-    given |= {"format": None if format == "auto" else format, "storage_options": storage_options}
+    given |= {"format": format, "storage_options": storage_options}
     settings = _settings(settings, given)
     if incremental and output is None:
         raise UserError("incremental=True keeps the audit's state in its output folder: give output=")
@@ -434,7 +434,7 @@ def whatif(
     snapshot_id: str | None = None,
     kafka_version: str | None = None,
     cluster: str | None = None,
-    format: str = "auto",
+    format: str | None = None,
     keep_decoded: bool = False,
     storage_options: dict[str, str] | None = None,
     settings: Settings | None = None,
@@ -445,7 +445,7 @@ def whatif(
     from offset_audit.runs.whatif import run_whatif, written_tables
 
     given = {"kafka_version": kafka_version, "cluster": cluster, "storage_options": storage_options}
-    settings, inputs = _settings(settings, given | {"format": None if format == "auto" else format}), _paths(dump)
+    settings, inputs = _settings(settings, given | {"format": format}), _paths(dump)
     listed = retention if isinstance(retention, str) else ",".join(str(r) for r in retention)
     minutes = preflight.check_retention_list(listed, "retention")
     points = [as_of] if isinstance(as_of, str) else list(as_of)
@@ -482,7 +482,7 @@ def history(
     retention: int | str | None = None,
     kafka_version: str | None = None,
     cluster: str | None = None,
-    format: str = "auto",
+    format: str | None = None,
     storage_options: dict[str, str] | None = None,
     settings: Settings | None = None,
 ) -> HistoryRun:
@@ -493,7 +493,7 @@ def history(
     from offset_audit.runs.history import run_history, written_tables
 
     given = {"retention": retention, "kafka_version": kafka_version, "cluster": cluster}
-    given |= {"format": None if format == "auto" else format, "storage_options": storage_options}
+    given |= {"format": format, "storage_options": storage_options}
     settings, inputs = _settings(settings, given), _paths(dump)
     kept = None
     if audit_folder is not None:

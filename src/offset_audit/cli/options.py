@@ -16,7 +16,8 @@ import click
 
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
-from offset_audit.settings import INPUT_FORMATS, MAX_RETENTION_MINUTES, WRITERS, Settings
+from offset_audit.inputs import formats
+from offset_audit.settings import MAX_RETENTION_MINUTES, WRITERS, Settings
 from offset_audit.storage import Storage, normalize
 
 
@@ -268,7 +269,7 @@ def dump_options(
             writer=writer,
             **overrides,
         )
-        if settings.input.format != "kafka" and not inputs and options.get("audit_dir") is None:
+        if not formats.input_format(settings).live and not inputs and options.get("audit_dir") is None:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         return command(dump=Dump(paths(inputs), settings), **options)
 
@@ -285,11 +286,9 @@ def dump_options(
             ),
             click.option(
                 "--input-format",
-                type=click.Choice(INPUT_FORMATS),
+                type=click.Choice(formats.CHOICES),
                 default=None,
-                help="auto (default: from the inputs), parquet, delta, kafka (a live cluster), segments, "
-                "dump-log (kafka-dump-log.sh --offsets-decoder output) or console (kafka-console-consumer.sh "
-                "formatter output).",
+                help=formats.help_text(),
             ),
             click.option(
                 "--partition",

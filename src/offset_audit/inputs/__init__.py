@@ -1,5 +1,7 @@
 """Where raw records come from: one raw-record shape, whatever the dump.
 
+    formats         every input format described once: its name, how auto recognises it, its Spark data
+                    source, what it can do (FORMATS, by_name, input_format)
     dump            a dump, whatever its format -> the raw records (format detection, the units Python
                     workers read, the raw-record DataFrame)
     kafka_source    Kafka-source snapshots: what Spark's Kafka source wrote, as Parquet or Delta
@@ -25,8 +27,10 @@
     parquet_files   Parquet read by the Python workers as a DataFrame
     broker_properties   a broker's server.properties, read as java.util.Properties.load reads it
 
-A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches (or a Kafka-source
-snapshot's columns), and a name in `dump.detect_format`. Only inputs/ and outputs/ touch files, Kafka or Delta.
+A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches, and one entry in
+`formats` (its name, how auto recognises it, its reader, what it can do; docs/development.md shows the
+steps). Code outside inputs/ asks a format what it can do (`input_format(settings).resumable`), never its
+name. Only inputs/ and outputs/ touch files, Kafka or Delta.
 
 May import: the top-level modules, layouts.
 """

@@ -33,7 +33,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files, transactions
+from offset_audit.inputs import formats, log_files, transactions
 from offset_audit.inputs.kafka_source import _expand
 from offset_audit.inputs.log_frames import RAW_LOG_DDL, raw_units
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
@@ -90,14 +90,13 @@ class _Units(DataSourceReader):
 
 
 class _LogDumpSource(DataSource):
-    """A log dump of one format (FORMAT, an `--input-format` name) as raw records."""
+    """A log dump of one format (FORMAT, its descriptor in `inputs.formats`) as raw records."""
 
-    FORMAT: ClassVar[str]
-    SOURCE: ClassVar[str]
+    FORMAT: ClassVar[formats.InputFormat]
 
     @classmethod
     def name(cls) -> str:
-        return cls.SOURCE
+        return cls.FORMAT.spark_source
 
     def schema(self) -> str:
         return RAW_LOG_DDL
@@ -107,7 +106,7 @@ class _LogDumpSource(DataSource):
         fast, storage = _flag(self.options, "fastPath", True), _storage(self.options)
         return log_files.log_files(
             _expand(_paths(self.options), storage),
-            self.FORMAT,
+            self.FORMAT.name,
             partition,
             DEFAULT_MAX_BATCH_BYTES if mib is None else mib << 20,
             storage,
@@ -125,16 +124,14 @@ class _LogDumpSource(DataSource):
 class SegmentsSource(_LogDumpSource):
     """Log segment files and broker partition folders; each partition's markers are found by its task."""
 
-    FORMAT = log_files.SEGMENTS
-    SOURCE = "kafka-log"
+    FORMAT = formats.SEGMENTS
 
 
 class DumpLogSource(_LogDumpSource):
     """`kafka-dump-log.sh --offsets-decoder --print-data-log` text; its transaction markers are gathered
     while planning (a marker may sit in the text of a later segment than its records)."""
 
-    FORMAT = log_files.DUMP_LOG
-    SOURCE = "kafka-dump-log"
+    FORMAT = formats.DUMP_LOG
 
     def markers(self, units: list[log_files.LogFile]) -> transactions.Markers:
         return transactions.Markers.from_rows(
@@ -148,26 +145,24 @@ class DumpLogSource(_LogDumpSource):
 class ConsoleSource(_LogDumpSource):
     """`kafka-console-consumer.sh --formatter ...` text, which shows no transaction markers."""
 
-    FORMAT = log_files.CONSOLE
-    SOURCE = "kafka-console"
+    FORMAT = formats.CONSOLE
 
 
 class ShareStateSource(DataSource):
     """The KIP-932 draft's share-state records as JSON lines, a row per line (KIP932_LINES_TYPE)."""
 
-    FORMAT: ClassVar[str] = "kip932-json"
-    SOURCE: ClassVar[str] = "kafka-share-state"
+    FORMAT: ClassVar[formats.InputFormat] = formats.KIP932_JSON
 
     @classmethod
     def name(cls) -> str:
-        return cls.SOURCE
+        return cls.FORMAT.spark_source
 
     def schema(self) -> StructType:
         return parse_type(kip932_lines.KIP932_LINES_TYPE)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         storage = _storage(self.options)
-        files = log_files.log_files(_expand(_paths(self.options), storage), self.FORMAT, storage=storage)
+        files = log_files.log_files(_expand(_paths(self.options), storage), self.FORMAT.name, storage=storage)
         return _Units(files, _kip932_batches)
 
 
@@ -176,6 +171,8 @@ def _kip932_batches(unit: log_files.LogFile) -> Iterator[pa.RecordBatch]:
 
 
 SOURCES: tuple[type[DataSource], ...] = (SegmentsSource, DumpLogSource, ConsoleSource, ShareStateSource)
+# The formats Spark reads with its own sources (parquet, delta, kafka): a Kafka-source snapshot's columns.
+SPARKS_OWN = frozenset({"parquet", "delta", "kafka"})
 
 
 def register(spark: SparkSession) -> None:

@@ -19,10 +19,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files, log_frames
+from offset_audit.inputs import formats, log_files, log_frames
+from offset_audit.inputs.formats import input_format
 from offset_audit.inputs.kafka_source import (
     _expand,
-    _is_delta,
     read_by_workers,
     read_kafka_source,
     read_piece,
@@ -30,7 +30,7 @@ from offset_audit.inputs.kafka_source import (
     to_raw_records,
 )
 from offset_audit.inputs.kafka_topic import read_kafka
-from offset_audit.inputs.overlapping import MERGED_FORMATS, MIXED, merged_raw_records, merges
+from offset_audit.inputs.overlapping import merged_raw_records, merges
 from offset_audit.inputs.partition_folders import read_partition_raw
 from offset_audit.inputs.resumed import (
     CARRIED,
@@ -43,9 +43,7 @@ from offset_audit.inputs.resumed import (
 )
 from offset_audit.inputs.transactions import Markers
 from offset_audit.settings import Settings
-from offset_audit.storage import LOCAL, Storage, for_settings, is_remote
-
-KIP932_JSON = "kip932-json"
+from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join
 
 
 @dataclass(frozen=True)
@@ -120,35 +118,24 @@ def unit_weight(unit: Any) -> int:
 
 
 def _sniff(path: str, storage: Storage) -> str:
-    """The format of one file, from its first bytes."""
+    """The format of one file, from its first bytes (formats.SNIFFED, in its order)."""
     with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
         head = handle.read(log_files.SNIFF_BYTES)
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    from offset_audit.inputs.textdumps.console import looks_like_console_dump
-    from offset_audit.inputs.textdumps.dump_log import looks_like_dump_log
-
-    text = head.decode("utf-8", errors="replace")
-    first = text.lstrip().split("\n", 1)[0]
-    if first.startswith("{") and ('"SHARE_CHECKPOINT"' in first or '"SHARE_DELTA"' in first):
-        return KIP932_JSON
-    if looks_like_dump_log(text):
-        return log_files.DUMP_LOG
-    if looks_like_console_dump(text):
-        return log_files.CONSOLE
-    if path.endswith(".log"):
-        return log_files.SEGMENTS
-    raise UserError(
-        f"cannot tell the format of '{path}'; pass --input-format (parquet, delta, segments, dump-log or console)"
-    )
+    for fmt in formats.SNIFFED:
+        if fmt.recognises(head, path):
+            return fmt.name
+    # The formats a dump file may be given as: not the live topic, not share's own state.
+    given = [f.name for f in formats.FORMATS if not f.live and not f.share_state]
+    raise UserError(f"cannot tell the format of '{path}'; pass --input-format ({', '.join(given[:-1])} or {given[-1]})")
 
 
 def _format_of(path: str, storage: Storage) -> str:
     if "://" in path and not is_remote(path):
-        return "parquet"  # another store: a Kafka-source snapshot read by Spark
+        return formats.PARQUET.name  # another store: a Kafka-source snapshot read by Spark
     if storage.is_dir(path):
-        if _is_delta(path, storage):
-            return "delta"
+        for fmt in formats.FORMATS:
+            if fmt.subfolder and storage.is_dir(join(path, fmt.subfolder)):
+                return fmt.name
         root = path.rstrip("/") + "/"
         kinds = set()
         for file in storage.files_under(path):
@@ -156,10 +143,7 @@ def _format_of(path: str, storage: Storage) -> str:
             # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
             if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
                 continue
-            if file.endswith(".parquet"):
-                kinds.add("parquet")
-            elif file.endswith(".log"):
-                kinds.add(log_files.SEGMENTS)
+            kinds.update(fmt.name for fmt in formats.FORMATS if fmt.suffix and file.endswith(fmt.suffix))
         if len(kinds) == 1:
             return kinds.pop()
         raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
@@ -170,18 +154,18 @@ def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
     """--input-format auto: the one format all inputs share, or MIXED for inputs of several formats
     that each hold raw records (read each by its own reader, then merged as copies)."""
     kinds = {_format_of(path, storage) for path in _expand(inputs, storage)}
-    if kinds == {"parquet", "delta"}:
-        return "parquet"  # the parquet reader takes Delta folders too
+    if kinds == {formats.PARQUET.name, formats.DELTA.name}:
+        return formats.PARQUET.name  # the parquet reader takes Delta folders too
     if len(kinds) != 1:
-        if kinds <= {log_files.SEGMENTS, *MERGED_FORMATS}:
-            return MIXED
+        if all(formats.by_name(kind).mixable for kind in kinds):
+            return formats.MIXED.name
         raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
     return kinds.pop()
 
 
 def formats_of(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
     """Each input path with its format: the run's, or, for MIXED, its own."""
-    if settings.input.format != MIXED:
+    if not input_format(settings).several_formats:
         return [(path, settings.input.format) for path in paths]
     storage = for_settings(settings)
     return [(path, _format_of(path, storage)) for path in _expand(paths, storage)]
@@ -192,32 +176,32 @@ def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataF
     the inputs are read as one."""
     storage = for_settings(settings)
     paths = _expand(inputs, storage)
-    if not merges(paths, settings.input.format):
+    if not merges(paths, input_format(settings)):
         return None
-    formats = formats_of(paths, settings)
+    paths_formats = formats_of(paths, settings)
     # A transaction's marker may sit in another input's text (kafka-dump-log of the next segment): the
     # markers of every dump-log input label the records of each.
-    texts = [path for path, fmt in formats if fmt == log_files.DUMP_LOG]
-    text_settings = settings.replaced("input", format=log_files.DUMP_LOG)
+    texts = [path for path, fmt in paths_formats if fmt == formats.DUMP_LOG.name]
+    text_settings = settings.replaced("input", format=formats.DUMP_LOG.name)
     markers = log_files.gather_markers(spark, log_units(texts, text_settings)) if texts else None
 
-    def load(path: str, input_format: str) -> DataFrame:
-        if input_format == log_files.DUMP_LOG:
+    def load(path: str, own_format: str) -> DataFrame:
+        if own_format == formats.DUMP_LOG.name:
             return log_frames.raw_dataframe(spark, log_units([path], text_settings), markers)
-        return load_raw_records(spark, [path], settings.replaced("input", format=input_format))
+        return load_raw_records(spark, [path], settings.replaced("input", format=own_format))
 
-    return merged_raw_records(formats, load)
+    return merged_raw_records(paths_formats, load)
 
 
 def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
     """The settings with --input-format auto replaced by the detected format; kip932-json (share-state
     control records) only where `share` reads it."""
-    if settings.input.format == "auto":
+    if input_format(settings).to_detect:
         if not inputs:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         settings = settings.replaced("input", format=detect_format(inputs, for_settings(settings)))
-    if settings.input.format == KIP932_JSON and not share:
-        raise UserError(f"{KIP932_JSON} input holds share-group state: read it with offset-audit share")
+    if input_format(settings).share_state and not share:
+        raise UserError(f"{settings.input.format} input holds share-group state: read it with offset-audit share")
     return settings
 
 
@@ -246,13 +230,13 @@ def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tu
 
 def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings, share: bool = False) -> DataFrame:
     settings = resolved(settings, inputs, share)
-    if settings.input.format == "kafka":
+    if input_format(settings).live:
         return to_raw_records(read_kafka(spark, settings))
     if (merged := _merged(spark, inputs, settings)) is not None:
         return merged
-    if settings.input.format == log_files.SEGMENTS:  # each partition's task finds its own markers
+    if input_format(settings).broker_folders:  # each partition's task finds its own markers
         return log_frames.raw_dataframe(spark, log_units(inputs, settings), Markers())
-    if settings.input.format in log_files.LOG_FORMATS:
+    if input_format(settings).log_files:
         return log_frames.raw_dataframe(spark, *_log_units(spark, inputs, settings))
     return to_raw_records(read_kafka_source(spark, inputs, settings.input.format, for_settings(settings)))
 
@@ -261,21 +245,21 @@ def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> Da
     """What the fast route reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
     settings = resolved(settings, inputs)
-    several = settings.input.format in MERGED_FORMATS and len(_expand(inputs, for_settings(settings))) > 1
-    if settings.input.format == MIXED or several:  # copies to merge (`overlapping`)
+    several = input_format(settings).copies_merged and len(_expand(inputs, for_settings(settings))) > 1
+    if input_format(settings).several_formats or several:  # copies to merge (`overlapping`)
         return load_raw_records(spark, inputs, settings)
-    if settings.input.format == log_files.SEGMENTS:
+    if input_format(settings).broker_folders:
         # A partition's transaction markers are in its own log: each task finds those of its partitions
         # itself, and the dump is read in one Spark job rather than two.
         units = log_units(inputs, settings)
         groups = log_files.by_partition(units)
         return FileUnits(groups, partial(read_partition_raw, topic=settings.input.topic), None, len(units))
-    if settings.input.format in log_files.LOG_FORMATS:
+    if input_format(settings).log_files:
         units, markers = _log_units(spark, inputs, settings)
         return FileUnits(
             units, partial(log_files.read_raw, markers=markers, topic=settings.input.topic), None, len(units)
         )
-    if settings.input.format != "kafka" and read_by_workers(inputs):
+    if not input_format(settings).live and read_by_workers(inputs):
         pieces = source_pieces(inputs, settings.input.format, storage=for_settings(settings))
         return FileUnits(pieces, partial(read_piece, topic=settings.input.topic), sum(p.rows for p in pieces))
     return load_raw_records(spark, inputs, settings)
@@ -288,7 +272,7 @@ def input_paths(inputs: list[str], settings: Settings) -> list[str]:
 
 def input_bytes(inputs: list[str], settings: Settings) -> int | None:
     """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
-    if settings.input.format == "kafka":
+    if input_format(settings).live:
         return None
     storage = for_settings(settings)
     total = 0
@@ -311,15 +295,15 @@ def resumed_source(spark: SparkSession, inputs: list[str], settings: Settings, r
     settings = resolved(settings, inputs)
     storage = for_settings(settings)
     topic = settings.input.topic
-    if settings.input.format == log_files.SEGMENTS:
+    if input_format(settings).broker_folders:
         units = log_units(inputs, settings)
         groups = resumed_partitions(log_files.by_partition(units), resume, SEGMENT_BYTES_PER_RECORD)
         opened = sum(len(g.segments) for g in groups)
         return FileUnits(groups, partial(read_resumed_partition, topic=topic), None, opened)
-    if settings.input.format != "kafka" and read_by_workers(inputs):
+    if not input_format(settings).live and read_by_workers(inputs):
         pieces = resumed_pieces(source_pieces(inputs, settings.input.format, storage=storage), resume)
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
-    if settings.input.format == "kafka":
+    if input_format(settings).live:
         # From each partition's last record read, which the decode tasks find again (`Resume.probes`).
         starting = {p: resume.first_needed(p) for p in resume.floors}
         new = to_raw_records(read_kafka(spark, settings, starting))

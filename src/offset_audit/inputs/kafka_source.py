@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegralType, StringType, TimestampNTZType, TimestampType
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.inputs import formats
 from offset_audit.inputs.parquet_files import literal_paths
 from offset_audit.storage import LOCAL, Storage, is_remote, join, spark_path
 from offset_audit.timestamps import millis_from_arrow
@@ -91,7 +92,7 @@ def source_files(inputs: list[str], input_format: str, storage: Storage = LOCAL)
     for path in paths:
         if "://" in path and not is_remote(path):
             files.append(path)  # another store, read by Spark
-        elif input_format == "delta" or _is_delta(path, storage):
+        elif formats.named(input_format).delta_table or _is_delta(path, storage):
             if not _is_delta(path, storage):
                 raise UserError(f"'{path}' is not a Delta table (it has no _delta_log folder)")
             files.extend(_delta_files(path, storage))

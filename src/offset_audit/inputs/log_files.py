@@ -17,19 +17,13 @@ from pyspark.sql import SparkSession
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.escaping import stored_text
-from offset_audit.inputs import log_loader, transactions
+from offset_audit.inputs import formats, log_loader, transactions
 from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.inputs.log_loader import is_segment_file
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
 from offset_audit.storage import LOCAL, Storage, basename, join, parent
 
-SEGMENTS = "segments"
-DUMP_LOG = "dump-log"
-CONSOLE = "console"
-LOG_FORMATS = (SEGMENTS, DUMP_LOG, CONSOLE)
-# Formats that carry transaction markers (batch headers); the console formatter shows none.
-WITH_MARKERS = (SEGMENTS, DUMP_LOG)
 SNIFF_BYTES = 65_536
 
 
@@ -38,7 +32,7 @@ class LogFile:
     """One input file and how to read it: the unit of work of a log-file dump."""
 
     path: str
-    input_format: str
+    input_format: str  # its formats.InputFormat's name (a unit travels to Python workers)
     partition: int | None  # --partition; otherwise the reader takes it from the path or the text
     size: int
     topic: str | None = None  # the internal topic a segment's folder names; None when it does not say
@@ -67,12 +61,13 @@ def log_files(
     fast_path: bool = True,
 ) -> list[LogFile]:
     """The files of the dump, in log order within each partition (segment names are base offsets)."""
+    fmt = formats.named(input_format)
     files: list[str] = []
     for path in paths:
         if storage.is_dir(path):
-            if input_format == SEGMENTS:
+            if fmt.broker_folders:
                 files += _walk(path, is_segment_file, storage)
-            elif input_format == "kip932-json":
+            elif fmt.share_state:
                 files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), storage)
             else:
                 files += _walk(path, lambda n: not n.startswith((".", "_")), storage)
@@ -80,7 +75,7 @@ def log_files(
             files.append(path)
     if not files:
         raise InputNotFound(f"no {input_format} files under {', '.join(paths)}")
-    if input_format == SEGMENTS:
+    if fmt.broker_folders:
         from offset_audit.inputs.segments.reader import partition_from_path
 
         files.sort(key=_segment_sort_key)
@@ -90,9 +85,9 @@ def log_files(
                 f"cannot tell which __consumer_offsets partition '{unknown[0]}' belongs to: keep segments in "
                 "their __consumer_offsets-N folders, or pass --partition N for a flat list of one partition's files"
             )
-    if input_format == SEGMENTS:
+    if fmt.broker_folders:
         _check_one_topic_id(files, storage)
-    topic_of = _segment_topic if input_format == SEGMENTS else (lambda _: None)
+    topic_of = _segment_topic if fmt.broker_folders else (lambda _: None)
     return [
         LogFile(f, input_format, partition, storage.size(f), topic_of(f), max_batch_bytes, storage, fast_path)
         for f in files
@@ -126,33 +121,20 @@ def _segment_topic(path: str) -> str | None:
 
 
 def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = False) -> Iterator[pa.RecordBatch]:
-    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format. `only_control`
-    lets a reader that can skip data batches cheaply (segments) do so; the others read everything."""
-    if unit.input_format == SEGMENTS:
-        from offset_audit.inputs.segments.reader import read_segment
-
-        yield from read_segment(
-            unit.path,
-            unit.partition,
-            batch_rows,
-            only_control=only_control,
-            max_batch_bytes=unit.max_batch_bytes,
-            storage=unit.storage,
-            fast=unit.fast_path,
-        )
-    elif unit.input_format == DUMP_LOG:
-        from offset_audit.inputs.textdumps.dump_log import read_dump_log
-
-        yield from read_dump_log(unit.path, unit.partition, batch_rows, unit.storage)
+    """The unit's records as LOG_RECORD_SCHEMA batches, with the reader of its format (its `read_file`).
+    `only_control` lets a reader that can skip data batches cheaply (segments) do so; the others read
+    everything."""
+    fmt = formats.named(unit.input_format)
+    if fmt.broker_folders:  # segment files: the batch cap and the compiled walker are decode settings
+        options = {"only_control": only_control, "max_batch_bytes": unit.max_batch_bytes, "fast": unit.fast_path}
     else:
-        from offset_audit.inputs.textdumps.console import read_console_dump
-
-        yield from read_console_dump(unit.path, unit.partition, batch_rows, unit.storage)
+        options = {}
+    yield from fmt.read_file(unit.path, unit.partition, batch_rows, unit.storage, **options)
 
 
 def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Markers:
     """First pass: the COMMIT/ABORT markers of every file (a few per transaction), to the driver."""
-    if not units or units[0].input_format not in WITH_MARKERS:
+    if not units or not formats.named(units[0].input_format).markers:
         return transactions.Markers()
 
     def task(items: Iterator[LogFile]) -> Iterator[tuple]:
@@ -226,7 +208,7 @@ def located_errors(batch: pa.RecordBatch, unit: LogFile) -> pa.RecordBatch:
     if errors.null_count == batch.num_rows:
         return batch
     positions = batch.column("source_position").to_pylist()
-    where = "byte" if unit.input_format == SEGMENTS else "line"
+    where = "byte" if formats.named(unit.input_format).broker_folders else "line"
     path = stored_text(unit.path)  # a file name need not be UTF-8
     located = [
         None if error is None else f"{error} [{path}, {where} {position}]"

@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.inputs import transactions
-from offset_audit.inputs.log_files import LOCATION, SEGMENTS, LogFile, PartitionFiles, by_partition, read_raw
+from offset_audit.inputs import formats, transactions
+from offset_audit.inputs.log_files import LOCATION, LogFile, PartitionFiles, by_partition, read_raw
 from offset_audit.inputs.parquet_files import read_units
 from offset_audit.inputs.partition_folders import partition_raw
 
@@ -37,7 +37,7 @@ def raw_units(
     dump's Spark data source (`inputs.data_sources`) share. Segments are read a partition at a time,
     as the direct route reads them, so that its copies are merged; text dumps a file at a time, labelled
     by `markers`."""
-    if units and units[0].input_format == SEGMENTS:
+    if units and formats.named(units[0].input_format).broker_folders:
         return by_partition(units), _read_group
     return units, partial(_read_file, markers=markers)
 

@@ -22,11 +22,8 @@ from pyspark.sql import functions as F
 
 from offset_audit.escaping import stored_text
 from offset_audit.inputs import copies
+from offset_audit.inputs.formats import InputFormat
 
-MIXED = "mixed"  # --input-format auto over inputs of several formats
-# Formats whose inputs are merged as copies when several are given (segments merge on their own;
-# console text has no offsets, only the order of its lines, so its inputs are never copies).
-MERGED_FORMATS = ("parquet", "delta", "dump-log")
 _RANK = "_copy_rank"
 MERGED_DDL = (
     "source_topic string, source_partition int, source_offset bigint, record_timestamp_ms bigint, key binary, "
@@ -36,9 +33,9 @@ MERGED_DDL = (
 _COLUMNS = [part.strip().split(" ")[0] for part in MERGED_DDL.split(",")]
 
 
-def merges(paths: list[str], input_format: str) -> bool:
-    """Whether these inputs are read through `merged_raw_records`."""
-    return input_format == MIXED or (len(paths) > 1 and input_format in MERGED_FORMATS)
+def merges(paths: list[str], input_format: InputFormat) -> bool:
+    """Whether these inputs are read through `merged_raw_records` (formats.InputFormat.copies_merged)."""
+    return input_format.several_formats or (len(paths) > 1 and input_format.copies_merged)
 
 
 def merged_raw_records(paths: list[tuple[str, str]], load: Callable[[str, str], DataFrame]) -> DataFrame:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files
+from offset_audit.inputs import formats, log_files
 from offset_audit.inputs.dump import log_units, resolved
 from offset_audit.inputs.resumed import folder_facts
 from offset_audit.outputs.audit_state import read_state
@@ -53,16 +53,16 @@ def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None
     """The id of the cluster the input comes from, where it tells: meta.properties beside the broker
     folders, or the live cluster's Admin API (UNKNOWN before Spark starts, where only Spark's client
     can ask it). Broker folders of two clusters in one run are refused."""
-    if settings.input.format == "auto":  # else resolved already, as share resolves its own inputs
+    if formats.input_format(settings).to_detect:  # else resolved already, as share resolves its own inputs
         settings = resolved(settings, inputs)
-    if settings.input.format == log_files.SEGMENTS:
+    if formats.input_format(settings).broker_folders:
         groups = log_files.by_partition(log_units(inputs, settings))
         found = folder_facts(groups, settings.input.topic, for_settings(settings)).cluster_id
-    elif settings.input.format == "kafka" and spark is not None:
+    elif formats.input_format(settings).live and spark is not None:
         from offset_audit.inputs.kafka_topic import cluster_id
 
         found = cluster_id(spark, settings)
-    elif settings.input.format == "kafka":  # before Spark: the Python client, where it is installed
+    elif formats.input_format(settings).live:  # before Spark: the Python client, where it is installed
         from offset_audit.inputs.kafka_end_offsets import ask_cluster_id
 
         found = ask_cluster_id(settings.kafka.bootstrap_servers, settings.kafka.options)

@@ -18,8 +18,8 @@ from typing import Any
 
 from offset_audit.coordinator.versions import parse_version
 from offset_audit.errors import UserError
+from offset_audit.inputs.formats import by_name
 from offset_audit.settings import (
-    INPUT_FORMATS,
     MAX_LONG,
     MAX_RETENTION_MINUTES,
     WRITERS,
@@ -250,8 +250,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
             values[name] = {**values[name], **value}
         else:
             values[name] = value
-    if values["input_format"] not in INPUT_FORMATS:
-        raise UserError(f"unknown input format '{values['input_format']}'; use one of: {', '.join(INPUT_FORMATS)}")
+    by_name(values["input_format"])  # one sentence naming the formats
     parse_version(values["kafka_version"])  # one sentence, before anything starts
     if values["writer"] not in WRITERS:
         raise UserError(f"writer takes {', '.join(WRITERS)}, not '{values['writer']}'")

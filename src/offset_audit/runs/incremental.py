@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files
+from offset_audit.inputs import formats, log_files
 from offset_audit.inputs.dump import input_paths, log_units, resolved
 from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
 from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, folder_facts, segments_to_open
@@ -45,8 +45,6 @@ from offset_audit.storage import Storage, for_settings
 FULL = "full"
 # runs.state
 RESUMED, FIRST, READ_ALL, RESET = "resumed", "first", "full", "reset"
-# Formats whose positions are record offsets a later copy keeps (the text dumps number lines).
-RESUMABLE = (log_files.SEGMENTS, "parquet", "delta", "kafka")
 
 
 class ReadAgain(Exception):
@@ -97,12 +95,12 @@ def log_plan(output: str, plan_: Plan, settings: Settings) -> LogPlan | None:
 
 def check_resumable(settings: Settings, keep_decoded: bool) -> None:
     """Before Spark starts: what --incremental cannot do, one sentence each."""
-    if settings.input.format in log_files.LOG_FORMATS and settings.input.format != log_files.SEGMENTS:
+    if formats.input_format(settings).text_dump:
         raise UserError(
             f"--incremental cannot resume a {settings.input.format} text dump (its lines carry no offsets a "
             "later dump keeps); give broker folders, a Kafka-source snapshot or --input-format kafka"
         )
-    if settings.input.format not in RESUMABLE:
+    if not formats.input_format(settings).resumable:
         raise UserError(f"--incremental cannot resume {settings.input.format} input")
     if keep_decoded:
         raise UserError("--keep-decoded decodes the whole log every time; it cannot be combined with --incremental")
@@ -123,7 +121,7 @@ def check_before_start(inputs: list[str], output: str, settings: Settings, mode:
     layout. The home of the run's state (where its lock is), as far as it is known before Spark."""
     settings = resolved(settings, inputs)
     check_resumable(settings, keep_decoded)
-    if settings.input.format in ("parquet", "delta") and len(input_paths(inputs, settings)) > 1:
+    if formats.input_format(settings).copies_merged and len(input_paths(inputs, settings)) > 1:
         raise UserError(
             "--incremental resumes one Kafka-source snapshot at a time (copies of one would be merged by reading "
             "them whole); give one --input"
@@ -143,7 +141,7 @@ def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str)
     state's records (None where that is the whole input, or unknown). A scheduled run over a few new
     records then starts the JVM a small run gets (runs.local_jvm), not the one for the whole log."""
     settings = resolved(settings, inputs)
-    if mode == FULL or settings.input.format != log_files.SEGMENTS:
+    if mode == FULL or not formats.input_format(settings).broker_folders:
         return None
     from offset_audit.runs.clusters import before_start
 
@@ -159,10 +157,10 @@ def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str)
 
 def input_facts(spark, inputs: list[str], settings: Settings) -> InputFacts:
     """What the input shows of its partitions before it is read."""
-    if settings.input.format == log_files.SEGMENTS:
+    if formats.input_format(settings).broker_folders:
         groups = log_files.by_partition(log_units(inputs, settings))
         return folder_facts(groups, settings.input.topic, for_settings(settings))
-    if settings.input.format == "kafka" and spark is not None:
+    if formats.input_format(settings).live and spark is not None:
         from offset_audit.inputs.kafka_topic import topic_facts
 
         facts = topic_facts(spark, settings, log_starts=True)
@@ -263,7 +261,7 @@ def _not_the_log_read(stored: StoredState, facts: InputFacts, input_format: str)
         if position.next_offset <= 0 or (start is not None and start > position.next_offset):
             continue
         last = position.last_read
-        if input_format != log_files.SEGMENTS:
+        if not formats.named(input_format).broker_folders:
             if last is None or last.record_digest is None:
                 return f"the state does not say which record of partition {partition} it read last"
             continue
@@ -349,7 +347,7 @@ def new_positions(
     stored = plan_.stored.positions if plan_.resume is not None and plan_.stored is not None else {}
     partitions = set(ends) | set(floors) | set(facts.partitions or ())
     cluster = facts.cluster_id or (plan_.stored.cluster_id if plan_.stored is not None else None)
-    segments = input_format == log_files.SEGMENTS
+    segments = formats.named(input_format).broker_folders
     positions = []
     for p in sorted(partitions):
         next_offset = max(floors.get(p, 0), ends.get(p, 0))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow.fs as pafs
 
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.inputs import formats
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join, normalize
 
@@ -157,7 +158,7 @@ def check_as_of(spec: str, input_format: str) -> None:
     from offset_audit.runs.audit import resolve_as_of
 
     if spec == "latest":
-        if input_format == "console":
+        if not formats.named(input_format).timestamps:
             raise UserError(
                 "--as-of latest needs record timestamps, which console-consumer dumps do not have; "
                 "give --as-of now or a timestamp"
@@ -195,12 +196,10 @@ def check_file(path: str, option: str) -> None:
 def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> Settings:
     """The inputs exist and are what the run expects; returns the settings with the input format worked
     out (`auto` replaced), so the run does not work it out again."""
-    from offset_audit.inputs import log_files
-    from offset_audit.inputs.dump import KIP932_JSON, formats_of, log_units, resolved
+    from offset_audit.inputs.dump import formats_of, log_units, resolved
     from offset_audit.inputs.kafka_source import check_source_schema, data_files, read_by_workers, read_footer
-    from offset_audit.inputs.overlapping import MIXED
 
-    if settings.input.format == "kafka":
+    if formats.input_format(settings).live:
         if not settings.kafka.bootstrap_servers:
             raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
         return settings
@@ -209,18 +208,18 @@ def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> 
         if is_remote(item):
             check_reachable(item, storage)
     settings = resolved(settings, inputs, share)
-    kind = settings.input.format
-    if kind == MIXED:  # each input as what it is
+    fmt = formats.input_format(settings)
+    if fmt.several_formats:  # each input as what it is
         for path, own in formats_of(inputs, settings):
             check_inputs([path], settings.replaced("input", format=own), share)
         return settings
-    if kind == "delta":  # read through delta-rs, as the tables are
+    if fmt.delta_table:  # read through delta-rs, as the tables are
         for item in inputs:
             check_delta_path(item, "--input")
-    if kind in log_files.LOG_FORMATS or kind == KIP932_JSON:
+    if fmt.log_files or fmt.share_state:
         log_units(inputs, settings)
     elif read_by_workers(inputs):
-        for file in data_files(inputs, kind, storage):
+        for file in data_files(inputs, settings.input.format, storage):
             check_source_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
     return settings
 

@@ -21,9 +21,9 @@ from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.decoding.share_records import QUARANTINE, SHARE_STATE
 from offset_audit.errors import UserError
-from offset_audit.inputs import log_files
+from offset_audit.inputs import formats
 from offset_audit.inputs.broker_properties import load_broker_config
-from offset_audit.inputs.dump import KIP932_JSON, load_raw_records, log_units, raw_source, resolved
+from offset_audit.inputs.dump import load_raw_records, log_units, raw_source, resolved
 from offset_audit.inputs.end_offsets import end_offsets_table
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.outputs import share_tables
@@ -106,7 +106,7 @@ def _count(report: DecodeReport, counts: Counter) -> None:
 def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
     """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
     state is in its own topic's log)."""
-    files = log_units(inputs, settings.replaced("input", format=KIP932_JSON))
+    files = log_units(inputs, settings)
     lines = share_replay.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -163,10 +163,10 @@ def _observations(partition_rows: list[dict], batches: pa.Table, delivery_count_
 
 def check_share_input_format(input_format: str) -> None:
     """The text dumps show __consumer_offsets records only, never __share_group_state."""
-    if input_format in (log_files.DUMP_LOG, log_files.CONSOLE):
+    if formats.named(input_format).text_dump:
         raise UserError(
-            f"share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
-            f"segments, or the KIP-932 draft's records with --input-format {KIP932_JSON}; the "
+            "share reads __share_group_state from a Kafka-source snapshot, Delta, live Kafka or its log "
+            "segments, or the KIP-932 draft's records with --input-format kip932-json; the "
             f"{input_format} text shows __consumer_offsets records only (give it as --groups-input)"
         )
 
@@ -230,7 +230,7 @@ def run_share(
         delivery_count_limit = effective_delivery_limit(effective)
     check_share_input_format(settings.input.format)
     progress.begin(f"replaying share-partition state ({settings.input.format})")
-    if settings.input.format == KIP932_JSON:
+    if formats.input_format(settings).share_state:
         replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
     else:
         replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)

@@ -16,6 +16,7 @@ from offset_audit.coordinator import replay, rules
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
+from offset_audit.inputs import formats
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.layouts.tables import table_schema
@@ -29,8 +30,6 @@ from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join
 
-# Input formats that carry transaction markers, so that a commit can be pending (reference 1.1).
-TRANSACTIONAL_FORMATS = ("segments", "dump-log", "mixed")
 # Up to this many decoded state rows the replay runs in one partition: every aggregation, window and
 # join then needs no shuffle, which halves the Spark jobs, and adaptive execution, with no shuffle to
 # tune, is turned off for the run (its re-planning between stages only costs). On two cores this took
@@ -224,7 +223,8 @@ def coordinator_state(
                 state_rows = group_rows + sum(merged.values())
                 small = state_rows <= SMALL_STATE_ROWS
             commits = read_parquet_files(spark, files, table_schema("offset_commits").struct(), storage)
-        transactions = report.input_format in TRANSACTIONAL_FORMATS
+        # Where the input shows transaction markers, a commit can be pending (reference 1.1).
+        transactions = formats.named(report.input_format).markers
         conf = TINY_STATE_CONF if state_rows <= TINY_STATE_ROWS else SMALL_STATE_CONF if small else {}
         with scoped_conf(spark, conf):
             quarantined = report.table_rows.get(f"{named}/quarantine", 0) > 0
