@@ -171,8 +171,6 @@ def _kip932_batches(unit: log_files.LogFile) -> Iterator[pa.RecordBatch]:
 
 
 SOURCES: tuple[type[DataSource], ...] = (SegmentsSource, DumpLogSource, ConsoleSource, ShareStateSource)
-# The formats Spark reads with its own sources (parquet, delta, kafka): a Kafka-source snapshot's columns.
-SPARKS_OWN = frozenset({"parquet", "delta", "kafka"})
 
 
 def register(spark: SparkSession) -> None:
