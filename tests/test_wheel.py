@@ -141,7 +141,9 @@ def environment() -> dict[str, str]:
     return {**env, "OFFSET_AUDIT_WARM": "0"}
 
 
-def run_python(venv: Path, code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_python(
+    venv: Path, code: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Python code run by the installed venv's interpreter, from a folder outside the checkout: where the
     package's API is called as a library would call it (the tests of the installed API go here too)."""
     result = subprocess.run(
@@ -149,7 +151,7 @@ def run_python(venv: Path, code: str, cwd: Path | None = None) -> subprocess.Com
         capture_output=True,
         text=True,
         cwd=cwd or venv.parent,
-        env=environment(),
+        env={**environment(), **(env or {})},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -206,3 +208,23 @@ def test_the_installed_program_runs_the_demo_outside_the_checkout(installed, tmp
     assert DeltaTable(str(tmp_path / "out" / "partition_verdicts")).to_pyarrow_table().num_rows > 0
     assert DeltaTable(str(tmp_path / "out" / "whatif")).to_pyarrow_table().num_rows > 0
     assert (tmp_path / "out" / "report.html").stat().st_size > 0
+
+
+def test_the_installed_api_runs_the_notebook_on_a_session_of_its_own(installed, tmp_path):
+    """examples/audit_with_the_api.ipynb's code, run by the installed venv's Python outside the checkout:
+    it starts a plain local session, writes a small dump, audits it, compares retentions and writes an
+    audit folder, which the installed program then reads."""
+    from deltalake import DeltaTable
+    from notebooks import notebook_code
+
+    names = {"DUMP": "dump", "END_OFFSETS": "ends.txt", "OUTPUT": "kept"}
+    printed = run_python(
+        installed,
+        notebook_code(),
+        cwd=tmp_path,
+        env={f"OFFSET_AUDIT_NOTEBOOK_{k}": str(tmp_path / v) for k, v in names.items()},
+    ).stdout
+    assert "20,000 records read, 3 quarantined; reconciles: True" in printed
+    assert DeltaTable(str(tmp_path / "kept" / "partition_verdicts")).to_pyarrow_table().num_rows > 0
+    described = run_program(installed, "describe", "--audit", "kept", cwd=tmp_path).stdout
+    assert "classic-empty" in described
