@@ -87,6 +87,10 @@ def test_read_dump_takes_paths_or_a_dataframe_the_caller_has(spark, demo):
     snapshot = spark.read.parquet(str(demo / "input"))
     assert frame_rows(api.read_dump(spark, snapshot)) == frame_rows(raw)
     assert api.read_dump(spark, demo / "folders").count() == 3_000
+    api.register(spark)
+    assert frame_rows(spark.read.format("kafka-log").load(str(demo / "folders"))) == frame_rows(
+        api.read_dump(spark, demo / "folders")
+    )
 
 
 def test_write_makes_an_audit_folder_the_views_read(spark, demo, tmp_path):

@@ -18,7 +18,6 @@ from offset_audit.runs.config import load_settings
 from offset_audit.runs.share_replay import read_kip932_lines
 from offset_audit.storage import LOCAL
 
-
 # The formats Spark reads with its own sources: a Kafka-source snapshot's columns, the live topic.
 SPARKS_OWN = frozenset({"parquet", "delta", "kafka"})
 

@@ -55,6 +55,7 @@ __all__ = [
     "history",
     "options",
     "read_dump",
+    "register",
     "whatif",
     "write",
 ]
@@ -149,6 +150,15 @@ def read_dump(
     settings = preflight.check_inputs(inputs, settings)
     with _run_conf(spark):
         return load_raw_records(spark, inputs, settings)
+
+
+def register(spark: SparkSession) -> None:
+    """Each file dump format as a Spark data source of `spark`, once a session: afterwards
+    `spark.read.format("kafka-log").load("dump/")` (and kafka-dump-log, kafka-console, kafka-share-state)
+    reads a dump as read_dump's routes do (docs/library.md)."""
+    from offset_audit.inputs.data_sources import register as register_sources
+
+    register_sources(spark)
 
 
 @contextmanager
