@@ -8,6 +8,8 @@ import json
 
 import pytest
 from deltalake import DeltaTable
+from dump_records import DAY, T0, commit, group_record
+from segment_files import batch, marker
 
 from offset_audit import api
 from offset_audit.errors import UserError
@@ -35,10 +37,26 @@ def frame_rows(frame) -> list[str]:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo's dump, small: corrupt records, end offsets; and the same log as broker folders."""
+    """The demo's dump, small: corrupt records, end offsets, share groups; and the same log as broker
+    folders, with a partition of transactional commits beside it."""
     root = tmp_path_factory.mktemp("demo")
     generate_dump(str(root / "input"), 3_000, seed=7, corrupt=12, end_offsets=str(root / "ends.txt"))
     snapshot_to_segments(str(root / "input"), str(root / "folders"), 5, "zstd", 32 << 10)
+    # One more partition whose commits are transactional: producer 7 commits, 8 aborts, 9 never ends,
+    # and the markers sit in a later segment than the records they settle.
+    folder = root / "folders" / "__consumer_offsets-30"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(
+        b"".join(
+            [
+                batch(0, [group_record("txn", 1, members=[]), commit("txn", "orders", 0, 10, 1)]),
+                batch(2, [commit("txn", "orders", 0, 20, 2)], producer_id=7, attributes=0x10),
+                batch(3, [commit("txn", "payments", 0, 30, 2)], producer_id=8, attributes=0x10),
+                batch(4, [commit("txn", "clicks", 0, 40, 2)], producer_id=9, attributes=0x10),
+            ]
+        )
+    )
+    (folder / "00000000000000000005.log").write_bytes(marker(5, 7, True, T0 + DAY) + marker(6, 8, False, T0 + DAY))
     return root
 
 
@@ -48,6 +66,10 @@ def test_audit_frames_equal_the_commands_tables(spark, demo, tmp_path, form):
     run_cli("audit", "--input", dump, "--output", tmp_path / "cli", "--end-offsets", ends, "-q")
     with api.audit(spark, dump, end_offsets=ends) as audit:
         assert audit.report.reconciles and audit.report.quarantined > 0
+        if form == "folders":  # the transactional partition: an aborted and a pending commit skipped
+            assert {"aborted transaction", "transaction marker"} <= set(audit.report.skipped_by_reason)
+            txn = audit.partition_verdicts.where("group_id = 'txn'").select("topic", "committed_offset").collect()
+            assert sorted(map(tuple, txn)) == [("orders", 20)]
         for name in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
             assert frame_rows(getattr(audit, name)) == table_rows(tmp_path / "cli", name), name
         assert audit.result.offsets == audit.partition_verdicts.count() > 0
