@@ -114,26 +114,11 @@ class _LogDumpSource(DataSource):
         )
 
     def markers(self, units: list[log_files.LogFile]) -> transactions.Markers:
-        return transactions.Markers()
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        units = self.units()
-        return _Units(*raw_units(units, self.markers(units)))
-
-
-class SegmentsSource(_LogDumpSource):
-    """Log segment files and broker partition folders; each partition's markers are found by its task."""
-
-    FORMAT = formats.SEGMENTS
-
-
-class DumpLogSource(_LogDumpSource):
-    """`kafka-dump-log.sh --offsets-decoder --print-data-log` text; its transaction markers are gathered
-    while planning (a marker may sit in the text of a later segment than its records)."""
-
-    FORMAT = formats.DUMP_LOG
-
-    def markers(self, units: list[log_files.LogFile]) -> transactions.Markers:
+        """A text dump's transaction markers, gathered while planning: a marker may sit in the text of a
+        later segment than its records. Broker folders find each partition's in its task; console text
+        shows none."""
+        if not self.FORMAT.markers or self.FORMAT.broker_folders:
+            return transactions.Markers()
         return transactions.Markers.from_rows(
             row
             for unit in units
@@ -141,11 +126,20 @@ class DumpLogSource(_LogDumpSource):
             for row in transactions.marker_rows(batch)
         )
 
+    def reader(self, schema: StructType) -> DataSourceReader:
+        units = self.units()
+        return _Units(*raw_units(units, self.markers(units)))
 
-class ConsoleSource(_LogDumpSource):
-    """`kafka-console-consumer.sh --formatter ...` text, which shows no transaction markers."""
 
-    FORMAT = formats.CONSOLE
+def _log_source(described: formats.InputFormat) -> type[_LogDumpSource]:
+    """The source of a format read as the files of a log dump, made from its registry entry alone, so
+    that a new such format needs no source of its own. A module-level name (SegmentsSource,
+    DumpLogSource, ConsoleSource), so that Spark's workers unpickle it by reference."""
+    name = "".join(part.title() for part in described.name.split("-")) + "Source"
+    made = type(name, (_LogDumpSource,), {"FORMAT": described, "__module__": __name__, "__qualname__": name})
+    made.__doc__ = f"{described.description}, as raw records."
+    globals()[name] = made
+    return made
 
 
 class ShareStateSource(DataSource):
@@ -170,7 +164,10 @@ def _kip932_batches(unit: log_files.LogFile) -> Iterator[pa.RecordBatch]:
     yield kip932_lines.kip932_batch(unit.path, unit.storage)
 
 
-SOURCES: tuple[type[DataSource], ...] = (SegmentsSource, DumpLogSource, ConsoleSource, ShareStateSource)
+SOURCES: tuple[type[DataSource], ...] = (
+    *(_log_source(described) for described in formats.FORMATS if described.log_files),
+    ShareStateSource,
+)
 
 
 def register(spark: SparkSession) -> None:
