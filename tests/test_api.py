@@ -95,6 +95,17 @@ def test_whatif_history_and_decode_frames_equal_the_commands_tables(spark, demo,
             assert frame_rows(decoded.table(name)) == table_rows(tmp_path / "d", name), name
 
 
+def test_share_frames_equal_the_commands_tables(spark, tmp_path):
+    from offset_audit.generator.share_world import generate_share_state
+
+    generate_share_state(str(tmp_path / "share"), 2_000, seed=3, corrupt=2)
+    run_cli("share", "--input", tmp_path / "share", "--output", tmp_path / "cli", "-q")
+    with api.share(spark, tmp_path / "share") as shared:
+        assert shared.report.reconciles and shared.report.quarantined == 2
+        for name in ("share_partitions", "share_state_batches", "share_cleanup", "quarantine"):
+            assert frame_rows(shared.table(name)) == table_rows(tmp_path / "cli", name), name
+
+
 def test_read_dump_takes_paths_or_a_dataframe_the_caller_has(spark, demo):
     raw = api.read_dump(spark, demo / "input")
     assert raw.columns[:6] == [

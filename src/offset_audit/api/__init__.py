@@ -49,13 +49,17 @@ __all__ = [
     "DecodeRun",
     "HistoryRun",
     "Run",
+    "ShareRun",
     "WhatIfRun",
     "audit",
     "decode",
     "history",
     "options",
+    "plan_audit",
     "read_dump",
     "register",
+    "run_planned_audit",
+    "share",
     "whatif",
     "write",
 ]
@@ -537,6 +541,98 @@ def history(
     return HistoryRun(
         spark, folder, report, settings, inputs, result.snapshot_id, ("offset_history",), temporary, result=result
     )
+
+
+@dataclass
+class ShareRun(Run):
+    """Share groups (KIP-932): each share-partition's state, the cleanup cut-offs, the groups and what was
+    found (`share_partitions`, `share_state_batches`, `share_problems`, `share_cleanup`, `share_groups`,
+    `share_findings`, `quarantine`); `result` holds the summary's rows. A fleet's second cluster keeps
+    its share tables under FOLDER/clusters/NAME, which `table` reads."""
+
+    result: Any = None
+
+    def table(self, name: str) -> DataFrame:
+        from offset_audit.outputs.read_back import read_table
+
+        if name not in self.tables:
+            raise UserError(f"this run wrote no table {name!r}; its tables are {', '.join(self.tables)}")
+        written = [path for path in self.report.table_rows if path == name or path.endswith(f"/{name}")]
+        place = join(self.folder, written[0][: -len(name)]) if written else self.folder
+        return read_table(self.spark, place, name, for_settings(self.settings))
+
+
+def share(
+    spark: Session,
+    dump: Dump,
+    *,
+    output: str | os.PathLike | None = None,
+    groups_dump: Dump | None = None,
+    delivery_count_limit: int | None = None,
+    end_offsets: str | os.PathLike | None = None,
+    start_offsets: str | os.PathLike | None = None,
+    broker_config: str | os.PathLike | None = None,
+    kafka_version: str | None = None,
+    cluster: str | None = None,
+    format: str | None = None,
+    bootstrap_servers: str | None = None,
+    storage_options: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> ShareRun:
+    """Share groups (`share`): the __share_group_state dump replayed to each share-partition's state,
+    and, with `groups_dump` (a __consumer_offsets dump with the share groups' records), the groups'
+    assignments and limits checked. `broker_config`: a broker's server.properties."""
+    from offset_audit.outputs.share_tables import SHARE_TABLES
+    from offset_audit.runs import preflight
+    from offset_audit.runs.share import (
+        check_share_input_format,
+        groups_dump_settings,
+        run_share,
+        share_broker_version,
+        written_tables,
+    )
+    from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
+    from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
+
+    given = {"kafka_version": kafka_version, "cluster": cluster, "format": format}
+    given |= {"bootstrap_servers": bootstrap_servers, "storage_options": storage_options}
+    if settings is None:
+        given["topic"] = SHARE_STATE_TOPIC
+    settings, inputs, groups = _settings(settings, given), _paths(dump), _paths(groups_dump)
+    share_broker_version(settings.kafka.version)
+    folder, temporary = _output(output, settings)
+    try:
+        settings = preflight.check_inputs(inputs, settings, share=True)
+        check_share_input_format(settings.input.format)
+        if groups:
+            preflight.check_inputs(groups, groups_dump_settings(settings))
+        ends = preflight.check_end_offsets(
+            None if end_offsets is None else os.fspath(end_offsets),
+            settings,
+            None if start_offsets is None else os.fspath(start_offsets),
+        )
+        if broker_config is not None:
+            preflight.check_file(os.fspath(broker_config), "--broker-config")
+        preflight.check_output(folder, written_tables(with_groups=bool(groups)), settings)
+        preflight.check_cluster(inputs, folder, settings)
+        spark = _session(spark, settings, inputs + groups)
+        with _run_conf(spark):
+            result = run_share(
+                spark,
+                inputs,
+                folder,
+                settings,
+                delivery_count_limit=delivery_count_limit,
+                groups_inputs=groups,
+                end_offsets=ends,
+                broker_config=None if broker_config is None else os.fspath(broker_config),
+                # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
+                bootstrap=settings.kafka.bootstrap_servers or DEFAULT_BOOTSTRAP,
+            )
+    except BaseException:
+        _discard(folder, temporary)
+        raise
+    return ShareRun(spark, folder, result.report, settings, inputs, None, SHARE_TABLES, temporary, result=result)
 
 
 def _discard(folder: str, temporary: bool) -> None:

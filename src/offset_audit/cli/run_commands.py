@@ -25,7 +25,6 @@ from offset_audit.cli.options import (
 )
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
-from offset_audit.storage import normalize
 
 KAFKA_VERSION_OPTION = click.option(
     "--kafka-version",
@@ -291,45 +290,26 @@ def share(
 ) -> None:
     """Share groups (KIP-932): share-partition state, cleanup cut-offs, assignment and limits."""
 
+    from offset_audit import api
     from offset_audit.cli.options import paths
-    from offset_audit.runs import preflight, progress
+    from offset_audit.runs import progress
     from offset_audit.runs.session import start_spark
-    from offset_audit.runs.share import (
-        check_share_input_format,
-        groups_dump_settings,
-        run_share,
-        share_broker_version,
-        written_tables,
-    )
     from offset_audit.views.json_documents import share_document
-    from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
     from offset_audit.views.summary import share_summary
 
-    output, groups = normalize(output), paths(groups_inputs)
-    share_broker_version(dump.settings.kafka.version)
-    settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
-    check_share_input_format(settings.input.format)
-    if groups:
-        preflight.check_inputs(groups, groups_dump_settings(settings))
-    end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
-    if broker_config:
-        preflight.check_file(broker_config, "--broker-config")
-    preflight.check_output(output, written_tables(with_groups=bool(groups)), settings)
-    preflight.check_cluster(dump.inputs, output, settings)
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs + groups)
-        result = run_share(
-            spark,
+        shared = api.share(
+            start_spark,
             dump.inputs,
-            output,
-            settings,
+            output=output,
+            groups_dump=paths(groups_inputs),
             delivery_count_limit=delivery_count_limit,
-            groups_inputs=groups,
             end_offsets=end_offsets,
+            start_offsets=start_offsets,
             broker_config=broker_config,
-            # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
-            bootstrap=settings.kafka.bootstrap_servers or DEFAULT_BOOTSTRAP,
+            settings=dump.settings,
         )
+    result, output = shared.result, shared.folder
     emit(as_json, lambda: share_document(result, output), lambda: share_summary(result, output))
 
 
