@@ -166,9 +166,9 @@ def audit(
 
             # Held from here, before Spark starts: a second run started meanwhile is refused at once.
             held.enter_context(state_lock(plan.locked))
-            input_size = resumed_bytes(plan.inputs, output, plan.settings, plan.keep_state)
+            input_size = resumed_bytes(plan.dump, output, plan.keep_state)
         with progress.reporting(not quiet):
-            spark = start_spark(plan.settings, plan.inputs, input_size)
+            spark = start_spark(plan.settings, plan.dump, input_size)
             result = api.run_planned_audit(spark, plan, lock_held=True).result
     checked = alerts(result, fail_expiring, fail_expired)
     emit(
@@ -307,24 +307,26 @@ def share(
 
     output, groups = normalize(output), paths(groups_inputs)
     share_broker_version(dump.settings.kafka.version)
-    settings = preflight.check_inputs(dump.inputs, dump.settings, share=True)
+    opened = preflight.check_inputs(dump.inputs, dump.settings, share=True)
+    settings = opened.settings
     check_share_input_format(settings.input.format)
-    if groups:
-        preflight.check_inputs(groups, groups_dump_settings(settings))
+    groups_dump = preflight.check_inputs(groups, groups_dump_settings(settings)) if groups else None
     end_offsets = preflight.check_end_offsets(end_offsets, settings, start_offsets)
     if broker_config:
         preflight.check_file(broker_config, "--broker-config")
     preflight.check_output(output, written_tables(with_groups=bool(groups)), settings)
-    preflight.check_cluster(dump.inputs, output, settings)
+    preflight.check_cluster(opened, output)
+    # The bytes of both dumps, where both are known (the live topic's are not).
+    sizes = [opened.size, *([] if groups_dump is None else [groups_dump.size])]
     with progress.reporting(not quiet):
-        spark = start_spark(settings, dump.inputs + groups)
+        spark = start_spark(settings, opened, None if None in sizes else sum(s for s in sizes if s is not None))
         result = run_share(
             spark,
-            dump.inputs,
+            opened,
             output,
             settings,
             delivery_count_limit=delivery_count_limit,
-            groups_inputs=groups,
+            groups_inputs=groups_dump,
             end_offsets=end_offsets,
             broker_config=broker_config,
             # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
