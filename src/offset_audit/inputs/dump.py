@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.errors import UserError
 from offset_audit.inputs import formats, log_files, log_frames
 from offset_audit.inputs.kafka_source import read_kafka_source, read_piece, to_raw_records
 from offset_audit.inputs.kafka_topic import read_kafka
@@ -35,7 +34,6 @@ from offset_audit.inputs.resumed import (
     resumed_pieces,
 )
 from offset_audit.inputs.transactions import Markers
-from offset_audit.storage import Storage, is_remote, join
 
 
 @dataclass(frozen=True)
@@ -107,56 +105,6 @@ def unit_weight(unit: Any) -> int:
     if hasattr(unit, "size"):
         return unit.size // SEGMENT_BYTES_PER_RECORD
     return unit.rows
-
-
-def _sniff(path: str, storage: Storage) -> str:
-    """The format of one file, from its first bytes (formats.SNIFFED, in its order)."""
-    with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
-        head = handle.read(log_files.SNIFF_BYTES)
-    for fmt in formats.SNIFFED:
-        if fmt.recognises(head, path):
-            return fmt.name
-    # The formats a dump file may be given as: not the live topic, not share's own state.
-    given = [f.name for f in formats.FORMATS if not f.live and not f.share_state]
-    raise UserError(f"cannot tell the format of '{path}'; pass --input-format ({', '.join(given[:-1])} or {given[-1]})")
-
-
-def _format_of(path: str, storage: Storage, files_under: Callable[[str], list[str]]) -> str:
-    if "://" in path and not is_remote(path):
-        return formats.PARQUET.name  # another store: a Kafka-source snapshot read by Spark
-    if storage.is_dir(path):
-        for fmt in formats.FORMATS:
-            if fmt.subfolder and storage.is_dir(join(path, fmt.subfolder)):
-                return fmt.name
-        root = path.rstrip("/") + "/"
-        kinds = set()
-        for file in files_under(path):
-            folders = file[len(root) :].split("/")[:-1]
-            # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
-            if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
-                continue
-            kinds.update(fmt.name for fmt in formats.FORMATS if fmt.suffix and file.endswith(fmt.suffix))
-        if len(kinds) == 1:
-            return kinds.pop()
-        raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
-    return _sniff(path, storage)
-
-
-def detect_formats(
-    paths: list[str], storage: Storage, files_under: Callable[[str], list[str]]
-) -> tuple[str, dict[str, str]]:
-    """--input-format auto over the expanded paths: the one format all of them share, or MIXED for
-    inputs of several formats that each hold raw records (read each by its own reader, then merged as
-    copies); and each path's own format."""
-    own = {path: _format_of(path, storage, files_under) for path in paths}
-    kinds = set(own.values())
-    if kinds == {formats.PARQUET.name, formats.DELTA.name}:
-        return formats.PARQUET.name, own  # the parquet reader takes Delta folders too
-    if len(kinds) != 1:
-        if all(formats.by_name(kind).mixable for kind in kinds):
-            return formats.MIXED.name, own
-        raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
-    return kinds.pop(), own
 
 
 def _merged(spark: SparkSession, dump: OpenedDump) -> DataFrame | None:

@@ -39,7 +39,7 @@ FileReader = Callable[..., Iterator["pa.RecordBatch"]]
 
 @dataclass(frozen=True)
 class InputFormat:
-    """One input format. The recognition fields are what `dump.detect_formats` looks at; the flags each
+    """One input format. The recognition fields are what `opened.detect_formats` looks at; the flags each
     answer one question the code asks of a run's input, named for that question."""
 
     name: str  # the --input-format value; a run's report and an incremental state name the format so too

@@ -13,15 +13,16 @@ topic ids, cleaner checkpoints). The live topic has no paths and nothing to list
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import formats
+from offset_audit.inputs import formats, log_files
 from offset_audit.inputs.formats import InputFormat
 from offset_audit.settings import Settings
-from offset_audit.storage import Storage, for_settings, is_remote
+from offset_audit.storage import Storage, for_settings, is_remote, join
 
 if TYPE_CHECKING:
     from offset_audit.inputs.kafka_source import Piece
@@ -90,7 +91,6 @@ class OpenedDump:
     @cached_property
     def log_units(self) -> list[LogFile]:
         """The dump's files (local, mounted or in an object store), in log order."""
-        from offset_audit.inputs import log_files
 
         other = [p for p in self.paths if "://" in p and not is_remote(p)]
         if other:
@@ -110,7 +110,6 @@ class OpenedDump:
     @cached_property
     def partition_groups(self) -> list[PartitionFiles]:
         """Broker folders: the segment files grouped by partition."""
-        from offset_audit.inputs import log_files
 
         return log_files.by_partition(self.log_units)
 
@@ -174,10 +173,59 @@ class OpenedDump:
         return total
 
 
+def _sniff(path: str, storage: Storage) -> str:
+    """The format of one file, from its first bytes (formats.SNIFFED, in its order)."""
+    with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
+        head = handle.read(log_files.SNIFF_BYTES)
+    for fmt in formats.SNIFFED:
+        if fmt.recognises(head, path):
+            return fmt.name
+    # The formats a dump file may be given as: not the live topic, not share's own state.
+    given = [f.name for f in formats.FORMATS if not f.live and not f.share_state]
+    raise UserError(f"cannot tell the format of '{path}'; pass --input-format ({', '.join(given[:-1])} or {given[-1]})")
+
+
+def _format_of(path: str, storage: Storage, files_under: Callable[[str], list[str]]) -> str:
+    if "://" in path and not is_remote(path):
+        return formats.PARQUET.name  # another store: a Kafka-source snapshot read by Spark
+    if storage.is_dir(path):
+        for fmt in formats.FORMATS:
+            if fmt.subfolder and storage.is_dir(join(path, fmt.subfolder)):
+                return fmt.name
+        root = path.rstrip("/") + "/"
+        kinds = set()
+        for file in files_under(path):
+            folders = file[len(root) :].split("/")[:-1]
+            # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
+            if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
+                continue
+            kinds.update(fmt.name for fmt in formats.FORMATS if fmt.suffix and file.endswith(fmt.suffix))
+        if len(kinds) == 1:
+            return kinds.pop()
+        raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
+    return _sniff(path, storage)
+
+
+def detect_formats(
+    paths: list[str], storage: Storage, files_under: Callable[[str], list[str]]
+) -> tuple[str, dict[str, str]]:
+    """--input-format auto over the expanded paths: the one format all of them share, or MIXED for
+    inputs of several formats that each hold raw records (read each by its own reader, then merged as
+    copies); and each path's own format."""
+    own = {path: _format_of(path, storage, files_under) for path in paths}
+    kinds = set(own.values())
+    if kinds == {formats.PARQUET.name, formats.DELTA.name}:
+        return formats.PARQUET.name, own  # the parquet reader takes Delta folders too
+    if len(kinds) != 1:
+        if all(formats.by_name(kind).mixable for kind in kinds):
+            return formats.MIXED.name, own
+        raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
+    return kinds.pop(), own
+
+
 def open_dump(inputs: list[str], settings: Settings, share: bool = False) -> OpenedDump:
     """The dump the inputs name, opened: paths expanded, --input-format auto worked out from them;
     kip932-json (share-state control records) only where `share` reads it."""
-    from offset_audit.inputs.dump import detect_formats
     from offset_audit.inputs.kafka_source import _expand
 
     storage = for_settings(settings)
