@@ -98,10 +98,10 @@ spark.stop()
 def spark_start(dump: Path, repeats: int) -> tuple[float, float]:
     """Spark's start for this dump: seconds to a session in-process (imports included), and of the whole
     process that starts it and stops, best of `repeats`."""
-    from offset_audit.inputs.dump import input_bytes
+    from offset_audit.inputs.opened import open_dump
     from offset_audit.runs.config import load_settings
 
-    size = input_bytes([str(dump)], load_settings())
+    size = open_dump([str(dump)], load_settings()).size
     best_up, best_whole = float("inf"), float("inf")
     for _ in range(repeats):
         started = time.perf_counter()

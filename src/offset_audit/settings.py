@@ -24,7 +24,7 @@ class InputSettings:
     """[input]: what the dump is."""
 
     # A name of offset_audit.inputs.formats.CHOICES (checked where the config is read): auto is worked out
-    # from the inputs (inputs.dump.resolved); kafka is never guessed.
+    # from the inputs (inputs.opened.open_dump); kafka is never guessed.
     format: str = "auto"
     # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
     partition: int | None = None

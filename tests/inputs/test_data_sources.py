@@ -13,7 +13,8 @@ from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.writers import snapshot_to_segments
 from offset_audit.inputs import data_sources, formats
-from offset_audit.inputs.dump import load_raw_records, log_units
+from offset_audit.inputs.dump import load_raw_records
+from offset_audit.inputs.opened import open_dump
 from offset_audit.runs.config import load_settings
 from offset_audit.runs.share_replay import read_kip932_lines
 from offset_audit.storage import LOCAL
@@ -43,7 +44,7 @@ def broker_folders(tmp_path_factory):
 
 
 def test_segments_source_reads_the_audits_raw_records(registered, broker_folders):
-    expected = load_raw_records(registered, [broker_folders], load_settings(input_format="segments"))
+    expected = load_raw_records(registered, open_dump([broker_folders], load_settings(input_format="segments")))
     frame = registered.read.format("kafka-log").load(broker_folders)
     assert frame.schema == expected.schema
     got = rows(frame)
@@ -52,7 +53,7 @@ def test_segments_source_reads_the_audits_raw_records(registered, broker_folders
 
 def test_dump_log_source_labels_transactions_by_markers_found_while_planning(registered):
     path = str(TEXT_DUMPS / "dump_log_3_8.txt")
-    expected = load_raw_records(registered, [path], load_settings(input_format="dump-log"))
+    expected = load_raw_records(registered, open_dump([path], load_settings(input_format="dump-log")))
     got = rows(registered.read.format("kafka-dump-log").load(path))
     assert got and got == rows(expected)
 
@@ -60,7 +61,7 @@ def test_dump_log_source_labels_transactions_by_markers_found_while_planning(reg
 @pytest.mark.parametrize("name", ["console_json_4_x.txt", "console_scala_offsets.txt"])
 def test_console_source_takes_the_partition_the_text_cannot_tell(registered, name):
     path = str(TEXT_DUMPS / name)
-    expected = load_raw_records(registered, [path], load_settings(input_format="console", partition=17))
+    expected = load_raw_records(registered, open_dump([path], load_settings(input_format="console", partition=17)))
     frame = registered.read.format("kafka-console").option("partition", 17).load(path)
     got = rows(frame)
     assert got and got == rows(expected)
@@ -72,7 +73,9 @@ def test_share_state_source_reads_the_drafts_lines_with_their_errors(registered,
     path.write_text("\n".join(json.dumps(r) for r in WORKED_EXAMPLE) + "\n\nnot json\n[1]\n")
     frame = registered.read.format("kafka-share-state").load(str(path))
     settings = load_settings(input_format="kip932-json")
-    expected = read_kip932_lines(registered, [u.path for u in log_units([str(path)], settings)], LOCAL)
+    expected = read_kip932_lines(
+        registered, [u.path for u in open_dump([str(path)], settings, share=True).log_units], LOCAL
+    )
     assert frame.schema == expected.schema
     got = rows(frame)
     assert len(got) == len(WORKED_EXAMPLE) + 2 and got == rows(expected)

@@ -8,7 +8,21 @@ from deltalake import write_deltalake
 
 from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
-from offset_audit.inputs.kafka_source import read_kafka_source, to_raw_records
+from offset_audit.inputs.kafka_source import pieces_of, to_raw_records
+from offset_audit.inputs.kafka_source import read_kafka_source as read_files
+from offset_audit.inputs.opened import open_dump
+from offset_audit.runs.config import load_settings
+
+
+def read_kafka_source(spark, inputs: list[str], input_format: str):
+    """A snapshot as Spark reads it, the inputs opened as a run opens them."""
+    dump = open_dump(inputs, load_settings(input_format=input_format))
+    return read_files(spark, dump.source_files, dump.storage)
+
+
+def source_pieces(inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000):
+    """A snapshot's pieces as Python workers read them, the inputs opened as a run opens them."""
+    return pieces_of(open_dump(inputs, load_settings(input_format=input_format)).data_files, rows_per_piece)
 
 
 def test_delta_snapshot_is_read_through_its_log(spark, tmp_path):
@@ -64,7 +78,7 @@ def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
     import pyarrow as pa
 
     from offset_audit.decoding.decoder import for_decode
-    from offset_audit.inputs.kafka_source import read_piece, source_pieces
+    from offset_audit.inputs.kafka_source import read_piece
 
     generate_dump(str(tmp_path), 2500, seed=4)
     pieces = source_pieces([str(tmp_path)], "parquet", rows_per_piece=1000)
@@ -77,8 +91,6 @@ def test_python_pieces_give_the_same_raw_records_as_spark(spark, tmp_path):
 
 def test_pieces_refuse_files_without_kafka_columns(tmp_path):
     import pyarrow.parquet as pq
-
-    from offset_audit.inputs.kafka_source import source_pieces
 
     pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
     with pytest.raises(UserError, match="no column key"):

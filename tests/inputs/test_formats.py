@@ -17,8 +17,9 @@ from segment_files import batch
 
 from offset_audit.errors import UserError
 from offset_audit.inputs import formats
-from offset_audit.inputs.dump import detect_format
 from offset_audit.inputs.log_files import SNIFF_BYTES
+from offset_audit.inputs.opened import open_dump
+from offset_audit.runs.config import load_settings
 
 PACKAGE = ROOT / "src" / "offset_audit"
 
@@ -225,6 +226,11 @@ DETECTED = [
 ]
 
 
+def detect_format(paths: list[str]) -> str:
+    """What --input-format auto makes of the paths, as a run opens them (share's inputs: any format)."""
+    return open_dump(paths, load_settings(), share=True).settings.input.format
+
+
 @pytest.mark.parametrize(("names", "expected"), DETECTED, ids=lambda v: "+".join(v) if isinstance(v, list) else None)
 def test_auto_detects_each_input_as_before_the_registry(corpus, names, expected):
     paths = [str(corpus / name) for name in names]
@@ -319,7 +325,7 @@ PICKED_BEFORE = {
     "log_files": {"segments", "dump-log", "console"},  # log_files.LOG_FORMATS
     "markers": {"segments", "dump-log", "mixed"},  # log_files.WITH_MARKERS, runs.state.TRANSACTIONAL_FORMATS
     "copies_merged": {"parquet", "delta", "dump-log", "mixed"},  # overlapping.MERGED_FORMATS, and MIXED
-    "mixable": {"segments", "parquet", "delta", "dump-log"},  # detect_format's MIXED
+    "mixable": {"segments", "parquet", "delta", "dump-log"},  # detect_formats' MIXED
     "resumable": {"segments", "parquet", "delta", "kafka"},  # runs.incremental.RESUMABLE
     "text_dump": {"dump-log", "console"},  # LOG_FORMATS but segments; share's (DUMP_LOG, CONSOLE)
     "live": {"kafka"},

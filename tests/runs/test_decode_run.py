@@ -109,12 +109,17 @@ def test_dataframe_route_writes_the_same_tables_as_the_direct_route(spark, dump,
 def test_direct_route_from_a_dataframe_source_equals_the_pieces_route(spark, dump, decoded, tmp_path):
     """Live Kafka and object stores reach the fast route as a DataFrame, not as file pieces."""
     from offset_audit.inputs.dump import load_raw_records
+    from offset_audit.inputs.opened import open_dump
     from offset_audit.outputs.fast_write import commit_decoded, decode_to_files
     from offset_audit.storage import LOCAL
 
     report, output = decoded
     result = decode_to_files(
-        spark, load_raw_records(spark, [dump], load_settings()), str(tmp_path), "__consumer_offsets", storage=LOCAL
+        spark,
+        load_raw_records(spark, open_dump([dump], load_settings())),
+        str(tmp_path),
+        "__consumer_offsets",
+        storage=LOCAL,
     )
     assert sum(result.counts.values()) == report.records_read
     results = commit_decoded(str(tmp_path), result.files, storage=LOCAL)

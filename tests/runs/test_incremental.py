@@ -21,6 +21,7 @@ from segment_files import TRANSACTIONAL, batch, marker
 from offset_audit.coordinator.partitioner import partition_for
 from offset_audit.errors import UserError
 from offset_audit.generator.writers import SNAPSHOT_SCHEMA
+from offset_audit.inputs.opened import open_dump
 from offset_audit.inputs.resumed import InputFacts, segments_to_open
 from offset_audit.outputs.audit_state import (
     STATE_FORMAT,
@@ -502,7 +503,9 @@ def test_a_resumed_read_of_unchanged_folders_opens_no_segment_below_the_position
     state = read_state(str(tmp_path / "out"))
     floors = {p: position.next_offset for p, position in state.positions.items()}
     source = resumed_source(
-        spark, [str(tmp_path / "data")], load_settings(input_format="segments"), Resume(floors, state.record_files)
+        spark,
+        open_dump([str(tmp_path / "data")], load_settings(input_format="segments")),
+        Resume(floors, state.record_files),
     )
     for unit in source.units:
         files = sorted((tmp_path / "data" / f"{TOPIC}-{unit.partition}").glob("*.log"))
@@ -538,7 +541,7 @@ def test_a_resumed_run_starts_the_jvm_for_what_it_reads_not_for_the_whole_log(sp
     random_log_events(random.Random(6), log, 90, 0, 0)
     log.write(tmp_path / "data", 4)
     settings = load_settings(input_format="segments")
-    args = ([str(tmp_path / "data")], str(tmp_path / "out"), settings)
+    args = (open_dump([str(tmp_path / "data")], settings), str(tmp_path / "out"))
     assert resumed_bytes(*args, "incremental") is None  # no state yet: the whole input
     audit(spark, tmp_path / "data", tmp_path / "out", "incremental")
     last_files = [sorted(folder.glob("*.log"))[-1] for folder in (tmp_path / "data").glob(f"{TOPIC}-*")]

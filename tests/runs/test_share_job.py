@@ -319,7 +319,8 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     all of them went to the record-by-record replay (make bench at 5M records: 92 s instead of 2.6 s)."""
     import pyarrow.parquet as pq
 
-    from offset_audit.inputs.dump import FileUnits, raw_source, resolved
+    from offset_audit.inputs.dump import FileUnits, raw_source
+    from offset_audit.inputs.opened import open_dump
     from offset_audit.runs import share_fast_replay
     from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
 
@@ -330,8 +331,8 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     step = -(-table.num_rows // 6)
     for piece in range(6):
         pq.write_table(table.slice(piece * step, step), folder / f"part-{piece}.parquet")
-    settings = resolved(load_settings(), [str(folder)], share=True).replaced("input", topic=SHARE_STATE_TOPIC)
-    source = raw_source(spark, [str(folder)], settings)
+    dump = open_dump([str(folder)], load_settings(), share=True).on_topic(SHARE_STATE_TOPIC)
+    source = raw_source(spark, dump)
     assert isinstance(source, FileUnits) and len(source.units) == 6
 
     def no_exact_replay():

@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -43,6 +43,9 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join, normalize
+
+if TYPE_CHECKING:
+    from offset_audit.inputs.opened import OpenedDump
 
 __all__ = [
     "AuditRun",
@@ -65,13 +68,14 @@ __all__ = [
 ]
 
 Dump = str | os.PathLike | Sequence[str | os.PathLike]
-# The session a run uses, or what starts one from the run's checked settings and inputs, called only once
-# every check has passed (the command starts its own session so: a mistake never costs a JVM).
-Session = SparkSession | Callable[[Settings, list[str]], SparkSession]
+# The session a run uses, or what starts one from the run's checked settings and its dump (as preflight
+# opened it: `inputs.opened.OpenedDump`, its paths as `.inputs`), called only once every check has passed
+# (the command starts its own session so: a mistake never costs a JVM).
+Session = SparkSession | Callable[[Settings, "OpenedDump"], SparkSession]
 
 
-def _session(spark: Session, settings: Settings, inputs: list[str]) -> SparkSession:
-    return spark if isinstance(spark, SparkSession) else spark(settings, inputs)
+def _session(spark: Session, dump: OpenedDump) -> SparkSession:
+    return spark if isinstance(spark, SparkSession) else spark(dump.settings, dump)
 
 
 def options(
@@ -150,10 +154,9 @@ def read_dump(
         return to_raw_records(dump)
     given = {"format": format, "partition": partition, "topic": topic}
     settings = _settings(settings, given | {"storage_options": storage_options})
-    inputs = _paths(dump)
-    settings = preflight.check_inputs(inputs, settings)
+    opened = preflight.check_inputs(_paths(dump), settings)
     with _run_conf(spark):
-        return load_raw_records(spark, inputs, settings)
+        return load_raw_records(spark, opened)
 
 
 def register(spark: SparkSession) -> None:
@@ -291,12 +294,13 @@ def decode(
     settings, inputs = _settings(settings, given), _paths(dump)
     folder, temporary = _output(output, settings)
     try:
-        settings = preflight.check_inputs(inputs, settings)
-        preflight.check_cluster(inputs, folder, settings)
+        opened = preflight.check_inputs(inputs, settings)
+        settings = opened.settings
+        preflight.check_cluster(opened, folder)
         preflight.check_output(folder, written_tables(), settings)
-        spark = _session(spark, settings, inputs)
+        spark = _session(spark, opened)
         with _run_conf(spark):
-            report = run_decode(spark, inputs, folder, settings)
+            report = run_decode(spark, opened, folder, settings)
     except BaseException:
         _discard(folder, temporary)
         raise
@@ -307,7 +311,7 @@ def decode(
 class AuditPlan:
     """An audit checked before Spark starts (`plan_audit`): what `run_audit` takes."""
 
-    inputs: list[str]
+    dump: OpenedDump
     output: str
     settings: Settings
     snapshot_id: str | None
@@ -316,6 +320,10 @@ class AuditPlan:
     keep_state: str | None
     temporary: bool
     locked: str | None = None
+
+    @property
+    def inputs(self) -> list[str]:
+        return list(self.dump.inputs)
 
 
 def plan_audit(
@@ -338,7 +346,8 @@ def plan_audit(
     inputs = _paths(dump)
     folder, temporary = _output(output, settings)
     try:
-        settings = preflight.check_inputs(inputs, settings)
+        opened = preflight.check_inputs(inputs, settings)
+        settings = opened.settings
         preflight.check_as_of(settings.audit.as_of, settings.input.format)
         ends = preflight.check_end_offsets(
             None if end_offsets is None else os.fspath(end_offsets),
@@ -346,16 +355,16 @@ def plan_audit(
             None if start_offsets is None else os.fspath(start_offsets),
         )
         preflight.check_output(folder, written_tables(keep_state is not None), settings)
-        preflight.check_cluster(inputs, folder, settings)
+        preflight.check_cluster(opened, folder)
         locked = None
         if keep_state is not None:
             from offset_audit.runs.incremental import check_before_start
 
-            locked = check_before_start(inputs, folder, settings, keep_state, keep_decoded)
+            locked = check_before_start(opened, folder, keep_state, keep_decoded)
     except BaseException:
         _discard(folder, temporary)
         raise
-    return AuditPlan(inputs, folder, settings, snapshot_id, ends, keep_decoded, keep_state, temporary, locked)
+    return AuditPlan(opened, folder, settings, snapshot_id, ends, keep_decoded, keep_state, temporary, locked)
 
 
 def run_planned_audit(spark: SparkSession, plan: AuditPlan, *, lock_held: bool = False) -> AuditRun:
@@ -372,7 +381,7 @@ def run_planned_audit(spark: SparkSession, plan: AuditPlan, *, lock_held: bool =
             with _run_conf(spark):
                 result = run_audit(
                     spark,
-                    plan.inputs,
+                    plan.dump,
                     plan.output,
                     plan.settings,
                     snapshot_id=plan.snapshot_id,
@@ -434,7 +443,7 @@ def audit(
         keep_decoded=keep_decoded,
         keep_state="incremental" if incremental else None,
     )
-    return run_planned_audit(_session(spark, plan.settings, plan.inputs), plan)
+    return run_planned_audit(_session(spark, plan.dump), plan)
 
 
 def whatif(
@@ -465,15 +474,16 @@ def whatif(
     points = [as_of] if isinstance(as_of, str) else list(as_of)
     folder, temporary = _output(output, settings)
     try:
-        settings = preflight.check_inputs(inputs, settings)
+        opened = preflight.check_inputs(inputs, settings)
+        settings = opened.settings
         for point in points:
             preflight.check_as_of(point, settings.input.format)
         preflight.check_output(folder, written_tables(), settings)
-        preflight.check_cluster(inputs, folder, settings)
-        spark = _session(spark, settings, inputs)
+        preflight.check_cluster(opened, folder)
+        spark = _session(spark, opened)
         with _run_conf(spark):
             report, rows = run_whatif(
-                spark, inputs, folder, settings, minutes, points, snapshot_id, per_group=per_group,
+                spark, opened, folder, settings, minutes, points, snapshot_id, per_group=per_group,
                 keep_decoded=keep_decoded,
             )  # fmt: skip
     except BaseException:
@@ -526,13 +536,19 @@ def history(
     folder, temporary = _output(output, settings)
     try:
         if kept is None:
-            settings = preflight.check_inputs(inputs, settings)
-            preflight.check_cluster(inputs, folder, settings)
+            opened = preflight.check_inputs(inputs, settings)
+            settings = opened.settings
+            preflight.check_cluster(opened, folder)
+        else:  # the records the audits kept: read as kept, nothing listed
+            from offset_audit.inputs.opened import OpenedDump
+
+            kept_settings = settings.replaced("input", format=kept.input_format)
+            opened = OpenedDump((kept.path,), (kept.path,), kept_settings, for_settings(settings))
         preflight.check_output(folder, written_tables(), settings)
-        spark = _session(spark, settings, inputs if kept is None else [kept.path])
+        spark = _session(spark, opened)
         with _run_conf(spark):
             result = run_history(
-                spark, inputs, folder, settings, groups=list(groups), topic=topic, snapshot_id=snapshot_id, kept=kept
+                spark, opened, folder, settings, groups=list(groups), topic=topic, snapshot_id=snapshot_id, kept=kept
             )
     except BaseException:
         _discard(folder, temporary)
@@ -602,10 +618,10 @@ def share(
     share_broker_version(settings.kafka.version)
     folder, temporary = _output(output, settings)
     try:
-        settings = preflight.check_inputs(inputs, settings, share=True)
+        opened = preflight.check_inputs(inputs, settings, share=True)
+        settings = opened.settings
         check_share_input_format(settings.input.format)
-        if groups:
-            preflight.check_inputs(groups, groups_dump_settings(settings))
+        groups_opened = preflight.check_inputs(groups, groups_dump_settings(settings)) if groups else None
         ends = preflight.check_end_offsets(
             None if end_offsets is None else os.fspath(end_offsets),
             settings,
@@ -614,16 +630,16 @@ def share(
         if broker_config is not None:
             preflight.check_file(os.fspath(broker_config), "--broker-config")
         preflight.check_output(folder, written_tables(with_groups=bool(groups)), settings)
-        preflight.check_cluster(inputs, folder, settings)
-        spark = _session(spark, settings, inputs + groups)
+        preflight.check_cluster(opened, folder)
+        spark = _session(spark, opened)
         with _run_conf(spark):
             result = run_share(
                 spark,
-                inputs,
+                opened,
                 folder,
                 settings,
                 delivery_count_limit=delivery_count_limit,
-                groups_inputs=groups,
+                groups_inputs=groups_opened,
                 end_offsets=ends,
                 broker_config=None if broker_config is None else os.fspath(broker_config),
                 # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
@@ -672,7 +688,10 @@ def _to_folder(run: Run, output: str) -> None:
     if output == run.folder:
         return
     preflight.check_output(output, [*run.tables, SNAPSHOTS_TABLE, RUNS_TABLE], run.settings)
-    preflight.check_cluster(run.inputs, output, run.settings)
+    from offset_audit.inputs.opened import open_dump
+
+    # The run's cluster as its dump names it (a run keeps its paths, not its listing, once it is done).
+    preflight.check_cluster(open_dump(list(run.inputs), run.settings), output)
     storage = for_settings(run.settings)
     rows = [] if run.snapshot_id is None else snapshot_rows(run.folder, run.snapshot_id, run.report, storage)
     frames = {name: run.table(name) for name in run.tables}

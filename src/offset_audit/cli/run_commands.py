@@ -165,9 +165,9 @@ def audit(
 
             # Held from here, before Spark starts: a second run started meanwhile is refused at once.
             held.enter_context(state_lock(plan.locked))
-            input_size = resumed_bytes(plan.inputs, output, plan.settings, plan.keep_state)
+            input_size = resumed_bytes(plan.dump, output, plan.keep_state)
         with progress.reporting(not quiet):
-            spark = start_spark(plan.settings, plan.inputs, input_size)
+            spark = start_spark(plan.settings, plan.dump, input_size)
             result = api.run_planned_audit(spark, plan, lock_held=True).result
     checked = alerts(result, fail_expiring, fail_expired)
     emit(

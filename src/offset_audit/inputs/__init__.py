@@ -2,8 +2,10 @@
 
     formats         every input format described once: its name, how auto recognises it, its Spark data
                     source, what it can do (FORMATS, by_name, input_format)
-    dump            a dump, whatever its format -> the raw records (format detection, the units Python
-                    workers read, the raw-record DataFrame)
+    opened          a dump opened once, before Spark starts (open_dump -> OpenedDump): its paths, its format
+                    worked out, its files listed once, the units to read and what it shows of itself
+    dump            an opened dump -> the raw records (format detection, the units Python workers read,
+                    the raw-record DataFrame)
     kafka_source    Kafka-source snapshots: what Spark's Kafka source wrote, as Parquet or Delta
     kafka_topic     the live topic, through Spark's Kafka source
     log_records     the one row shape every file-dump reader produces (LOG_RECORD_SCHEMA)
@@ -30,7 +32,8 @@
 A new input format is a reader here that yields `log_records.LOG_RECORD_SCHEMA` batches, and one entry in
 `formats` (its name, how auto recognises it, its reader, what it can do; docs/development.md shows the
 steps). Code outside inputs/ asks a format what it can do (`input_format(settings).resumable`), never its
-name. Only inputs/ and outputs/ touch files, Kafka or Delta.
+name, and takes the dump `opened.open_dump` opened instead of its paths. Only inputs/ and outputs/ touch
+files, Kafka or Delta.
 
 May import: the top-level modules, layouts.
 """

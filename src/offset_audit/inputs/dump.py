@@ -18,18 +18,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from offset_audit.errors import UserError
 from offset_audit.inputs import formats, log_files, log_frames
-from offset_audit.inputs.formats import input_format
-from offset_audit.inputs.kafka_source import (
-    _expand,
-    read_by_workers,
-    read_kafka_source,
-    read_piece,
-    source_pieces,
-    to_raw_records,
-)
+from offset_audit.inputs.kafka_source import read_kafka_source, read_piece, to_raw_records
 from offset_audit.inputs.kafka_topic import read_kafka
+from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.overlapping import merged_raw_records, merges
 from offset_audit.inputs.partition_folders import read_partition_raw
 from offset_audit.inputs.resumed import (
@@ -42,8 +34,6 @@ from offset_audit.inputs.resumed import (
     resumed_pieces,
 )
 from offset_audit.inputs.transactions import Markers
-from offset_audit.settings import Settings
-from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join
 
 
 @dataclass(frozen=True)
@@ -117,198 +107,89 @@ def unit_weight(unit: Any) -> int:
     return unit.rows
 
 
-def _sniff(path: str, storage: Storage) -> str:
-    """The format of one file, from its first bytes (formats.SNIFFED, in its order)."""
-    with storage.open_input_file(path, buffer_size=log_files.SNIFF_BYTES) as handle:
-        head = handle.read(log_files.SNIFF_BYTES)
-    for fmt in formats.SNIFFED:
-        if fmt.recognises(head, path):
-            return fmt.name
-    # The formats a dump file may be given as: not the live topic, not share's own state.
-    given = [f.name for f in formats.FORMATS if not f.live and not f.share_state]
-    raise UserError(f"cannot tell the format of '{path}'; pass --input-format ({', '.join(given[:-1])} or {given[-1]})")
-
-
-def _format_of(path: str, storage: Storage) -> str:
-    if "://" in path and not is_remote(path):
-        return formats.PARQUET.name  # another store: a Kafka-source snapshot read by Spark
-    if storage.is_dir(path):
-        for fmt in formats.FORMATS:
-            if fmt.subfolder and storage.is_dir(join(path, fmt.subfolder)):
-                return fmt.name
-        root = path.rstrip("/") + "/"
-        kinds = set()
-        for file in storage.files_under(path):
-            folders = file[len(root) :].split("/")[:-1]
-            # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.
-            if any(f.startswith((".", "_")) and not f.startswith("__") for f in folders):
-                continue
-            kinds.update(fmt.name for fmt in formats.FORMATS if fmt.suffix and file.endswith(fmt.suffix))
-        if len(kinds) == 1:
-            return kinds.pop()
-        raise UserError(f"cannot tell the format of the folder '{path}'; pass --input-format")
-    return _sniff(path, storage)
-
-
-def detect_format(inputs: list[str], storage: Storage = LOCAL) -> str:
-    """--input-format auto: the one format all inputs share, or MIXED for inputs of several formats
-    that each hold raw records (read each by its own reader, then merged as copies)."""
-    kinds = {_format_of(path, storage) for path in _expand(inputs, storage)}
-    if kinds == {formats.PARQUET.name, formats.DELTA.name}:
-        return formats.PARQUET.name  # the parquet reader takes Delta folders too
-    if len(kinds) != 1:
-        if all(formats.by_name(kind).mixable for kind in kinds):
-            return formats.MIXED.name
-        raise UserError(f"the inputs mix formats ({', '.join(sorted(kinds))}); give one format per run")
-    return kinds.pop()
-
-
-def formats_of(paths: list[str], settings: Settings) -> list[tuple[str, str]]:
-    """Each input path with its format: the run's, or, for MIXED, its own."""
-    if not input_format(settings).several_formats:
-        return [(path, settings.input.format) for path in paths]
-    storage = for_settings(settings)
-    return [(path, _format_of(path, storage)) for path in _expand(paths, storage)]
-
-
-def _merged(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | None:
+def _merged(spark: SparkSession, dump: OpenedDump) -> DataFrame | None:
     """Several inputs that may hold the same partitions, merged as copies (`overlapping`); None where
     the inputs are read as one."""
-    storage = for_settings(settings)
-    paths = _expand(inputs, storage)
-    if not merges(paths, input_format(settings)):
+    if not merges(list(dump.paths), dump.format):
         return None
-    paths_formats = formats_of(paths, settings)
+    paths_formats = dump.path_formats
     # A transaction's marker may sit in another input's text (kafka-dump-log of the next segment): the
     # markers of every dump-log input label the records of each.
     texts = [path for path, fmt in paths_formats if fmt == formats.DUMP_LOG.name]
-    text_settings = settings.replaced("input", format=formats.DUMP_LOG.name)
-    markers = log_files.gather_markers(spark, log_units(texts, text_settings)) if texts else None
+    markers = log_files.gather_markers(spark, dump.part(texts, formats.DUMP_LOG.name).log_units) if texts else None
 
     def load(path: str, own_format: str) -> DataFrame:
+        part = dump.part([path], own_format)
         if own_format == formats.DUMP_LOG.name:
-            return log_frames.raw_dataframe(spark, log_units([path], text_settings), markers)
-        return load_raw_records(spark, [path], settings.replaced("input", format=own_format))
+            return log_frames.raw_dataframe(spark, part.log_units, markers)
+        return load_raw_records(spark, part)
 
     return merged_raw_records(paths_formats, load)
 
 
-def resolved(settings: Settings, inputs: list[str], share: bool = False) -> Settings:
-    """The settings with --input-format auto replaced by the detected format; kip932-json (share-state
-    control records) only where `share` reads it."""
-    if input_format(settings).to_detect:
-        if not inputs:
-            raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
-        settings = settings.replaced("input", format=detect_format(inputs, for_settings(settings)))
-    if input_format(settings).share_state and not share:
-        raise UserError(f"{settings.input.format} input holds share-group state: read it with offset-audit share")
-    return settings
-
-
-def log_units(inputs: list[str], settings: Settings) -> list[log_files.LogFile]:
-    """The dump's files (local, mounted or in an object store), in log order."""
-    storage = for_settings(settings)
-    paths = _expand(inputs, storage)
-    other = [p for p in paths if "://" in p and not is_remote(p)]
-    if other:
-        raise UserError(f"{settings.input.format} inputs are read from local, mounted or s3:// files, not '{other[0]}'")
-    return log_files.log_files(
-        paths,
-        settings.input.format,
-        settings.input.partition,
-        settings.decode.max_batch_bytes,
-        storage,
-        settings.decode.fast_path,
-    )
-
-
-def _log_units(spark: SparkSession, inputs: list[str], settings: Settings) -> tuple[list[log_files.LogFile], Markers]:
+def _log_units(spark: SparkSession, dump: OpenedDump) -> tuple[list[log_files.LogFile], Markers]:
     """The dump's files, and its transaction markers (the first, light pass)."""
-    units = log_units(inputs, settings)
-    return units, log_files.gather_markers(spark, units)
+    return dump.log_units, log_files.gather_markers(spark, dump.log_units)
 
 
-def load_raw_records(spark: SparkSession, inputs: list[str], settings: Settings, share: bool = False) -> DataFrame:
-    settings = resolved(settings, inputs, share)
-    if input_format(settings).live:
+def load_raw_records(spark: SparkSession, dump: OpenedDump) -> DataFrame:
+    """The dump's raw records as one DataFrame (several inputs merged as copies where they overlap)."""
+    settings = dump.settings
+    if dump.format.live:
         return to_raw_records(read_kafka(spark, settings))
-    if (merged := _merged(spark, inputs, settings)) is not None:
+    if (merged := _merged(spark, dump)) is not None:
         return merged
-    if input_format(settings).broker_folders:  # each partition's task finds its own markers
-        return log_frames.raw_dataframe(spark, log_units(inputs, settings), Markers())
-    if input_format(settings).log_files:
-        return log_frames.raw_dataframe(spark, *_log_units(spark, inputs, settings))
-    return to_raw_records(read_kafka_source(spark, inputs, settings.input.format, for_settings(settings)))
+    if dump.format.broker_folders:  # each partition's task finds its own markers
+        return log_frames.raw_dataframe(spark, dump.log_units, Markers())
+    if dump.format.log_files:
+        return log_frames.raw_dataframe(spark, *_log_units(spark, dump))
+    return to_raw_records(read_kafka_source(spark, dump.source_files, dump.storage))
 
 
-def raw_source(spark: SparkSession, inputs: list[str], settings: Settings) -> DataFrame | FileUnits:
+def raw_source(spark: SparkSession, dump: OpenedDump) -> DataFrame | FileUnits:
     """What the fast route reads: files Python workers read directly (local snapshots, log
     dumps), or else the raw-record DataFrame."""
-    settings = resolved(settings, inputs)
-    several = input_format(settings).copies_merged and len(_expand(inputs, for_settings(settings))) > 1
-    if input_format(settings).several_formats or several:  # copies to merge (`overlapping`)
-        return load_raw_records(spark, inputs, settings)
-    if input_format(settings).broker_folders:
+    settings = dump.settings
+    several = dump.format.copies_merged and len(dump.paths) > 1
+    if dump.format.several_formats or several:  # copies to merge (`overlapping`)
+        return load_raw_records(spark, dump)
+    if dump.format.broker_folders:
         # A partition's transaction markers are in its own log: each task finds those of its partitions
         # itself, and the dump is read in one Spark job rather than two.
-        units = log_units(inputs, settings)
-        groups = log_files.by_partition(units)
-        return FileUnits(groups, partial(read_partition_raw, topic=settings.input.topic), None, len(units))
-    if input_format(settings).log_files:
-        units, markers = _log_units(spark, inputs, settings)
+        groups = dump.partition_groups
+        return FileUnits(groups, partial(read_partition_raw, topic=settings.input.topic), None, len(dump.log_units))
+    if dump.format.log_files:
+        units, markers = _log_units(spark, dump)
         return FileUnits(
             units, partial(log_files.read_raw, markers=markers, topic=settings.input.topic), None, len(units)
         )
-    if not input_format(settings).live and read_by_workers(inputs):
-        pieces = source_pieces(inputs, settings.input.format, storage=for_settings(settings))
+    if dump.read_by_workers:
+        pieces = dump.pieces
         return FileUnits(pieces, partial(read_piece, topic=settings.input.topic), sum(p.rows for p in pieces))
-    return load_raw_records(spark, inputs, settings)
+    return load_raw_records(spark, dump)
 
 
-def input_paths(inputs: list[str], settings: Settings) -> list[str]:
-    """The input paths, folders and globs expanded as the readers expand them."""
-    return _expand(inputs, for_settings(settings))
-
-
-def input_bytes(inputs: list[str], settings: Settings) -> int | None:
-    """The dump's size on disk, to size a cluster run's shuffles by; unknown for live Kafka."""
-    if input_format(settings).live:
-        return None
-    storage = for_settings(settings)
-    total = 0
-    for path in _expand(inputs, storage):
-        if "://" in path and not is_remote(path):
-            return None
-        if storage.is_dir(path):
-            total += sum(storage.size(f) for f in storage.files_under(path))
-        else:
-            total += storage.size(path)
-    return total
-
-
-def resumed_source(spark: SparkSession, inputs: list[str], settings: Settings, resume: Resume) -> DataFrame | FileUnits:
+def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> DataFrame | FileUnits:
     """An incremental audit's input (`inputs.resumed`): the records its state carries and the input's
     records from each partition's position on. Broker folders open no segment file that lies wholly
     below its position; snapshot pieces skip the row groups their footers show to lie below it; the
     live topic is read from the positions (from the last record read, where that is looked for again).
     The records counted are the carried and the new ones."""
-    settings = resolved(settings, inputs)
-    storage = for_settings(settings)
+    settings = dump.settings
     topic = settings.input.topic
-    if input_format(settings).broker_folders:
-        units = log_units(inputs, settings)
-        groups = resumed_partitions(log_files.by_partition(units), resume, SEGMENT_BYTES_PER_RECORD)
+    if dump.format.broker_folders:
+        groups = resumed_partitions(dump.partition_groups, resume, SEGMENT_BYTES_PER_RECORD)
         opened = sum(len(g.segments) for g in groups)
         return FileUnits(groups, partial(read_resumed_partition, topic=topic), None, opened)
-    if not input_format(settings).live and read_by_workers(inputs):
-        pieces = resumed_pieces(source_pieces(inputs, settings.input.format, storage=storage), resume)
+    if dump.read_by_workers:
+        pieces = resumed_pieces(dump.pieces, resume)
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
-    if input_format(settings).live:
+    if dump.format.live:
         # From each partition's last record read, which the decode tasks find again (`Resume.probes`).
         starting = {p: resume.first_needed(p) for p in resume.floors}
         new = to_raw_records(read_kafka(spark, settings, starting))
     else:
-        new = to_raw_records(read_kafka_source(spark, inputs, settings.input.format, storage))
+        new = to_raw_records(read_kafka_source(spark, dump.source_files, dump.storage))
     return carried_frame(spark, new, resume, topic)
 
 

@@ -6,7 +6,7 @@ called (`== "segments"`): adding a format is a reader and an entry here, not a s
 that spells a name.
 
     FORMATS       the formats a user names, in --help's order
-    AUTO          --input-format auto: the format is worked out from the inputs (`dump.resolved`)
+    AUTO          --input-format auto: the format is worked out from the inputs (`opened.open_dump`)
     MIXED         what auto makes of inputs of several formats that each hold raw records
     SNIFFED       the formats one file is tried against, in that order
     CHOICES       what --input-format and [input] format take: auto and every name of FORMATS
@@ -39,7 +39,7 @@ FileReader = Callable[..., Iterator["pa.RecordBatch"]]
 
 @dataclass(frozen=True)
 class InputFormat:
-    """One input format. The recognition fields are what `dump.detect_format` looks at; the flags each
+    """One input format. The recognition fields are what `opened.detect_formats` looks at; the flags each
     answer one question the code asks of a run's input, named for that question."""
 
     name: str  # the --input-format value; a run's report and an incremental state name the format so too
@@ -235,7 +235,7 @@ def named(name: str) -> InputFormat:
 
 
 def input_format(settings: Settings) -> InputFormat:
-    """The run's input format (AUTO until `dump.resolved` has worked it out)."""
+    """The run's input format (AUTO until `opened.open_dump` has worked it out)."""
     return named(settings.input.format)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,9 +85,9 @@ def check_plain_files(table, path: str) -> None:
         raise UserError(f"the Delta table {path} uses column mapping; read it with a delta-spark session")
 
 
-def source_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
-    """The inputs as Spark should read them: files, folders and Delta tables' current data files."""
-    paths = _expand(inputs, storage)
+def source_files(inputs: list[str], paths: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
+    """The inputs (`paths`, expanded) as Spark should read them: files, folders and Delta tables' current
+    data files."""
     files: list[str] = []
     for path in paths:
         if "://" in path and not is_remote(path):
@@ -135,12 +135,6 @@ def check_source_schema(schema: pa.Schema, file: str) -> None:
             )
 
 
-def data_files(inputs: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
-    """Every Parquet data file of a snapshot Python workers can read (folders walked, Delta tables' live
-    files), local or in an object store."""
-    return [f for item in source_files(inputs, input_format, storage) for f in _parquet_files(item, storage)]
-
-
 def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
     try:
         return pq.read_metadata(storage.parquet_source(file))
@@ -148,8 +142,8 @@ def read_footer(file: str, storage: Storage = LOCAL) -> pq.FileMetaData:
         raise UserError(f"'{file}' is not a readable Parquet file ({err})") from err
 
 
-def read_kafka_source(spark: SparkSession, inputs: list[str], input_format: str, storage: Storage = LOCAL) -> DataFrame:
-    files = source_files(inputs, input_format, storage)
+def read_kafka_source(spark: SparkSession, files: list[str], storage: Storage = LOCAL) -> DataFrame:
+    """A snapshot's files (`OpenedDump.source_files`) read by Spark."""
     reader = literal_paths(spark.read).option("recursiveFileLookup", "false")
     frame = reader.parquet(*[spark_path(f) for f in files])
     _check_columns(frame.columns)
@@ -203,13 +197,16 @@ class Piece:
     storage: Storage = LOCAL
 
 
-def _parquet_files(path: str, storage: Storage = LOCAL) -> list[str]:
-    """The data files of a folder (not those in hidden or _bookkeeping folders, nor .crc), or the file."""
+def parquet_files(
+    path: str, storage: Storage = LOCAL, files_under: Callable[[str], list[str]] | None = None
+) -> list[str]:
+    """The data files of a folder (not those in hidden or _bookkeeping folders, nor .crc), or the file.
+    `files_under`: how the folder is listed (an opened dump's listing, made once)."""
     if not storage.is_dir(path):
         return [path]
     root = path.rstrip("/") + "/"
     found = []
-    for file in storage.files_under(path):
+    for file in (files_under or storage.files_under)(path):
         parts = file[len(root) :].split("/")
         if any(p.startswith(("_", ".")) for p in parts) or parts[-1].endswith(".crc"):
             continue
@@ -222,12 +219,10 @@ def read_by_workers(inputs: list[str]) -> bool:
     return all("://" not in item or is_remote(item) for item in inputs)
 
 
-def source_pieces(
-    inputs: list[str], input_format: str, rows_per_piece: int = 1_000_000, storage: Storage = LOCAL
-) -> list[Piece]:
-    """Split the snapshot into pieces of whole row groups, reading only the files' footers."""
+def pieces_of(files: list[str], rows_per_piece: int = 1_000_000, storage: Storage = LOCAL) -> list[Piece]:
+    """Split the snapshot's data files into pieces of whole row groups, reading only the files' footers."""
     pieces = []
-    for file in data_files(inputs, input_format, storage):
+    for file in files:
         metadata = read_footer(file, storage)
         check_source_schema(metadata.schema.to_arrow_schema(), file)
         group, rows = [], 0

@@ -9,7 +9,7 @@ passes: a light one gathering the COMMIT/ABORT markers, resolved on the driver
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -41,8 +41,8 @@ class LogFile:
     fast_path: bool = True  # decode.fast_path: segments through the compiled walker (false: Python only)
 
 
-def _walk(path: str, keep, storage: Storage) -> list[str]:
-    return [f for f in storage.files_under(path) if keep(basename(f))]
+def _walk(path: str, keep, files_under: Callable[[str], list[str]]) -> list[str]:
+    return [f for f in files_under(path) if keep(basename(f))]
 
 
 def _segment_sort_key(path: str) -> tuple:
@@ -59,18 +59,21 @@ def log_files(
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     storage: Storage = LOCAL,
     fast_path: bool = True,
+    files_under: Callable[[str], list[str]] | None = None,
 ) -> list[LogFile]:
-    """The files of the dump, in log order within each partition (segment names are base offsets)."""
+    """The files of the dump, in log order within each partition (segment names are base offsets).
+    `files_under`: how a folder is listed (an opened dump's listing, made once)."""
     fmt = formats.named(input_format)
+    listing = files_under or storage.files_under
     files: list[str] = []
     for path in paths:
         if storage.is_dir(path):
             if fmt.broker_folders:
-                files += _walk(path, is_segment_file, storage)
+                files += _walk(path, is_segment_file, listing)
             elif fmt.share_state:
-                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), storage)
+                files += _walk(path, lambda n: n.endswith((".json", ".jsonl")), listing)
             else:
-                files += _walk(path, lambda n: not n.startswith((".", "_")), storage)
+                files += _walk(path, lambda n: not n.startswith((".", "_")), listing)
         else:
             files.append(path)
     if not files:

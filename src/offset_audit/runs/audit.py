@@ -15,8 +15,8 @@ from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
-from offset_audit.inputs.dump import resolved
 from offset_audit.inputs.end_offsets import read_end_offsets
+from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
@@ -81,7 +81,7 @@ class AuditResult:
 
 def run_audit(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump | list[str],
     output: str,
     settings: Settings,
     snapshot_id: str | None = None,
@@ -91,18 +91,19 @@ def run_audit(
     locked: str | None = None,
 ) -> AuditResult:
     """`keep_state` "incremental" or "full": the run keeps its state under `output` (runs.incremental);
-    `locked`: the home whose state lock the caller holds already (taken before Spark started)."""
-    report = run_report("audit", inputs, settings)
+    `locked`: the home whose state lock the caller holds already (taken before Spark started). `dump`: as
+    `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
+    dump = opened(dump, settings)
+    settings = dump.settings
+    report = run_report("audit", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     if keep_state is not None:
-        result = audit_with_state(
-            spark, inputs, output, settings, report, writer, keep_state, snapshot_id, end_offsets, locked
-        )
+        result = audit_with_state(spark, dump, output, report, writer, keep_state, snapshot_id, end_offsets, locked)
     else:
-        cluster = clusters.resolve(spark, inputs, output, settings)
+        cluster = clusters.resolve(spark, dump, output)
         judge_as(report, cluster)
         home = clusters.home(output, cluster, settings)
-        with coordinator_state(spark, inputs, home, settings, report, writer, keep_decoded, under=output) as state:
+        with coordinator_state(spark, dump, home, report, writer, keep_decoded, under=output) as state:
             result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
@@ -113,9 +114,8 @@ def run_audit(
 
 def audit_with_state(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump,
     output: str,
-    settings: Settings,
     report: DecodeReport,
     writer: TableWriter,
     mode: str,
@@ -132,10 +132,10 @@ def audit_with_state(
             "--writer delta-rs"
         )
     storage = writer.storage
-    settings = resolved(settings, inputs)
+    settings = dump.settings
     input_format = settings.input.format
-    facts = incremental.input_facts(spark, inputs, settings)
-    cluster = clusters.resolve(spark, inputs, output, settings, found=facts.cluster_id)
+    facts = incremental.input_facts(spark, dump)
+    cluster = clusters.resolve(spark, dump, output, found=facts.cluster_id)
     judge_as(report, cluster)
     home = clusters.home(output, cluster, settings)  # the cluster's state: DIR/state, or DIR/clusters/NAME/state
     with nullcontext() if home == locked else state_lock(home):
@@ -149,9 +149,8 @@ def audit_with_state(
             try:
                 with coordinator_state(
                     spark,
-                    inputs,
+                    dump,
                     home,
-                    settings,
                     report,
                     writer,
                     False,

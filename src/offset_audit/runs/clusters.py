@@ -15,9 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offset_audit.errors import UserError
-from offset_audit.inputs import formats, log_files
-from offset_audit.inputs.dump import log_units, resolved
-from offset_audit.inputs.resumed import folder_facts
+from offset_audit.inputs.opened import OpenedDump
 from offset_audit.outputs.audit_state import read_state
 from offset_audit.outputs.folder_layout import CLUSTERS
 from offset_audit.outputs.runs_table import RUNS_TABLE
@@ -49,20 +47,18 @@ class Cluster:
 UNKNOWN = "?"
 
 
-def input_cluster_id(spark, inputs: list[str], settings: Settings) -> str | None:
+def input_cluster_id(spark, dump: OpenedDump) -> str | None:
     """The id of the cluster the input comes from, where it tells: meta.properties beside the broker
     folders, or the live cluster's Admin API (UNKNOWN before Spark starts, where only Spark's client
     can ask it). Broker folders of two clusters in one run are refused."""
-    if formats.input_format(settings).to_detect:  # else resolved already, as share resolves its own inputs
-        settings = resolved(settings, inputs)
-    if formats.input_format(settings).broker_folders:
-        groups = log_files.by_partition(log_units(inputs, settings))
-        found = folder_facts(groups, settings.input.topic, for_settings(settings)).cluster_id
-    elif formats.input_format(settings).live and spark is not None:
+    settings = dump.settings
+    if dump.format.broker_folders:
+        found = dump.facts.cluster_id
+    elif dump.format.live and spark is not None:
         from offset_audit.inputs.kafka_topic import cluster_id
 
         found = cluster_id(spark, settings)
-    elif formats.input_format(settings).live:  # before Spark: the Python client, where it is installed
+    elif dump.format.live:  # before Spark: the Python client, where it is installed
         from offset_audit.inputs.kafka_end_offsets import ask_cluster_id
 
         found = ask_cluster_id(settings.kafka.bootstrap_servers, settings.kafka.options)
@@ -99,10 +95,12 @@ def named_clusters(output: str, settings: Settings) -> dict[str, str | None]:
 UNASKED = object()
 
 
-def resolve(spark, inputs: list[str], output: str, settings: Settings, found: object = UNASKED) -> Cluster:
+def resolve(spark, dump: OpenedDump, output: str, found: object = UNASKED) -> Cluster:
     """The run's cluster, checked against the clusters the folder already holds. `found`: the input's
-    cluster id when the caller asked already (an incremental audit's input facts), else it is asked."""
-    found = input_cluster_id(spark, inputs, settings) if found is UNASKED else _one(found)  # type: ignore[arg-type]
+    cluster id when the caller asked already (an incremental audit's input facts, the records an audit
+    kept), else it is asked of the dump."""
+    settings = dump.settings
+    found = input_cluster_id(spark, dump) if found is UNASKED else _one(found)  # type: ignore[arg-type]
     if found == UNKNOWN:  # the live topic's id, before Spark: the run resolves its cluster again with it
         return Cluster(settings.input.cluster or "", None)
     cluster = _named(found, output, settings)
@@ -213,11 +211,11 @@ def fleet_homes(output: str, settings: Settings) -> list[str]:
     return sorted(storage.entries(folder)) if storage.is_dir(folder) else []
 
 
-def before_start(inputs: list[str], output: str, settings: Settings) -> tuple[Cluster, str]:
+def before_start(dump: OpenedDump, output: str) -> tuple[Cluster, str]:
     """The run's cluster and home as far as they are known before Spark starts (the Kafka source's id
     is asked through Spark): a name or an id that clashes with the folder's is refused here."""
-    cluster = resolve(None, inputs, output, settings)
-    return cluster, home(output, cluster, settings)
+    cluster = resolve(None, dump, output)
+    return cluster, home(output, cluster, dump.settings)
 
 
 def kept_home(audit_dir: str, settings: Settings) -> str:

@@ -16,8 +16,9 @@ from pyspark.sql import functions as F
 
 from offset_audit.decoding import decoder
 from offset_audit.decoding.report import CountKey, DecodeReport
-from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resolved, resumed_source
+from offset_audit.inputs.dump import FileUnits, load_raw_records, raw_source, resumed_source
 from offset_audit.inputs.last_read import LastRow
+from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.outputs.delta import DataFile, TableWriter, write_delta
 from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
@@ -63,9 +64,8 @@ class Decoded:
 
 def decode_dump(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump,
     output: str,
-    settings: Settings,
     report: DecodeReport,
     writer: TableWriter,
     route: str | None = None,
@@ -88,19 +88,15 @@ def decode_dump(
     next run carries; `check` sees how far each partition's records reached, and the digests of the records
     found where the run before read last (`Resume.probes`), before anything is committed;
     `log` (with `carry_to`) makes them write what state/log takes into files under `log_dir`. `source`
-    (direct route) is read instead of `inputs`: records the tool kept (history --audit).
+    (direct route) is read instead of the dump's files: records the tool kept (history --audit).
     """
-    settings = resolved(settings, inputs)
+    settings = dump.settings
     storage = writer.storage
     report.input_format = settings.input.format
     route = route or ("dataframe" if writer.delta_spark else "direct")
     if route == "direct":
         if source is None:
-            source = (
-                resumed_source(spark, inputs, settings, resume)
-                if resume is not None
-                else raw_source(spark, inputs, settings)
-            )
+            source = resumed_source(spark, dump, resume) if resume is not None else raw_source(spark, dump)
         # Known up front for Parquet (footers) and Kafka (a count); log dumps are counted as read, and
         # their readers turn unreadable input into error rows, so nothing escapes the count. A resumed
         # read drops the records below its positions as it reads: its tasks count.
@@ -156,7 +152,7 @@ def decode_dump(
         for name, written in commit_decoded(output, result.files, run_id=report.run_id, storage=storage).items():
             report.wrote(name, written)
         return decoded
-    raw = source if isinstance(source, DataFrame) else load_raw_records(spark, inputs, settings)
+    raw = source if isinstance(source, DataFrame) else load_raw_records(spark, dump)
     progress.begin(f"decoding the dump ({settings.input.format})")
     report.records_read = raw.count()
     decoded = decoder.decode_records(raw, settings.input.topic, settings.decode.fast_path).persist(
@@ -183,14 +179,21 @@ def decode_dump(
 
 
 def run_decode(
-    spark: SparkSession, inputs: list[str], output: str, settings: Settings, route: str | None = None
+    spark: SparkSession,
+    dump: OpenedDump | list[str],
+    output: str,
+    settings: Settings,
+    route: str | None = None,
 ) -> DecodeReport:
-    """The decode command: every decode table under `output`, and its row in `output/runs`."""
-    report = run_report("decode", inputs, settings)
+    """The decode command: every decode table under `output`, and its row in `output/runs`. `dump`: as
+    `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
+    dump = opened(dump, settings)
+    settings = dump.settings
+    report = run_report("decode", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     # Its runs row names the cluster as an audit's does, so a --cluster given here is not lost.
-    judge_as(report, resolve(spark, inputs, output, settings))
-    decode_dump(spark, inputs, output, settings, report, writer, route)
+    judge_as(report, resolve(spark, dump, output))
+    decode_dump(spark, dump, output, report, writer, route)
     report.finished_at = datetime.now(UTC)
     progress.begin("writing the runs row")
     write_run(spark, writer, report, output)

@@ -20,6 +20,7 @@ from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
 from offset_audit.coordinator.versions import BrokerVersion
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
+from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
@@ -42,7 +43,7 @@ from offset_audit.runs.state import (
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
 from offset_audit.snapshot_ids import HISTORY, SNAPSHOTS_TABLE
-from offset_audit.storage import join
+from offset_audit.storage import for_settings, join
 from offset_audit.timestamps import datetime_of
 
 HISTORY_TABLE = "offset_history"
@@ -138,7 +139,7 @@ class HistoryResult:
 
 def run_history(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump | list[str],
     output: str,
     settings: Settings,
     groups: list[str] | None = None,
@@ -146,23 +147,27 @@ def run_history(
     snapshot_id: str | None = None,
     kept: KeptLog | None = None,
 ) -> HistoryResult:
-    """`kept` (history --audit): the records incremental audits kept in an audit folder are the dump."""
+    """`dump`: as `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here);
+    `kept` (history --audit): the records incremental audits kept in an audit folder are the dump, read as
+    they were kept (nothing listed)."""
     source = None
     if kept is not None:
-        inputs = [kept.path]
         settings = settings.replaced("input", format=kept.input_format)
-    report = run_report("history", inputs, settings)
+        dump = OpenedDump((kept.path,), (kept.path,), settings, for_settings(settings))
+    dump = opened(dump, settings)
+    settings = dump.settings
+    report = run_report("history", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     storage = writer.storage
     # The records an audit kept are of the cluster its state names.
     found = (kept.state.cluster_id if kept.state is not None else None) if kept is not None else UNASKED
-    cluster = resolve(spark, inputs, output, settings, found=found)
+    cluster = resolve(spark, dump, output, found=found)
     judge_as(report, cluster)
     if kept is not None:
         source = kept_records(spark, kept, settings.input.topic, storage)
     cluster_home = home(output, cluster, settings)
     decoded_dir = join(cluster_home, DECODED)
-    decoded = decode_dump(spark, inputs, decoded_dir, settings, report, writer, source=source)
+    decoded = decode_dump(spark, dump, decoded_dir, report, writer, source=source)
     named = join(cluster_home[len(output) :].strip("/"), DECODED) if cluster_home != output else DECODED
     report.table_rows = {f"{named}/{name}": rows for name, rows in report.table_rows.items()}
     report.table_versions = {f"{named}/{name}": v for name, v in report.table_versions.items()}

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
-from offset_audit.inputs import formats, log_files
-from offset_audit.inputs.dump import input_paths, log_units, resolved
+from offset_audit.inputs import formats
 from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
-from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, folder_facts, segments_to_open
+from offset_audit.inputs.opened import OpenedDump
+from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, segments_to_open
 from offset_audit.outputs.audit_state import (
     LOG,
     STATE_FORMAT,
@@ -115,58 +115,56 @@ def check_resumable(settings: Settings, keep_decoded: bool) -> None:
         )
 
 
-def check_before_start(inputs: list[str], output: str, settings: Settings, mode: str, keep_decoded: bool) -> str:
+def check_before_start(dump: OpenedDump, output: str, mode: str, keep_decoded: bool) -> str:
     """Everything about the state a run can refuse before Spark starts: the input, a state another run
     holds the lock of, and a state of another cluster (as broker folders show theirs) or of a newer
     layout. The home of the run's state (where its lock is), as far as it is known before Spark."""
-    settings = resolved(settings, inputs)
+    settings = dump.settings
     check_resumable(settings, keep_decoded)
-    if formats.input_format(settings).copies_merged and len(input_paths(inputs, settings)) > 1:
+    if dump.format.copies_merged and len(dump.paths) > 1:
         raise UserError(
             "--incremental resumes one Kafka-source snapshot at a time (copies of one would be merged by reading "
             "them whole); give one --input"
         )
     from offset_audit.runs.clusters import before_start
 
-    _, home = before_start(inputs, output, settings)
+    _, home = before_start(dump, output)
     check_unlocked(home)
     stored = stored_state(home, settings)
     if stored is not None:
-        plan(stored, input_facts(None, inputs, settings), mode, settings.input.format, 1 << 62, home)
+        plan(stored, input_facts(None, dump), mode, settings.input.format, 1 << 62, home)
     return home
 
 
-def resumed_bytes(inputs: list[str], output: str, settings: Settings, mode: str) -> int | None:
+def resumed_bytes(dump: OpenedDump, output: str, mode: str) -> int | None:
     """About how many bytes a resumed run over broker folders reads: the segment files it opens and the
     state's records (None where that is the whole input, or unknown). A scheduled run over a few new
     records then starts the JVM a small run gets (runs.local_jvm), not the one for the whole log."""
-    settings = resolved(settings, inputs)
-    if mode == FULL or not formats.input_format(settings).broker_folders:
+    settings = dump.settings
+    if mode == FULL or not dump.format.broker_folders:
         return None
     from offset_audit.runs.clusters import before_start
 
-    stored = stored_state(before_start(inputs, output, settings)[1], settings)
+    stored = stored_state(before_start(dump, output)[1], settings)
     if stored is None:
         return None
-    storage = for_settings(settings)
+    storage = dump.storage
     floors = {p: position.next_offset for p, position in stored.positions.items()}
-    groups = log_files.by_partition(log_units(inputs, settings))
+    groups = dump.partition_groups
     opened = sum(f.size for g in groups for f in segments_to_open(g.files, floors.get(g.partition, 0)))
     return opened + sum(storage.size(f) for files in stored.record_files.values() for f in files)
 
 
-def input_facts(spark, inputs: list[str], settings: Settings) -> InputFacts:
-    """What the input shows of its partitions before it is read."""
-    if formats.input_format(settings).broker_folders:
-        groups = log_files.by_partition(log_units(inputs, settings))
-        return folder_facts(groups, settings.input.topic, for_settings(settings))
-    if formats.input_format(settings).live and spark is not None:
+def input_facts(spark, dump: OpenedDump) -> InputFacts:
+    """What the input shows of its partitions before it is read: the opened dump's (broker folders), or
+    the live cluster's, asked through Spark."""
+    if dump.format.live and spark is not None:
         from offset_audit.inputs.kafka_topic import topic_facts
 
-        facts = topic_facts(spark, settings, log_starts=True)
+        facts = topic_facts(spark, dump.settings, log_starts=True)
         topic_ids = {p: facts.topic_id for p in facts.partitions} if facts.topic_id else {}
         return InputFacts(tuple(facts.partitions), facts.log_starts, topic_ids, facts.cluster_id, None, True)
-    return InputFacts()
+    return dump.facts
 
 
 def plan(

@@ -24,6 +24,8 @@ from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join, 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from offset_audit.inputs.opened import OpenedDump
+
 
 # What delta-rs cannot take in a table's path, local or s3:// (deltalake 1.x): it builds an object-store
 # URL from the path, so '^', '[', ']' and '|' make it panic ("Invalid object store url"), a backslash is
@@ -193,35 +195,30 @@ def check_file(path: str, option: str) -> None:
         raise InputNotFound(f"{option} '{path}' does not exist")
 
 
-def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> Settings:
-    """The inputs exist and are what the run expects; returns the settings with the input format worked
-    out (`auto` replaced), so the run does not work it out again."""
-    from offset_audit.inputs.dump import formats_of, log_units, resolved
-    from offset_audit.inputs.kafka_source import check_source_schema, data_files, read_by_workers, read_footer
+def check_inputs(inputs: list[str], settings: Settings, share: bool = False) -> OpenedDump:
+    """The inputs exist and are what the run expects: the dump opened (`inputs.opened`), its format worked
+    out (`auto` replaced) and its files listed, so the run takes it as it is and works out none of it again."""
+    from offset_audit.inputs.opened import open_dump
 
     if formats.input_format(settings).live:
         if not settings.kafka.bootstrap_servers:
             raise UserError("--input-format kafka needs --bootstrap-server HOST:PORT[,HOST:PORT]")
-        return settings
+        return open_dump(inputs, settings, share)
     storage = for_settings(settings)
     for item in inputs:
         if is_remote(item):
             check_reachable(item, storage)
-    settings = resolved(settings, inputs, share)
-    fmt = formats.input_format(settings)
-    if fmt.several_formats:  # each input as what it is
-        for path, own in formats_of(inputs, settings):
-            check_inputs([path], settings.replaced("input", format=own), share)
-        return settings
-    if fmt.delta_table:  # read through delta-rs, as the tables are
-        for item in inputs:
-            check_delta_path(item, "--input")
-    if fmt.log_files or fmt.share_state:
-        log_units(inputs, settings)
-    elif read_by_workers(inputs):
-        for file in data_files(inputs, settings.input.format, storage):
-            check_source_schema(read_footer(file, storage).schema.to_arrow_schema(), file)
-    return settings
+    dump = open_dump(inputs, settings, share)
+    for part in dump.parts:  # MIXED: each input as what it is
+        fmt = part.format
+        if fmt.delta_table:  # read through delta-rs, as the tables are
+            for item in part.inputs:
+                check_delta_path(item, "--input")
+        if fmt.log_files or fmt.share_state:
+            part.log_units  # noqa: B018 - listed, and refused here where it holds no such files
+        elif part.read_by_workers:
+            part.pieces  # noqa: B018 - every footer read, and each schema checked
+    return dump
 
 
 def check_retention_list(text: str, option: str = "--retention-minutes") -> list[int]:
@@ -236,9 +233,9 @@ def check_retention_list(text: str, option: str = "--retention-minutes") -> list
     return values
 
 
-def check_cluster(inputs: list[str], output: str, settings: Settings) -> None:
+def check_cluster(dump: OpenedDump, output: str) -> None:
     """A --cluster name or an input's cluster id that clashes with the names the output folder holds,
     refused before Spark starts (runs.clusters); the Kafka source's id is checked once Spark asks it."""
     from offset_audit.runs.clusters import before_start
 
-    before_start(inputs, output, settings)
+    before_start(dump, output)

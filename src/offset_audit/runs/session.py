@@ -32,6 +32,7 @@ from offset_audit.settings import Settings
 
 if TYPE_CHECKING:
     from offset_audit.decoding.report import DecodeReport
+    from offset_audit.inputs.opened import OpenedDump
     from offset_audit.outputs.delta import TableWriter
 
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -311,11 +312,12 @@ def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[No
                 spark.conf.set(name, value)
 
 
-def start_spark(settings: Settings, inputs: list[str], input_size: int | None = None) -> SparkSession:
+def start_spark(settings: Settings, dump: OpenedDump | list[str], input_size: int | None = None) -> SparkSession:
     """The run's SparkSession, its progress shown; under spark-submit, with shuffles sized to the dump and
-    the cluster (each setting chosen is said on stderr). `input_size`: the bytes the run will read, where
+    the cluster (each setting chosen is said on stderr). `dump`: the run's, as preflight opened it (its
+    paths, opened here, where a caller has only those); `input_size`: the bytes the run will read, where
     that is not the whole input (an incremental audit's)."""
-    from offset_audit.inputs.dump import input_bytes
+    from offset_audit.inputs.opened import opened
     from offset_audit.runs import progress
 
     if _adopted is not None:
@@ -326,7 +328,7 @@ def start_spark(settings: Settings, inputs: list[str], input_size: int | None = 
     local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
     size = None
     if submitted or local:
-        size = input_size if input_size is not None else input_bytes(inputs, settings)
+        size = input_size if input_size is not None else opened(dump, settings).size
     spark = get_spark(settings.spark, size if local else None)
     progress.attach_spark(spark)
     if submitted:

@@ -23,8 +23,9 @@ from offset_audit.decoding.share_records import QUARANTINE, SHARE_STATE
 from offset_audit.errors import UserError
 from offset_audit.inputs import formats
 from offset_audit.inputs.broker_properties import load_broker_config
-from offset_audit.inputs.dump import load_raw_records, log_units, raw_source, resolved
+from offset_audit.inputs.dump import load_raw_records, raw_source
 from offset_audit.inputs.end_offsets import end_offsets_table
+from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
@@ -39,7 +40,7 @@ from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
-from offset_audit.storage import for_settings, join
+from offset_audit.storage import join
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
 
@@ -60,26 +61,26 @@ class ShareResult:
     problems: list[dict]
 
 
-def _state_from_dump(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+def _state_from_dump(spark: SparkSession, dump: OpenedDump, report: DecodeReport, limit: int):
     """__share_group_state records -> (replayed rows, quarantined records, the log the cut-offs name).
 
     `[decode] fast_path` (the default) reads and folds the records in one pass (runs/share_fast_replay.py);
     false replays them record by record (decode, group by share-partition, replay), the reference the
     fast route is tested against."""
-    settings = settings.replaced("input", topic=share_replay.SHARE_STATE_TOPIC)
-    if settings.decode.fast_path:
-        source = raw_source(spark, inputs, settings)
+    dump = dump.on_topic(share_replay.SHARE_STATE_TOPIC)
+    if dump.settings.decode.fast_path:
+        source = raw_source(spark, dump)
         done = share_fast_replay.replay_dump(
             spark,
             source,
-            lambda: load_raw_records(spark, inputs, settings, share=True),
+            lambda: load_raw_records(spark, dump),
             limit,
             share_replay.SHARE_STATE_TOPIC,
         )
         _count(report, done.counts)
         replayed, quarantine = done.replayed, done.quarantine
     else:
-        raw = load_raw_records(spark, inputs, settings, share=True)
+        raw = load_raw_records(spark, dump)
         decoded = share_replay.decode_share_state(raw, share_replay.SHARE_STATE_TOPIC).persist(
             StorageLevel.MEMORY_AND_DISK
         )
@@ -103,11 +104,11 @@ def _count(report: DecodeReport, counts: Counter) -> None:
     fill_counts(report, counts, share_state_layouts())
 
 
-def _state_from_kip932(spark: SparkSession, inputs: list[str], settings: Settings, report: DecodeReport, limit: int):
+def _state_from_kip932(spark: SparkSession, dump: OpenedDump, report: DecodeReport, limit: int):
     """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
     state is in its own topic's log)."""
-    files = log_units(inputs, settings)
-    lines = share_replay.read_kip932_lines(spark, [u.path for u in files], for_settings(settings))
+    settings = dump.settings
+    lines = share_replay.read_kip932_lines(spark, [u.path for u in dump.log_units], dump.storage)
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         errors = lines.where(F.col("error").isNotNull())
@@ -192,26 +193,30 @@ def share_broker_version(text: str) -> BrokerVersion:
 
 def run_share(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump | list[str],
     output: str,
     settings: Settings,
     delivery_count_limit: int | None = None,
-    groups_inputs: list[str] | None = None,
+    groups_inputs: OpenedDump | list[str] | None = None,
     end_offsets: str | pa.Table | None = None,
     broker_config: str | None = None,
     bootstrap: str = '"$BOOTSTRAP_SERVER"',
 ) -> ShareResult:
-    """Replay every share-partition's state, audit the share groups, write the share tables."""
+    """Replay every share-partition's state, audit the share groups, write the share tables. `dump` and
+    `groups_inputs` (--groups-input): as `inputs.opened.open_dump` opened them before Spark started (else
+    their paths, opened here)."""
     from offset_audit.coordinator import share_findings, share_groups
     from offset_audit.coordinator import share_limits as limits
     from offset_audit.share_coordinator import state_findings
     from offset_audit.views.share_group_rows import share_group_rows
 
-    settings = resolved(settings, inputs, share=True)
+    dump = opened(dump, settings, share=True)
+    settings = dump.settings
+    groups = opened(groups_inputs, groups_dump_settings(settings)) if groups_inputs else None
     writer = table_writer(spark, settings)
     storage = writer.storage
-    report = run_report("share", inputs, settings)
-    cluster = clusters.resolve(spark, inputs, output, settings)
+    report = run_report("share", list(dump.inputs), settings)
+    cluster = clusters.resolve(spark, dump, output)
     judge_as(report, cluster)
     # A fleet's first cluster writes its share tables at DIR itself, every other one under DIR/clusters/NAME.
     home = clusters.home(output, cluster, settings)
@@ -231,15 +236,15 @@ def run_share(
     check_share_input_format(settings.input.format)
     progress.begin(f"replaying share-partition state ({settings.input.format})")
     if formats.input_format(settings).share_state:
-        replayed, quarantine, log = _state_from_kip932(spark, inputs, settings, report, delivery_count_limit)
+        replayed, quarantine, log = _state_from_kip932(spark, dump, report, delivery_count_limit)
     else:
-        replayed, quarantine, log = _state_from_dump(spark, inputs, settings, report, delivery_count_limit)
+        replayed, quarantine, log = _state_from_dump(spark, dump, report, delivery_count_limit)
     topic_names: list[tuple[str, str]] = []
     group_rows: list[dict] = []
-    if groups_inputs:
-        group_report = DecodeReport.start("share", groups_inputs, settings.input.format, "")
+    if groups is not None:
+        group_report = DecodeReport.start("share", list(groups.inputs), settings.input.format, "")
         group_report.run_id = report.run_id  # one run: its decode tables are named in its runs row too
-        decode_dump(spark, groups_inputs, join(home, "decoded"), groups_dump_settings(settings), group_report, writer)
+        decode_dump(spark, groups, join(home, "decoded"), group_report, writer)
         report.table_versions.update({named(f"decoded/{n}"): v for n, v in group_report.table_versions.items()})
         modern = read_table(spark, join(home, "decoded"), "modern_group_records", storage)
         share_records = modern.where(F.col("group_type") == "share").orderBy("source_partition", "source_offset")

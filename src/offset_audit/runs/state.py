@@ -17,6 +17,7 @@ from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, new
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs import formats
+from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.layouts.tables import table_schema
@@ -146,9 +147,8 @@ def load_state(
 @contextmanager
 def coordinator_state(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump,
     output: str,
-    settings: Settings,
     report: DecodeReport,
     writer: TableWriter,
     keep_decoded: bool,
@@ -188,9 +188,8 @@ def coordinator_state(
         carry_to = join(scratch, "carry") if carry and scratch is not None else None
         decoded = decode_dump(
             spark,
-            inputs,
+            dump,
             decoded_dir,
-            settings,
             report,
             writer,
             compact_commits_to=scratch,
@@ -238,7 +237,7 @@ def coordinator_state(
                 small,
                 storage,
                 quarantined,
-                parse_version(settings.kafka.version),
+                parse_version(dump.settings.kafka.version),
             )
             report.format_notes.update(state.load_notes)
             state.decoded = decoded

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.coordinator import verdicts
 from offset_audit.decoding.report import DecodeReport
+from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
@@ -34,7 +35,7 @@ def written_tables() -> list[str]:
 
 def run_whatif(
     spark: SparkSession,
-    inputs: list[str],
+    dump: OpenedDump | list[str],
     output: str,
     settings: Settings,
     retentions: list[int],
@@ -43,12 +44,15 @@ def run_whatif(
     per_group: bool = False,
     keep_decoded: bool = False,
 ) -> tuple[DecodeReport, list[dict]]:
-    report = run_report("whatif", inputs, settings)
+    """`dump`: as `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
+    dump = opened(dump, settings)
+    settings = dump.settings
+    report = run_report("whatif", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
-    cluster = resolve(spark, inputs, output, settings)
+    cluster = resolve(spark, dump, output)
     judge_as(report, cluster)
     cluster_home = home(output, cluster, settings)
-    with coordinator_state(spark, inputs, cluster_home, settings, report, writer, keep_decoded, under=output) as state:
+    with coordinator_state(spark, dump, cluster_home, report, writer, keep_decoded, under=output) as state:
         return _compare(spark, state, writer, output, settings, report, retentions, as_of_specs, snapshot_id, per_group)
 
 
