@@ -213,7 +213,7 @@ def test_the_installed_program_runs_the_demo_outside_the_checkout(installed, tmp
 def test_the_installed_api_runs_the_notebook_on_a_session_of_its_own(installed, tmp_path):
     """examples/audit_with_the_api.ipynb's code, run by the installed venv's Python outside the checkout:
     it starts a plain local session, writes a small dump, audits it, compares retentions and writes an
-    audit folder, which the installed program then reads."""
+    audit folder, which the installed program then reads, and whose tables equal the program's own audit."""
     from deltalake import DeltaTable
     from notebooks import notebook_code
 
@@ -225,6 +225,13 @@ def test_the_installed_api_runs_the_notebook_on_a_session_of_its_own(installed, 
         env={f"OFFSET_AUDIT_NOTEBOOK_{k}": str(tmp_path / v) for k, v in names.items()},
     ).stdout
     assert "20,000 records read, 3 quarantined; reconciles: True" in printed
-    assert DeltaTable(str(tmp_path / "kept" / "partition_verdicts")).to_pyarrow_table().num_rows > 0
     described = run_program(installed, "describe", "--audit", "kept", cwd=tmp_path).stdout
     assert "classic-empty" in described
+    # The same audit by the installed program: its tables equal those the API wrote, row for row.
+    run_program(installed, "audit", "--input", "dump", "--output", "cli", "--end-offsets", "ends.txt", cwd=tmp_path)
+    for name in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
+        api_rows, cli_rows = (
+            sorted(map(repr, DeltaTable(str(tmp_path / folder / name)).to_pyarrow_table().to_pylist()))
+            for folder in ("kept", "cli")
+        )
+        assert api_rows and api_rows == cli_rows, name
