@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from segment_files import batch
 
+from offset_audit.inputs.formats import SEGMENTS
 from offset_audit.inputs.last_read import (
     BatchHeader,
     LastRead,
@@ -21,7 +22,7 @@ from offset_audit.inputs.last_read import (
     parse_header,
     record_digest,
 )
-from offset_audit.inputs.log_files import SEGMENTS, LogFile
+from offset_audit.inputs.log_files import LogFile
 from offset_audit.inputs.segments.crc import crc32c
 
 
@@ -122,7 +123,7 @@ def write_folder(folder: Path, segments: dict[int, list[bytes]]) -> tuple[LogFil
 
 def units(*folders: Path) -> tuple[LogFile, ...]:
     return tuple(
-        LogFile(str(path), SEGMENTS, 0, path.stat().st_size)
+        LogFile(str(path), SEGMENTS.name, 0, path.stat().st_size)
         for folder in folders
         for path in sorted(folder.glob("*.log"))
     )
