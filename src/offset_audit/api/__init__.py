@@ -100,7 +100,7 @@ def options(
     from offset_audit.runs.config import load_settings
 
     return load_settings(
-        None if conf is None else os.fspath(conf),
+        _fspath(conf),
         input_format=format,
         partition=partition,
         topic=topic,
@@ -114,6 +114,10 @@ def options(
         fast_path=fast_path,
         storage=storage_options,
     )
+
+
+def _fspath(path: str | os.PathLike | None) -> str | None:
+    return None if path is None else os.fspath(path)
 
 
 def _paths(dump: Dump | None) -> list[str]:
@@ -190,15 +194,19 @@ class Run:
     tables: tuple[str, ...]
     temporary: bool = False
 
+    def place(self, name: str) -> str:
+        """The folder a table of the run is in."""
+        return self.folder
+
     def table(self, name: str) -> DataFrame:
-        """One of `tables`, read from `folder` (delta-spark where the session has it, else the table's
-        live Parquet files)."""
+        """One of `tables`, read from where the run wrote it (delta-spark where the session has it, else
+        the table's live Parquet files)."""
         from offset_audit.outputs.read_back import read_table
         from offset_audit.outputs.snapshot_tables import own_snapshot
 
         if name not in self.tables:
             raise UserError(f"this run wrote no table {name!r}; its tables are {', '.join(self.tables)}")
-        frame = read_table(self.spark, self.folder, name, for_settings(self.settings))
+        frame = read_table(self.spark, self.place(name), name, for_settings(self.settings))
         return frame if self.snapshot_id is None else own_snapshot(frame, self.snapshot_id, self.report)
 
     def close(self) -> None:
@@ -265,7 +273,7 @@ class HistoryRun(Run):
         return self.table("offset_history")
 
 
-def _output(output: str | os.PathLike | None, settings: Settings) -> tuple[str, bool]:
+def _output(output: str | os.PathLike | None) -> tuple[str, bool]:
     if output is not None:
         return normalize(os.fspath(output)), False
     return tempfile.mkdtemp(prefix="offset-audit-"), True
@@ -292,8 +300,8 @@ def decode(
     given = {"format": format, "partition": partition, "topic": topic}
     given |= {"cluster": cluster, "fast_path": fast_path, "storage_options": storage_options}
     settings, inputs = _settings(settings, given), _paths(dump)
-    folder, temporary = _output(output, settings)
-    try:
+    folder, temporary = _output(output)
+    with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
         preflight.check_cluster(opened, folder)
@@ -301,9 +309,6 @@ def decode(
         spark = _session(spark, opened)
         with _run_conf(spark):
             report = run_decode(spark, opened, folder, settings)
-    except BaseException:
-        _discard(folder, temporary)
-        raise
     return DecodeRun(spark, folder, report, settings, inputs, None, tuple(TABLES), temporary)
 
 
@@ -344,15 +349,15 @@ def plan_audit(
     from offset_audit.runs.audit import written_tables
 
     inputs = _paths(dump)
-    folder, temporary = _output(output, settings)
-    try:
+    folder, temporary = _output(output)
+    with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
         preflight.check_as_of(settings.audit.as_of, settings.input.format)
         ends = preflight.check_end_offsets(
-            None if end_offsets is None else os.fspath(end_offsets),
+            _fspath(end_offsets),
             settings,
-            None if start_offsets is None else os.fspath(start_offsets),
+            _fspath(start_offsets),
         )
         preflight.check_output(folder, written_tables(keep_state is not None), settings)
         preflight.check_cluster(opened, folder)
@@ -361,9 +366,6 @@ def plan_audit(
             from offset_audit.runs.incremental import check_before_start
 
             locked = check_before_start(opened, folder, keep_state, keep_decoded)
-    except BaseException:
-        _discard(folder, temporary)
-        raise
     return AuditPlan(opened, folder, settings, snapshot_id, ends, keep_decoded, keep_state, temporary, locked)
 
 
@@ -377,22 +379,18 @@ def run_planned_audit(spark: SparkSession, plan: AuditPlan, *, lock_held: bool =
             from offset_audit.outputs.audit_state import state_lock
 
             held.enter_context(state_lock(plan.locked))
-        try:
-            with _run_conf(spark):
-                result = run_audit(
-                    spark,
-                    plan.dump,
-                    plan.output,
-                    plan.settings,
-                    snapshot_id=plan.snapshot_id,
-                    end_offsets=plan.end_offsets,
-                    keep_decoded=plan.keep_decoded,
-                    keep_state=plan.keep_state,
-                    locked=plan.locked if plan.keep_state is not None else None,
-                )
-        except BaseException:
-            _discard(plan.output, plan.temporary)
-            raise
+        with _discarded_on_failure(plan.output, plan.temporary), _run_conf(spark):
+            result = run_audit(
+                spark,
+                plan.dump,
+                plan.output,
+                plan.settings,
+                snapshot_id=plan.snapshot_id,
+                end_offsets=plan.end_offsets,
+                keep_decoded=plan.keep_decoded,
+                keep_state=plan.keep_state,
+                locked=plan.locked if plan.keep_state is not None else None,
+            )
     return AuditRun(
         spark,
         plan.output,
@@ -472,8 +470,8 @@ def whatif(
     listed = retention if isinstance(retention, str) else ",".join(str(r) for r in retention)
     minutes = preflight.check_retention_list(listed, "retention")
     points = [as_of] if isinstance(as_of, str) else list(as_of)
-    folder, temporary = _output(output, settings)
-    try:
+    folder, temporary = _output(output)
+    with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
         for point in points:
@@ -486,9 +484,6 @@ def whatif(
                 spark, opened, folder, settings, minutes, points, snapshot_id, per_group=per_group,
                 keep_decoded=keep_decoded,
             )  # fmt: skip
-    except BaseException:
-        _discard(folder, temporary)
-        raise
     tables = ("whatif", "whatif_groups") if per_group else ("whatif",)
     return WhatIfRun(spark, folder, report, settings, inputs, report.snapshot_id, tables, temporary, scenarios=rows)
 
@@ -533,8 +528,8 @@ def history(
             output = join(folder, HISTORY)
     elif log_generation is not None:
         raise UserError("log_generation picks a log of an audit folder; give audit_folder=")
-    folder, temporary = _output(output, settings)
-    try:
+    folder, temporary = _output(output)
+    with _discarded_on_failure(folder, temporary):
         if kept is None:
             opened = preflight.check_inputs(inputs, settings)
             settings = opened.settings
@@ -550,9 +545,6 @@ def history(
             result = run_history(
                 spark, opened, folder, settings, groups=list(groups), topic=topic, snapshot_id=snapshot_id, kept=kept
             )
-    except BaseException:
-        _discard(folder, temporary)
-        raise
     report = result.report
     return HistoryRun(
         spark, folder, report, settings, inputs, result.snapshot_id, ("offset_history",), temporary, result=result
@@ -568,14 +560,10 @@ class ShareRun(Run):
 
     result: Any = None
 
-    def table(self, name: str) -> DataFrame:
-        from offset_audit.outputs.read_back import read_table
-
-        if name not in self.tables:
-            raise UserError(f"this run wrote no table {name!r}; its tables are {', '.join(self.tables)}")
+    def place(self, name: str) -> str:
+        """Where the report says the run wrote the table."""
         written = [path for path in self.report.table_rows if path == name or path.endswith(f"/{name}")]
-        place = join(self.folder, written[0][: -len(name)]) if written else self.folder
-        return read_table(self.spark, place, name, for_settings(self.settings))
+        return join(self.folder, written[0][: -len(name)]) if written else self.folder
 
 
 def share(
@@ -616,16 +604,16 @@ def share(
         given["topic"] = SHARE_STATE_TOPIC
     settings, inputs, groups = _settings(settings, given), _paths(dump), _paths(groups_dump)
     share_broker_version(settings.kafka.version)
-    folder, temporary = _output(output, settings)
-    try:
+    folder, temporary = _output(output)
+    with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings, share=True)
         settings = opened.settings
         check_share_input_format(settings.input.format)
         groups_opened = preflight.check_inputs(groups, groups_dump_settings(settings)) if groups else None
         ends = preflight.check_end_offsets(
-            None if end_offsets is None else os.fspath(end_offsets),
+            _fspath(end_offsets),
             settings,
-            None if start_offsets is None else os.fspath(start_offsets),
+            _fspath(start_offsets),
         )
         if broker_config is not None:
             preflight.check_file(os.fspath(broker_config), "--broker-config")
@@ -641,19 +629,22 @@ def share(
                 delivery_count_limit=delivery_count_limit,
                 groups_inputs=groups_opened,
                 end_offsets=ends,
-                broker_config=None if broker_config is None else os.fspath(broker_config),
+                broker_config=_fspath(broker_config),
                 # The delete commands name the cluster as given (a shell word of yours), else "$BOOTSTRAP_SERVER".
                 bootstrap=settings.kafka.bootstrap_servers or DEFAULT_BOOTSTRAP,
             )
-    except BaseException:
-        _discard(folder, temporary)
-        raise
     return ShareRun(spark, folder, result.report, settings, inputs, None, SHARE_TABLES, temporary, result=result)
 
 
-def _discard(folder: str, temporary: bool) -> None:
-    if temporary:
-        shutil.rmtree(folder, ignore_errors=True)
+@contextmanager
+def _discarded_on_failure(folder: str, temporary: bool) -> Iterator[None]:
+    """A run's temporary folder goes with the run that fails (a mistake, or Spark's error)."""
+    try:
+        yield
+    except BaseException:
+        if temporary:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def write(run: Run, output: str | os.PathLike | None = None, *, tables: str | None = None) -> None:

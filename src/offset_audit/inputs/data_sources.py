@@ -119,12 +119,7 @@ class _LogDumpSource(DataSource):
         shows none."""
         if not self.FORMAT.markers or self.FORMAT.broker_folders:
             return transactions.Markers()
-        return transactions.Markers.from_rows(
-            row
-            for unit in units
-            for batch in log_files.read_log_file(unit, only_control=True)
-            for row in transactions.marker_rows(batch)
-        )
+        return transactions.Markers.from_rows(row for unit in units for row in log_files.marker_rows(unit))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         units = self.units()

@@ -135,6 +135,12 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
     yield from fmt.read_file(unit.path, unit.partition, batch_rows, unit.storage, **options)
 
 
+def marker_rows(unit: LogFile) -> Iterator[tuple[int | None, int, int, str]]:
+    """The light pass over one file: its control records, for `transactions.Markers.from_rows`."""
+    for batch in read_log_file(unit, only_control=True):
+        yield from transactions.marker_rows(batch)
+
+
 def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Markers:
     """First pass: the COMMIT/ABORT markers of every file (a few per transaction), to the driver."""
     if not units or not formats.named(units[0].input_format).markers:
@@ -142,8 +148,7 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
 
     def task(items: Iterator[LogFile]) -> Iterator[tuple]:
         for unit in items:
-            for batch in read_log_file(unit, only_control=True):
-                yield from transactions.marker_rows(batch)
+            yield from marker_rows(unit)
 
     # A few tasks per core: a task costs tens of milliseconds to start, about what scanning 100 MiB for
     # markers costs. (Segments find their markers inside the decode task, see read_partition_raw.)

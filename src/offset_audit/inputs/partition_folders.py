@@ -20,7 +20,15 @@ import pyarrow.compute as pc
 from offset_audit.escaping import stored_text
 from offset_audit.inputs import copies as merging
 from offset_audit.inputs import log_loader, transactions
-from offset_audit.inputs.log_files import LogFile, PartitionFiles, located_errors, read_log_file, read_raw, to_raw_batch
+from offset_audit.inputs.log_files import (
+    LogFile,
+    PartitionFiles,
+    located_errors,
+    marker_rows,
+    read_log_file,
+    read_raw,
+    to_raw_batch,
+)
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.storage import is_remote, parent
 
@@ -43,15 +51,9 @@ def partition_raw(
     """`read_partition_raw`'s batches, each with the topic its folder names; first, with `carried`, an
     incremental audit's records of this partition (`inputs.resumed`), settled by the same markers."""
     sets = [[log_loader.plan(files, swap_next_offset) for files in folders] for folders in copy_sets(group.files)]
-    rows = [
-        row
-        for plans in sets
-        for plan in plans
-        for unit in plan.log
-        for batch in read_log_file(unit, only_control=True)
-        for row in transactions.marker_rows(batch)
-    ]
-    markers = transactions.Markers.from_rows(rows)
+    markers = transactions.Markers.from_rows(
+        row for plans in sets for plan in plans for unit in plan.log for row in marker_rows(unit)
+    )
     if carried is not None:
         yield topic, carried(markers)
     for plans in sets:
