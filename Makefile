@@ -10,6 +10,8 @@ CODECS ?= none,zstd
 WIDE_SIZES ?= 20000000
 # The whole-process audits bench/fixed_cost.py runs beside Spark's start.
 FIXED_COST_SIZES ?= 1000,300000,5000000,20000000
+# bench/connect.py: the audit on a Spark Connect server beside classic sessions.
+CONNECT_RECORDS ?= 300000
 # bench/floors.py: the least an audit must do, in the engines themselves, against the raw scan.
 FLOOR_RECORDS ?= 20000000
 # bench/incremental.py: scheduled `audit --incremental` runs over 0.1%, 1% and 10% new records of this log.
@@ -157,6 +159,7 @@ bench: setup
 	$(BIN)/python bench/floors.py --records $(FLOOR_RECORDS)
 	$(BIN)/python bench/incremental.py --records $(INCREMENTAL_RECORDS) --warm
 	$(BIN)/python bench/snapshots.py --snapshots 1000 --keep 48
+	$(BIN)/python bench/connect.py --records $(CONNECT_RECORDS)
 
 # For spark-submit: the package (--py-files) and the executors' Python environment (--archives ...#env).
 # PYTHON_PREFIX=/usr when the workers' python3.11 is not at this machine's path.

@@ -1,5 +1,6 @@
 """Real services the slow tests start on 127.0.0.1 and stop by pid: an S3-compatible server (moto in
-server mode) and a Spark standalone master with workers (the venv's pyspark, through spark-class).
+server mode), a Spark standalone master with workers (the venv's pyspark, through spark-class) and a
+Spark Connect server (the venv's pyspark, through spark-submit).
 Each helper raises `Unavailable` with the exact reason when it cannot be had; `live` turns that into the
 skip of the tests that need it, saying why."""
 
@@ -267,6 +268,49 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+# Spark Connect --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConnectServer:
+    url: str
+    log: Path
+    pid: int
+
+
+@contextmanager
+def connect_server(folder: Path, recipe: str, cores: int = 2) -> Iterator[ConnectServer]:
+    """A Spark Connect server started by `recipe` (docs/cluster.md's lines, run by bash in the repository),
+    on a free loopback port in place of 15002, with `cores` local cores and what a server of a few cores
+    is given (shuffle and Delta snapshot partitions); stopped by pid."""
+    from repo_paths import ROOT
+
+    home = spark_home()
+    if not list((home / "jars").glob("spark-connect_*.jar")):
+        raise Unavailable(f"pyspark at {home} ships no spark-connect jar")
+    try:
+        import grpc  # noqa: F401
+    except ImportError as err:
+        raise Unavailable(f"Spark Connect's client needs grpcio: {err}") from err
+    port = free_port()
+    small = (
+        f"--conf spark.sql.shuffle.partitions={2 * cores} "
+        f"--conf spark.databricks.delta.snapshotPartitions={2 * cores} --conf spark.ui.enabled=false "
+    )
+    script = recipe.replace("15002", str(port)).replace("'local[*]'", f"'local[{cores}]'")
+    script = script.replace("spark-internal", small + "spark-internal")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_CONNECT_MODE"))}
+    env.pop("SPARK_REMOTE", None)
+    env.pop("VIRTUAL_ENV", None)
+    log = folder / "connect-server.log"
+    process = _start(["bash", "-c", "exec 2>&1\n" + script], log, env, cwd=ROOT)
+    try:
+        _wait_for(log, "Spark Connect server started", process, "the Spark Connect server", seconds=120)
+        yield ConnectServer(f"sc://{LOOPBACK}:{port}", log, process.pid)
+    finally:
+        _stop(process)
 
 
 # YARN -------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ UNIT_SECONDS: dict[str, float] = {
     "tests/runs/test_cluster.py": 680,
     "tests/test_spark_jars.py::test_every_test_of_a_spark_native_route_passes_in_one_session_with_the_jars": 425,
     "tests/coordinator/test_live_broker.py": 205,
+    "tests/test_connect.py": 240,
     "tests/coordinator/test_live_streams_group.py": 125,
     "tests/outputs/test_object_store.py": 145,
     "tests/coordinator/test_history.py": 120,

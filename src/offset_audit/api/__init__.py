@@ -41,6 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
+from offset_audit.session_kind import is_remote, is_session
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join, normalize
 
@@ -75,7 +76,7 @@ Session = SparkSession | Callable[[Settings, "OpenedDump"], SparkSession]
 
 
 def _session(spark: Session, dump: OpenedDump) -> SparkSession:
-    return spark if isinstance(spark, SparkSession) else spark(dump.settings, dump)
+    return spark if is_session(spark) else spark(dump.settings, dump)  # type: ignore[return-value,operator]
 
 
 def options(
@@ -174,8 +175,10 @@ def register(spark: SparkSession) -> None:
 
 @contextmanager
 def _run_conf(spark: SparkSession) -> Iterator[None]:
-    from offset_audit.runs.session import REQUIRED, scoped_conf
+    from offset_audit.runs.session import REQUIRED, check_server_package, scoped_conf
 
+    if is_remote(spark):  # the server's Python workers decode: they need this package
+        check_server_package(spark)
     with scoped_conf(spark, REQUIRED):
         yield
 

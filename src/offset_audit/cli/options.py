@@ -252,6 +252,7 @@ def dump_options(
         storage_options: tuple[str, ...],
         conf_file: str | None,
         writer: str | None,
+        remote: str | None,
         **options: Any,
     ) -> Any:
         from offset_audit.runs.config import load_settings
@@ -267,6 +268,7 @@ def dump_options(
             cluster=cluster,
             storage=pairs(storage_options, "--storage-option"),
             writer=writer,
+            remote=remote,
             **overrides,
         )
         if not formats.input_format(settings).live and not inputs and options.get("audit_dir") is None:
@@ -336,6 +338,14 @@ def dump_options(
                 default=None,
                 help="who writes the Delta tables: auto (default: delta-spark where the Spark session has Delta "
                 "configured, else delta-rs), delta-rs or delta-spark.",
+            ),
+            click.option(
+                "--remote",
+                envvar="SPARK_REMOTE",
+                default=None,
+                metavar="sc://HOST:PORT",
+                help="run on this Spark Connect server (default $SPARK_REMOTE): its session reads, decodes and "
+                "writes the tables through Spark (docs/cluster.md).",
             ),
             click.option(
                 "--conf",

@@ -34,6 +34,8 @@ from offset_audit.inputs.resumed import (
     resumed_pieces,
 )
 from offset_audit.inputs.transactions import Markers
+from offset_audit.python_tasks import run_tasks
+from offset_audit.session_kind import session_cores
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,9 @@ class FileUnits:
         # Each task reads its units in input order (a partition's files stay in log order).
         return [[self.units[i] for i in sorted(task)] for task in tasks if task]
 
-    def run(self, spark, task: Callable[[Iterator[Any]], Iterator[Any]], keep_order: bool = False):
-        """`task` over every unit, one Spark task per slice (see `slices`); the RDD of its results."""
-        slices = self.slices(spark.sparkContext.defaultParallelism, keep_order)
-        return spark.sparkContext.parallelize(slices, len(slices)).mapPartitions(
-            lambda groups: task(unit for group in groups for unit in group)
-        )
+    def run(self, spark, task: Callable[[Iterator[Any]], Iterator[Any]], keep_order: bool = False) -> list:
+        """`task` over every unit, one Spark task per slice (see `slices`); its results, collected."""
+        return run_tasks(spark, self.slices(session_cores(spark), keep_order), task)
 
 
 # About 1.5 s of one core's decoding: the most a task takes on before the units are split into waves.

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.storage import LOCAL, Storage
@@ -83,7 +84,8 @@ def end_offsets_table(source: str | pa.Table, storage: Storage = LOCAL) -> pa.Ta
 
 def read_end_offsets(spark: SparkSession, source: str | pa.Table, storage: Storage = LOCAL) -> DataFrame:
     """The end offsets as rows (see end_offsets_table)."""
-    return spark.createDataFrame(end_offsets_table(source, storage))
+    table = end_offsets_table(source, storage)
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))  # Connect infers none when empty
 
 
 def _read_whole(path: str, storage: Storage, what: str) -> tuple[bytes, bytes]:

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.errors import ConnectorMissing, UserError
 from offset_audit.jvm import has_class
+from offset_audit.session_kind import connect_route
 from offset_audit.settings import Settings
 
 _OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
@@ -53,11 +54,68 @@ class TopicFacts:
     topic_id: str | None
 
 
+def _client_topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = False) -> TopicFacts:
+    """`topic_facts` where no JVM is at hand (a Spark Connect session): asked with the Python client,
+    confluent-kafka, under the same --kafka-option settings as --end-offsets kafka takes them."""
+    admin, timeout = _client_admin(settings)
+    from confluent_kafka import TopicCollection, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    topic = settings.input.topic
+    try:
+        described = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(timeout)
+        partitions = sorted(p.id for p in described.partitions)
+        if not log_starts:
+            return TopicFacts(partitions, {}, None, None)
+        asked = {TopicPartition(topic, p): OffsetSpec.earliest() for p in partitions}
+        answers = admin.list_offsets(asked, request_timeout=timeout)
+        starts = {tp.partition: future.result(timeout).offset for tp, future in answers.items()}
+        cluster = admin.describe_cluster(request_timeout=timeout).result(timeout).cluster_id
+        topic_id = str(described.topic_id) if described.topic_id is not None else None
+        return TopicFacts(partitions, starts, cluster, topic_id)
+    except Exception as err:
+        raise UserError(
+            f"cannot list the partitions of {topic} on {settings.kafka.bootstrap_servers}: {_first_line(err)}"
+        ) from err
+
+
+def _client_cluster_id(spark: SparkSession, settings: Settings) -> str | None:
+    """`cluster_id` with the Python client (a Spark Connect session has no JVM here)."""
+    admin, timeout = _client_admin(settings)
+    try:
+        return admin.describe_cluster(request_timeout=timeout).result(timeout).cluster_id or None
+    except Exception as err:
+        raise UserError(
+            f"cannot ask {settings.kafka.bootstrap_servers} for its cluster id: {_first_line(err)}"
+        ) from err
+
+
+def _client_admin(settings: Settings):
+    """confluent-kafka's AdminClient with the run's settings, and the seconds each answer may take."""
+    from offset_audit.inputs.kafka_end_offsets import INSTALL, client_config
+
+    try:
+        from confluent_kafka.admin import AdminClient
+    except ImportError as err:
+        raise UserError(f"reading a live topic on a Spark Connect session needs the Kafka client: {INSTALL}") from err
+    try:
+        return AdminClient(client_config(settings.kafka.bootstrap_servers, settings.kafka.options)), 30.0
+    except Exception as err:
+        raise UserError(
+            f"cannot set up a Kafka client for {settings.kafka.bootstrap_servers}: {_first_line(err)}"
+        ) from err
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+@connect_route(_client_topic_facts)
 def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = False) -> TopicFacts:
     """The topic's partitions (and, with `log_starts`, their log start offsets and the cluster and topic
     ids), asked of the cluster through the connector's Admin client."""
     jvm = spark._jvm  # type: ignore[union-attr]
-    admin = _admin(spark, settings)
+    admin = _admin(spark, jvm, settings)
     topics = jvm.java.util.ArrayList()
     topics.add(settings.input.topic)
     try:
@@ -85,10 +143,11 @@ def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = Fals
         admin.close()
 
 
+@connect_route(_client_cluster_id)
 def cluster_id(spark: SparkSession, settings: Settings) -> str | None:
     """The cluster's id, as its Admin API gives it (DescribeCluster): what names the cluster of a run
     that reads the live topic (runs.clusters)."""
-    admin = _admin(spark, settings)
+    admin = _admin(spark, spark._jvm, settings)  # type: ignore[union-attr]
     try:
         return admin.describeCluster().clusterId().get() or None
     except Exception as err:
@@ -98,12 +157,11 @@ def cluster_id(spark: SparkSession, settings: Settings) -> str | None:
         admin.close()
 
 
-def _admin(spark: SparkSession, settings: Settings):
+def _admin(spark: SparkSession, jvm, settings: Settings):
     """A kafka-clients Admin of the connector's, with the run's --kafka-option kafka.* settings."""
     # Without kafka-clients, py4j names a package rather than failing: ask the class loader first.
     if not has_class(spark, "org.apache.kafka.clients.admin.Admin"):
         raise _missing(spark)
-    jvm = spark._jvm  # type: ignore[union-attr]
     props = jvm.java.util.HashMap()
     props.put("bootstrap.servers", settings.kafka.bootstrap_servers)
     props.put("default.api.timeout.ms", "30000")

@@ -22,6 +22,8 @@ from offset_audit.inputs.copies import COPY_STATE
 from offset_audit.inputs.log_loader import is_segment_file
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
+from offset_audit.python_tasks import cut, run_tasks
+from offset_audit.session_kind import session_cores
 from offset_audit.storage import LOCAL, Storage, basename, join, parent
 
 SNIFF_BYTES = 65_536
@@ -152,8 +154,7 @@ def gather_markers(spark: SparkSession, units: list[LogFile]) -> transactions.Ma
 
     # A few tasks per core: a task costs tens of milliseconds to start, about what scanning 100 MiB for
     # markers costs. (Segments find their markers inside the decode task, see read_partition_raw.)
-    slices = max(1, min(len(units), 2 * spark.sparkContext.defaultParallelism))
-    rows = spark.sparkContext.parallelize(units, slices).mapPartitions(task).collect()
+    rows = run_tasks(spark, cut(units, 2 * session_cores(spark)), task)
     return transactions.Markers.from_rows(rows)
 
 

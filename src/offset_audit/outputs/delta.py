@@ -35,12 +35,13 @@ import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from offset_audit.delta_files import file_stats
 from offset_audit.errors import UserError
 from offset_audit.jvm import has_class
 from offset_audit.layouts.tables import parse_type
+from offset_audit.session_kind import is_remote
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import Storage, basename, join, spark_path
 
@@ -105,6 +106,13 @@ def choose_writer(spark: SparkSession, writer: str, storage: Storage) -> TableWr
     "auto" writes through format("delta") where the session has Delta. A run that chose delta-spark on a
     session without Delta is refused before Spark starts (runs.preflight); here it is refused again
     rather than written by the other writer."""
+    if is_remote(spark):
+        # The tables are written where the session runs, through Spark, never from this process.
+        if writer == DELTA_RS:
+            raise UserError(DELTA_RS_REMOTE)
+        if not has_delta(spark):
+            raise UserError(DELTA_SPARK_REMOTE_MISSING)
+        return TableWriter(DELTA_SPARK, storage)
     if writer == DELTA_RS:
         return TableWriter(DELTA_RS, storage)
     delta = has_delta(spark)
@@ -116,6 +124,16 @@ def choose_writer(spark: SparkSession, writer: str, storage: Storage) -> TableWr
 DELTA_SPARK_MISSING = (
     "--writer delta-spark needs a Spark session with Delta configured (delta-spark's jars in spark.jars and "
     "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension, see docs/cluster.md); this one has none"
+)
+
+DELTA_RS_REMOTE = (
+    "--writer delta-rs writes the tables from this process; a run on a Spark Connect session writes them "
+    "through Spark (format delta): leave --writer at auto or delta-spark"
+)
+DELTA_SPARK_REMOTE_MISSING = (
+    "the Spark Connect server has no Delta configured, and a run on it writes its tables through Spark: start "
+    "it with delta-spark's jars and spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension "
+    "(docs/cluster.md, Spark Connect)"
 )
 
 
@@ -211,7 +229,9 @@ def write_arrow(
     file and delta-rs commits it: no Spark job, which for seven small tables cost about 1 s a run, more
     than decoding a million records. A session with Delta writes it through Spark, as write_delta does."""
     if writer.delta_spark:
-        return _write_with_spark(spark.createDataFrame(table), path, "overwrite", None, None, run_id)
+        # With its schema: a Spark Connect session infers none from an empty table.
+        frame = spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+        return _write_with_spark(frame, path, "overwrite", None, None, run_id)
     storage = writer.storage
     check_table_dir(path, storage)
     files = []
@@ -282,12 +302,14 @@ def _write_with_spark(
     within: Within | None = None,
 ) -> WriteResult:
     spark = df.sparkSession
+    if is_remote(spark):
+        df = plain_strings(df)
     target = spark_path(path)
     # Names this write's commit, to find its version and rows in the table's history whatever commits
     # since: the run id when there is one (the runs table names versions by it).
     token = run_id or f"offset-audit-{uuid.uuid4().hex}"
     writer = df.write.format("delta").mode(mode).option("userMetadata", token)
-    if not _is_delta_table(spark, target):
+    if not is_delta_table(spark, target):
         created = SPARK_TABLE_PROPERTIES | (within.table_properties if within is not None else {})
         for name, value in created.items():
             writer = writer.option(name, value)  # delta-spark keeps delta.* options of a new table as properties
@@ -311,15 +333,27 @@ def _write_with_spark(
     return WriteResult(basename(path), path, rows, -1, DELTA_SPARK, version=version if run_id else None)
 
 
+def plain_strings(df: DataFrame) -> DataFrame:
+    """`df` with every column that holds strings cast to its own type as the server parses it. A Spark
+    Connect client names each string type with its collation (UTF8_BINARY, the default), and a column a
+    Python function returns (mapInArrow) or a cast names keeps that: delta-spark then writes its type as
+    "string collate UTF8_BINARY", which delta-rs, and so every view of an audit folder, cannot read."""
+    return df.select(
+        *(
+            F.col(f"`{field.name}`").cast(field.dataType.simpleString()).alias(field.name)
+            if "string" in field.dataType.simpleString()
+            else F.col(f"`{field.name}`")
+            for field in df.schema.fields
+        )
+    )
+
+
 def spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | None, int | None]:
     """The version of the commit that carries `token`, and the rows it wrote, from the table's history
-    as delta-spark reads it (any file system Spark reaches, s3a:// or hdfs:// alike)."""
-    from pyspark.sql import DataFrame as PyDataFrame
-
-    jvm = spark.sparkContext._jvm
-    history = jvm.io.delta.tables.DeltaTable.forPath(spark._jsparkSession, target).history(100)
+    as delta-spark reads it (any file system Spark reaches, s3a:// or hdfs:// alike). Asked in SQL, which
+    a Spark Connect session sends to its server as it is."""
     found = (
-        PyDataFrame(history, spark)
+        spark.sql(f"DESCRIBE HISTORY {table_path(target)} LIMIT 100")
         .where(F.col("userMetadata") == token)
         .select("version", "operationMetrics")
         .collect()
@@ -331,9 +365,21 @@ def spark_commit(spark: SparkSession, target: str, token: str) -> tuple[int | No
     return found[0].version, None if rows is None else int(rows)
 
 
-def _is_delta_table(spark: SparkSession, target: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, target))
+def table_path(target: str) -> str:
+    """A path as Delta's SQL names a table by its folder: delta.`path`, a backtick in it doubled."""
+    return "delta.`" + target.replace("`", "``") + "`"
+
+
+def is_delta_table(spark: SparkSession, target: str) -> bool:
+    """Whether `target` holds a Delta table (DESCRIBE DETAIL fails with DELTA_MISSING_DELTA_TABLE where
+    it does not, a folder that does not exist included)."""
+    try:
+        spark.sql(f"DESCRIBE DETAIL {table_path(target)}").select("format").collect()
+        return True
+    except Exception as err:
+        if "DELTA_MISSING_DELTA_TABLE" in str(err) or "PATH_NOT_FOUND" in str(err):
+            return False
+        raise
 
 
 @dataclass(frozen=True)

@@ -385,7 +385,7 @@ def decode_to_files(
 
         # One task per core, balanced by weight (FileUnits.slices); with `compact`, fewer tasks also
         # means fewer copies of each key for the replay to sort through.
-        reports = [Row(**r) for r in source.run(spark, unit_task).collect()]
+        reports = [Row(**r) for r in source.run(spark, unit_task)]
     else:
 
         def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from offset_audit.decoding.compaction import latest_commits
 from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.outputs.fast_write import bucket_of
+from offset_audit.python_tasks import run_tasks
 from offset_audit.storage import Storage, is_remote, join
 
 PREFIX = "_replay-"
@@ -138,4 +139,4 @@ def merge_latest_commits_by_bucket(spark, files: list[str], scratch: str, storag
         for bucket, parts in buckets:
             yield merge_latest_commits(parts, scratch, storage, f"latest-commits-b{bucket:03d}")
 
-    return dict(spark.sparkContext.parallelize(work, len(work)).mapPartitions(merge).collect())
+    return dict(run_tasks(spark, [[item] for item in work], merge))

@@ -121,20 +121,23 @@ def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeR
     path = join(output, SNAPSHOTS_TABLE)
     condition = f"t.kind = s.kind AND t.snapshot_id = s.snapshot_id AND {own_rows(report).condition('t.')}"
     if writer.delta_spark:
-        from delta.tables import DeltaTable as SparkDeltaTable
-
-        from offset_audit.outputs.delta import spark_commit
+        from offset_audit.outputs.delta import is_delta_table, spark_commit, table_path
 
         target = spark_path(path)
         source = spark.createDataFrame(table.to_pandas(), table_schema(SNAPSHOTS_TABLE).struct())
-        if not SparkDeltaTable.isDeltaTable(spark, target):
+        if not is_delta_table(spark, target):
             report.wrote(SNAPSHOTS_TABLE, write_delta(source, path, writer, mode="append", run_id=report.run_id))
             return
         spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", report.run_id)
 
         def merge() -> None:
-            table = SparkDeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), condition)
-            table.withSchemaEvolution().whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+            # Delta's SQL rather than its DeltaTable API: a Spark Connect server runs it as it is, where
+            # DeltaTable needs Delta's Connect plugin on the server.
+            spark.sql(
+                f"MERGE WITH SCHEMA EVOLUTION INTO {table_path(target)} t USING {{source}} s ON {condition} "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+                source=source,
+            ).collect()
 
         try:
             # A merge reads the whole table: another run's row appended meanwhile is a conflict

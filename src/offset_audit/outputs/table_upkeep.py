@@ -1,7 +1,8 @@
 """Keeping a folder's Delta tables small as runs accumulate: removing rows in one commit, compacting the
 small files appends leave, vacuuming files no version still lists, and checkpoints. Each through the
 engines' own operations (delta-rs' delete, optimize.compact, vacuum and create_checkpoint; delta-spark's
-DeltaTable.delete, optimize().executeCompaction() and vacuum), by the route the run writes with.
+DELETE, OPTIMIZE and VACUUM in SQL, which a Spark Connect server runs as it is), by the route the run
+writes with.
 
 A scheduled audit adds a commit and a few files to each table every run: in a year of hourly runs a
 table without upkeep lists 8,760 snapshots, and runs/ holds 8,760 one-row files that every read opens.
@@ -94,12 +95,12 @@ def delete_rows(path: str, predicate: str, writer: TableWriter, spark: SparkSess
     column only removes whole files, rewriting none. A commit that meets another writer's is made again
     on the table as it now is, as every write of this tool is."""
     if writer.delta_spark:
-        from delta.tables import DeltaTable as SparkDeltaTable
+        from offset_audit.outputs.delta import table_path
 
         def spark_delete() -> int:
-            table = SparkDeltaTable.forPath(spark, spark_path(path))
-            table.delete(predicate)
-            metrics = table.history(1).collect()[0].operationMetrics or {}
+            target = table_path(spark_path(path))
+            spark.sql(f"DELETE FROM {target} WHERE {predicate}").collect()
+            metrics = spark.sql(f"DESCRIBE HISTORY {target} LIMIT 1").collect()[0].operationMetrics or {}
             return int(metrics.get("numRemovedFiles", 0))
 
         return again_on_conflict(path, spark_delete)
@@ -170,9 +171,9 @@ def needs_compaction(path: str, storage: Storage, at_files: int = COMPACT_AT_FIL
 def compact(path: str, writer: TableWriter, spark: SparkSession | None, run_id: str | None) -> None:
     """Rewrite each partition's small files as few large ones, in one commit that changes no row."""
     if writer.delta_spark:
-        from delta.tables import DeltaTable as SparkDeltaTable
+        from offset_audit.outputs.delta import table_path
 
-        again_on_conflict(path, lambda: SparkDeltaTable.forPath(spark, spark_path(path)).optimize().executeCompaction())
+        again_on_conflict(path, lambda: spark.sql(f"OPTIMIZE {table_path(spark_path(path))}").collect())
         return
     from deltalake import DeltaTable
 
@@ -201,7 +202,8 @@ def vacuum(path: str, retention_minutes: int, writer: TableWriter, spark: SparkS
     Delta's check against it is turned off here rather than refused."""
     hours = math.ceil(retention_minutes / 60)
     if writer.delta_spark:
-        from delta.tables import DeltaTable as SparkDeltaTable
+        from offset_audit.outputs.delta import table_path
+        from offset_audit.session_kind import session_cores
 
         spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
         # delta-spark lists the table's folder in spark.sql.sources.parallelPartitionDiscovery.parallelism
@@ -209,9 +211,9 @@ def vacuum(path: str, retention_minutes: int, writer: TableWriter, spark: SparkS
         # session has cores. The setting is the session's again afterwards.
         listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
         before = spark.conf.get(listing, None)
-        spark.conf.set(listing, str(max(1, spark.sparkContext.defaultParallelism)))
+        spark.conf.set(listing, str(session_cores(spark)))
         try:
-            SparkDeltaTable.forPath(spark, spark_path(path)).vacuum(float(hours))
+            spark.sql(f"VACUUM {table_path(spark_path(path))} RETAIN {hours} HOURS").collect()
         finally:
             if before is None:
                 spark.conf.unset(listing)

@@ -208,7 +208,9 @@ def _sectioned(values: dict[str, Any]) -> Settings:
 
 def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     """The settings of a run; `overrides` are the flags' values by their names (FLAG_NAMES, spark,
-    storage), None for a flag not given."""
+    storage, remote: the Spark Connect server), None for a flag not given."""
+    from offset_audit.runs.session import REMOTE, check_remote
+
     raw = _read_toml(DEFAULT_CONF)
     if conf_file:
         raw = _merge(raw, _read_toml(Path(conf_file)))
@@ -242,14 +244,17 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
         **_metrics(section("metrics"), default),
     }
     for name, value in overrides.items():
-        if name not in values:
+        if name not in values and name != "remote":
             raise TypeError(f"load_settings() got an unknown setting {name!r}")
         if value is None:
             continue
         if name in ("kafka_options", "storage"):
             values[name] = {**values[name], **value}
+        elif name == "remote":
+            values["spark"] = {**values["spark"], REMOTE: value}
         else:
             values[name] = value
+    check_remote(values["spark"], values["writer"])  # the URL's form and the client's libraries
     by_name(values["input_format"])  # one sentence naming the formats
     parse_version(values["kafka_version"])  # one sentence, before anything starts
     if values["writer"] not in WRITERS:

@@ -28,6 +28,7 @@ from offset_audit.runs import progress
 from offset_audit.runs.clusters import judge_as, resolve
 from offset_audit.runs.counts import check_reconciles, fill_counts
 from offset_audit.runs.session import run_report, table_writer
+from offset_audit.session_kind import session_cores
 from offset_audit.settings import Settings
 from offset_audit.storage import join
 
@@ -118,7 +119,7 @@ def decode_dump(
             settings.decode.fast_path,
             compact_commits_to,
             storage=storage,
-            commit_buckets=COMMIT_BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism,
+            commit_buckets=COMMIT_BUCKETS_PER_CORE * session_cores(spark),
             resume=None
             if carry_to is None
             else Resumed(

@@ -18,9 +18,12 @@ import threading
 from collections.abc import Mapping
 from typing import BinaryIO
 
+from offset_audit.session_kind import classic_start
+
 INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector"
 
 
+@classic_start
 def start_gateway(conf: Mapping[str, str]) -> None:
     """Start this process's JVM with `conf` (the local session's settings: the launcher takes the
     driver's memory and Java options from them), unless it has one already."""

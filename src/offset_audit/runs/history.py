@@ -39,8 +39,10 @@ from offset_audit.runs.state import (
     TINY_STATE_ROWS,
     broker_rules,
     decoded_tables,
+    newest_record,
 )
 from offset_audit.runs.upkeep import keep_and_tidy
+from offset_audit.session_kind import connect_route
 from offset_audit.settings import Settings
 from offset_audit.snapshot_ids import HISTORY, SNAPSHOTS_TABLE
 from offset_audit.storage import for_settings, join
@@ -119,9 +121,20 @@ class Held:
 
     def __exit__(self, *exc) -> None:
         for frame in self.frames:
-            with contextlib.suppress(Exception):  # a Spark whose plan has no RDD there: the cleaner frees it
-                frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
+            _release(frame)
         self.frames.clear()
+
+
+def _dropped(frame: DataFrame) -> None:
+    """On a Spark Connect session a checkpoint's blocks are the server's, released when the client lets
+    go of the last DataFrame that names them: nothing to ask for."""
+
+
+@connect_route(_dropped)
+def _release(frame: DataFrame) -> None:
+    """Unpersist a local checkpoint's blocks now rather than when the JVM's cleaner gets to them."""
+    with contextlib.suppress(Exception):  # a Spark whose plan has no RDD there: the cleaner frees it
+        frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 @dataclass
@@ -171,13 +184,14 @@ def run_history(
     named = join(cluster_home[len(output) :].strip("/"), DECODED) if cluster_home != output else DECODED
     report.table_rows = {f"{named}/{name}": rows for name, rows in report.table_rows.items()}
     report.table_versions = {f"{named}/{name}": v for name, v in report.table_versions.items()}
-    log = history.DecodedLog(
-        *(
-            read_table(spark, decoded_dir, name, storage)
-            for name in ("offset_commits", "group_metadata", "group_members", "modern_group_records")
-        )
-    ).only(groups, topic)
+    tables = {
+        name: read_table(spark, decoded_dir, name, storage)
+        for name in ("offset_commits", "group_metadata", "group_members", "modern_group_records")
+    }
+    log = history.DecodedLog(*tables.values()).only(groups, topic)
     newest = decoded.newest_record
+    if newest is None:  # decoded through Spark (a session with Delta): the decode tables say
+        newest = newest_record(tables["offset_commits"], tables["group_metadata"], tables["modern_group_records"])
     as_of = datetime.now(UTC) if newest is None else resolve_as_of("latest", newest)
     snapshot = snapshot_id_for(report, newest, as_of, snapshot_id)
     version = broker_rules(settings, report)

@@ -7,12 +7,15 @@ a log shows where a run spent its time. Spark's own console progress bar stays o
 
 The pipeline marks its stages with `stage(...)`, which does nothing unless a command turned reporting
 on with `reporting(...)`: library code and tests print nothing. How far a stage has got comes from
-Spark's status tracker (tasks done of tasks started by the stage's jobs), read by one polling thread,
-or from `advance()` where the driver itself does the work.
+Spark's status tracker (tasks done of tasks started by the stage's jobs), read by one polling thread;
+on a Spark Connect session, from the progress the server sends with each query's results (every
+spark.connect.progress.reportInterval, 2 s unless set); or from `advance()` where the driver itself
+does the work.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -21,6 +24,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import IO, Any
+
+from offset_audit.session_kind import connect_route, is_remote
 
 LOG_INTERVAL_S = 15.0
 TERMINAL_INTERVAL_S = 0.5
@@ -33,6 +38,19 @@ class _Stage:
     unit: str
     started: float = field(default_factory=time.monotonic)
     done: int = 0
+
+
+class ServerProgress:
+    """A Spark Connect client's progress handler: the tasks done of the running query's stages, as the
+    server last said (None once the query is done)."""
+
+    def __init__(self) -> None:
+        self.tasks: tuple[int, int] | None = None
+
+    def __call__(self, stages: Any, inflight_tasks: int, operation_id: str | None, done: bool) -> None:
+        stages = [] if done or stages is None else list(stages)
+        total = sum(s.num_tasks for s in stages if not s.done)
+        self.tasks = (sum(s.num_completed_tasks for s in stages if not s.done), total) if total else None
 
 
 class Reporter:
@@ -48,6 +66,7 @@ class Reporter:
         self.last_log = 0.0
         self.thread: threading.Thread | None = None
         self.started = time.monotonic()
+        self.server_progress: ServerProgress | None = None
 
     # -- what the pipeline calls
     def begin(self, name: str, total: int | None, unit: str) -> None:
@@ -77,6 +96,9 @@ class Reporter:
         self.stop.set()
         if self.thread is not None:
             self.thread.join(timeout=2)
+        if self.server_progress is not None:
+            with contextlib.suppress(Exception):  # the session is stopping; progress is best effort
+                self.spark.removeProgressHandler(self.server_progress)
         self.end()
 
     def _poll(self, interval: float) -> None:
@@ -84,7 +106,20 @@ class Reporter:
             with self.lock:
                 self._show_locked()
 
-    # -- Spark's status tracker
+    # -- Spark's status tracker, or what a Spark Connect server says of its running query
+    def _server_tasks(self) -> tuple[int, int] | None:
+        return self.server_progress.tasks if self.server_progress is not None else None
+
+    def attach(self, spark: Any) -> None:
+        self.spark = spark
+        if is_remote(spark):
+            self.server_progress = ServerProgress()
+            spark.registerProgressHandler(self.server_progress)
+
+    def _no_tracker(self) -> Any:
+        return None
+
+    @connect_route(_no_tracker)
     def _tracker(self) -> Any:
         if self.spark is None:
             return None
@@ -93,6 +128,7 @@ class Reporter:
         except Exception:  # the session is stopping; progress is best effort
             return None
 
+    @connect_route(_server_tasks)
     def _tasks(self) -> tuple[int, int] | None:
         """Tasks done and tasks of the Spark stages running now (None when none runs). The pipeline runs
         its Spark jobs one after the other, so the running stages are the current stage's."""
@@ -181,7 +217,7 @@ def attach_spark(spark: Any) -> None:
     """The session, once it exists (it starts after the checks, inside the reporting block)."""
     reporter = _ACTIVE.get()
     if reporter is not None:
-        reporter.spark = spark
+        reporter.attach(spark)
 
 
 @contextmanager

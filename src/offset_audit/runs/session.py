@@ -1,12 +1,14 @@
 """The one place a SparkSession is built.
 
-Four cases. A warm session's run (offset_audit.warm) is given its session before the command starts
-(`adopt`). Code that already started Spark (a notebook, the tests) keeps its session as it is. Under
-spark-submit the session is built from what was submitted, so the cluster's master and every --conf
-win; the job adds only what it needs and what the user did not set (UTC, its own quiet log4j settings,
-shuffle partitions sized to the input and the cluster, see `fit_to_cluster`). Anywhere else a local
-session is built from the `[spark]` settings of the run configuration: a few shuffle partitions and no
-UI, which suits a laptop, CI and the demo.
+Five cases. A run given a Spark Connect server (--remote, SPARK_REMOTE, or [spark] "spark.remote")
+opens a session of its own there: the server keeps its settings, the run sets the ones it relies on and
+sizes its shuffles to the dump and the server's cores (`remote_session`). A warm session's run
+(offset_audit.warm) is given its session before the command starts (`adopt`). Code that already started
+Spark (a notebook, the tests) keeps its session as it is. Under spark-submit the session is built from
+what was submitted, so the cluster's master and every --conf win; the job adds only what it needs and
+what the user did not set (UTC, its own quiet log4j settings, shuffle partitions sized to the input and
+the cluster, see `fit_to_cluster`). Anywhere else a local session is built from the `[spark]` settings
+of the run configuration: a few shuffle partitions and no UI, which suits a laptop, CI and the demo.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from offset_audit.errors import UserError
 from offset_audit.runs.gateway import start_gateway
 from offset_audit.runs.local_jvm import check_java, driver_java_options, log_config
+from offset_audit.session_kind import classic_start, session_cores
 from offset_audit.settings import Settings
 
 if TYPE_CHECKING:
@@ -73,6 +77,15 @@ SUBMIT_DEFAULTS: dict[str, str] = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SPARK_SHUFFLE_DEFAULT = "200"
+DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+DELTA_SNAPSHOT_DEFAULT = "50"
+# A Spark Connect run's own session, also set when the server has another value: the runtime settings
+# of SUBMIT_DEFAULTS (the others are the server's to choose when it starts).
+REMOTE_DEFAULTS: dict[str, str] = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+}
 # Input per shuffle partition when sizing them to a dump; the decoded state the shuffles carry is a
 # fraction of the dump, so this errs towards fewer, fuller partitions.
 BYTES_PER_SHUFFLE_PARTITION = 256 << 20
@@ -83,6 +96,7 @@ MAX_SHUFFLE_PARTITIONS = 4096
 _adopted: tuple[SparkSession, Callable[[Mapping[str, str]], None]] | None = None
 
 
+@classic_start
 def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> None:
     """Make `spark` the session of every run in this process; `check` sees each run's [spark] settings
     first (it may adjust the session, or raise to refuse the run)."""
@@ -114,21 +128,117 @@ def under_spark_submit() -> bool:
 def delta_spark_configured(settings: Mapping[str, str]) -> bool:
     """Whether the session this run will use writes through delta-spark, known before it starts: from
     the `[spark]` settings of a local run, or from what spark-submit was given (its JVM is up already)."""
+    if remote_url(settings) is not None:
+        return True  # a Connect run writes through Spark; the server's Delta is checked once it answers
     extensions = settings.get("spark.sql.extensions", "")
     active = SparkSession.getActiveSession()
     if active is not None:
         extensions = active.conf.get("spark.sql.extensions", "") or ""
     elif under_spark_submit():
-        from pyspark import SparkConf, SparkContext
-
-        SparkContext._ensure_initialized()
-        extensions = SparkConf().get("spark.sql.extensions", "") or ""
+        extensions = _submitted_extensions()
     return "DeltaSparkSessionExtension" in extensions
+
+
+@classic_start
+def _submitted_extensions() -> str:
+    """spark.sql.extensions as spark-submit was given it, from its JVM (up before any session)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.sql.extensions", "") or ""
+
+
+REMOTE = "spark.remote"
+CONNECT_EXTRA = "pip install 'kafka-offset-audit[connect]'"
+
+
+def remote_url(settings: Mapping[str, str]) -> str | None:
+    """The Spark Connect server a run was given ([spark] "spark.remote", which --remote and SPARK_REMOTE
+    set), or None for a session of the usual kinds."""
+    return settings.get(REMOTE) or None
+
+
+def check_remote(settings: Mapping[str, str], writer: str) -> None:
+    """Before anything starts: the URL's form, the Connect client's libraries, and a writer a remote
+    session can use. Whether the server answers is known when the session opens."""
+    url = remote_url(settings)
+    if url is None:
+        return
+    if not re.fullmatch(r"sc://[^/:;\s]+(:\d+)?/?(;[^;\s]+)*", url):
+        raise UserError(f"--remote takes a Spark Connect URL, sc://HOST[:PORT][;NAME=VALUE...], not '{url}'")
+    try:
+        import grpc  # noqa: F401
+        import pyspark.sql.connect.session  # noqa: F401
+    except ImportError as err:
+        raise UserError(
+            f"--remote needs Spark Connect's client libraries ({err.name} is missing): {CONNECT_EXTRA}"
+        ) from err
+    if writer == "delta-rs":
+        from offset_audit.outputs.delta import DELTA_RS_REMOTE
+
+        raise UserError(DELTA_RS_REMOTE)
+
+
+def remote_session(url: str, input_bytes: int | None) -> SparkSession:
+    """A session of the run's own on the Spark Connect server at `url` (a Connect session's SQL settings
+    are its own, so what the run sets touches no other client's): UTC, Delta's timestamps, and shuffle
+    partitions for this dump on the server's cores unless the server's own setting is not Spark's default."""
+    check_reachable_server(url)
+    builder = SparkSession.builder.remote(url).config("spark.sql.session.timeZone", "UTC")
+    spark = builder.getOrCreate()
+    for name, value in {**REMOTE_DEFAULTS, **REQUIRED}.items():
+        spark.conf.set(name, value)
+    check_server_package(spark)
+    cores = session_cores(spark)
+    if spark.conf.get(SHUFFLE_PARTITIONS, None) == SPARK_SHUFFLE_DEFAULT:
+        spark.conf.set(SHUFFLE_PARTITIONS, str(shuffle_partitions(cores, input_bytes)))
+    if spark.conf.get(DELTA_SNAPSHOT_PARTITIONS, None) in (None, DELTA_SNAPSHOT_DEFAULT):
+        # The audit's tables are small: see LOCAL_DEFAULTS (a history of the demo's dump took 67 s at
+        # Delta's 50 on a 2-core server, 25 s at 4).
+        spark.conf.set(DELTA_SNAPSHOT_PARTITIONS, str(2 * cores))
+    return spark
+
+
+# Spark Connect's own port when a URL names none.
+CONNECT_PORT = 15002
+CONNECT_TIMEOUT_S = 10.0
+
+
+def check_reachable_server(url: str) -> None:
+    """One sentence when nothing answers at the server's address: the Connect client would retry with
+    backoff for minutes before giving up."""
+    import socket
+
+    address = url.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0]
+    host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
+    try:
+        socket.create_connection((host.strip("[]"), int(port or CONNECT_PORT)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as err:
+        raise UserError(f"cannot reach the Spark Connect server at {url}: {err.strerror or err}") from err
+
+
+def check_server_package(spark: SparkSession) -> None:
+    """That the Python workers of a remote session's server import this package, at this version: the
+    decoding runs there. One sentence if they do not, rather than a ModuleNotFoundError from a task.
+    Asked once per session."""
+    from offset_audit import __version__
+    from offset_audit.session_kind import server_package_version
+
+    found = server_package_version(spark)
+    if found != __version__:
+        where = "cannot import offset_audit" if found is None else f"import offset_audit {found}"
+        raise UserError(
+            f"the Spark Connect server's Python workers {where}, and this run needs {__version__}: install the "
+            "same kafka-offset-audit where the server runs its Python (docs/cluster.md, Spark Connect)"
+        )
 
 
 def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None = None) -> SparkSession:
     """The session (see the module's docstring); `input_bytes`, the dump's size when known, lets a local
     session over a small dump start a JVM suited to it (`local_jvm.QUICK_JVM_BYTES`)."""
+    url = remote_url(settings or {})
+    if url is not None:
+        return remote_session(url, input_bytes)
     if _adopted is not None:
         adopted, check = _adopted
         check(settings or {})
@@ -160,6 +270,7 @@ def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None
     return spark
 
 
+@classic_start
 def _submitted_session() -> SparkSession:
     """The session of a spark-submit run: the submitted master and settings, plus what the job needs."""
     from pyspark import SparkConf, SparkContext
@@ -221,6 +332,7 @@ def _load_log_settings(jvm, path: str) -> None:
             context.setConfigLocation(uri)
 
 
+@classic_start
 def fit_to_cluster(spark: SparkSession, input_bytes: int | None) -> dict[str, str]:
     """Waits for the cluster's executors (see `cluster_cores`), so the decode's task count sees them,
     then sets the shuffle partitions for this input on this cluster unless the user set them. Returns
@@ -242,6 +354,7 @@ def shuffle_partitions(cores: int, input_bytes: int | None) -> int:
     return min(MAX_SHUFFLE_PARTITIONS, max(2 * cores, wanted))
 
 
+@classic_start
 def cluster_cores(spark: SparkSession, poll_seconds: float = 0.5) -> int:
     """The cores the run can use (Spark's default parallelism), once the executors asked for have
     registered. On a cluster they register a few seconds after the session starts; counted at once, a
@@ -272,6 +385,7 @@ def cluster_cores(spark: SparkSession, poll_seconds: float = 0.5) -> int:
     return sc.defaultParallelism
 
 
+@classic_start
 def _registered(sc) -> tuple[int, int]:
     """Executors registered (block managers but the driver's) and their cores (the coarse-grained
     scheduler's default parallelism is their sum, or 2 while there are fewer)."""
@@ -324,16 +438,17 @@ def start_spark(settings: Settings, dump: OpenedDump | list[str], input_size: in
         _adopted[1](settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
     # A warm session's run starts nothing: the stage says whose Spark it runs in, in place of the start.
     progress.begin("joining the warm session" if _adopted is not None else "starting Spark")
-    submitted = under_spark_submit()
-    local = not submitted and _adopted is None and SparkSession.getActiveSession() is None
+    remote = remote_url(settings.spark) is not None
+    submitted = not remote and under_spark_submit()
+    local = not submitted and not remote and _adopted is None and SparkSession.getActiveSession() is None
     size = None
-    if submitted or local:
+    if submitted or local or remote:
         size = input_size if input_size is not None else opened(dump, settings).size
-    spark = get_spark(settings.spark, size if local else None)
+    spark = get_spark(settings.spark, size if local or remote else None)
     progress.attach_spark(spark)
     if submitted:
         for name, value in fit_to_cluster(spark, size).items():
-            cores = spark.sparkContext.defaultParallelism
+            cores = session_cores(spark)
             dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
             print(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", file=sys.stderr)
     return spark

@@ -88,7 +88,7 @@ def read_and_fold(spark: SparkSession, source: DataFrame | FileUnits, topic: str
 
         # Stretches of the input, not a deal by weight: summaries of records that interleave across tasks
         # cannot be combined (fold.combine) and are replayed record by record.
-        return source.run(spark, unit_task, keep_order=True).collect()
+        return source.run(spark, unit_task, keep_order=True)
 
     def arrow_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         result = pickle.dumps(_read_task(batches, use_fast_path), protocol=pickle.HIGHEST_PROTOCOL)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
 from offset_audit.snapshot_ids import check_snapshot_id
+from offset_audit.timestamps import datetime_of, millis_of
 
 
 def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
@@ -38,7 +39,7 @@ def snapshot_id_for(report: DecodeReport, newest_record: datetime | None, as_of:
         return check_snapshot_id(given)
     counts = [
         report.records_read,
-        None if newest_record is None else newest_record.isoformat(),
+        None if newest_record is None else datetime_of(millis_of(newest_record)).isoformat(),
         as_of.isoformat(),
     ]
     digest = hashlib.sha1(repr(counts).encode())

@@ -30,6 +30,7 @@ from offset_audit.runs.decode import Decoded, decode_dump
 from offset_audit.runs.session import scoped_conf
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join
+from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 
 # Up to this many decoded state rows the replay runs in one partition: every aggregation, window and
 # join then needs no shuffle, which halves the Spark jobs, and adaptive execution, with no shuffle to
@@ -134,14 +135,20 @@ def load_state(
             family, [(r["group_id"], r["source_partition"]) for r in early], sum(r["commits"] for r in early)
         )
     if newest is None:
-        newest = (
-            commits.select("record_timestamp")
-            .unionByName(metadata.select("record_timestamp"))
-            .unionByName(modern.select("record_timestamp"))
-            .agg(F.max("record_timestamp"))
-            .collect()[0][0]
-        )
+        newest = newest_record(commits, metadata, modern)
     return CoordinatorState(offsets, groups, newest, load_notes)
+
+
+def newest_record(*tables: DataFrame) -> datetime | None:
+    """The newest record timestamp of decode tables that a date can show, as the decode tasks find it
+    (outputs.fast_write): from the milliseconds, so that neither the Python process's time zone nor the
+    session's kind (a Spark Connect client's timestamps) changes it."""
+    stamps = [t.select(F.col("record_timestamp_ms").alias("ms")) for t in tables]
+    union = stamps[0]
+    for more in stamps[1:]:
+        union = union.unionByName(more)
+    shown = union.where(F.col("ms").between(MIN_MS, MAX_MS))
+    return datetime_of(shown.agg(F.max("ms")).collect()[0][0])
 
 
 @contextmanager

@@ -89,6 +89,8 @@ def run(argv: list[str]) -> int | None:
     """The run's exit status when the warm session ran it; None when it is to run here."""
     if os.environ.get(SWITCH, "1") == "0" or "PYSPARK_GATEWAY_PORT" in os.environ:
         return None  # told not to, or under spark-submit, whose JVM is the run's
+    if os.environ.get("SPARK_REMOTE") or any(arg == "--remote" or arg.startswith("--remote=") for arg in argv):
+        return None  # a Spark Connect server's run: its session is there, not in the warm JVM
     sock = connect()
     if sock is None:
         return None
