@@ -41,7 +41,7 @@ from offset_audit.delta_files import file_stats
 from offset_audit.errors import UserError
 from offset_audit.jvm import has_class
 from offset_audit.layouts.tables import parse_type
-from offset_audit.session_kind import is_remote
+from offset_audit.session_kind import connect_route, is_remote
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import Storage, basename, join, spark_path
 
@@ -370,16 +370,27 @@ def table_path(target: str) -> str:
     return "delta.`" + target.replace("`", "``") + "`"
 
 
-def is_delta_table(spark: SparkSession, target: str) -> bool:
-    """Whether `target` holds a Delta table (DESCRIBE DETAIL fails with DELTA_MISSING_DELTA_TABLE where
-    it does not, a folder that does not exist included)."""
+def _server_is_delta_table(spark: SparkSession, target: str) -> bool:
+    """`is_delta_table` in SQL, for a Spark Connect session: the newest commit of the table's history, a
+    read of its log's last commit (DESCRIBE DETAIL would rebuild the table's state in a Spark job)."""
     try:
-        spark.sql(f"DESCRIBE DETAIL {table_path(target)}").select("format").collect()
+        spark.sql(f"DESCRIBE HISTORY {table_path(target)} LIMIT 1").select("version").collect()
         return True
     except Exception as err:
-        if "DELTA_MISSING_DELTA_TABLE" in str(err) or "PATH_NOT_FOUND" in str(err):
+        if any(said in str(err) for said in NOT_A_DELTA_TABLE):
             return False
         raise
+
+
+# What delta-spark's SQL says of a folder without a Delta log (or no folder): by command and version.
+NOT_A_DELTA_TABLE = ("DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_ONLY_OPERATION", "PATH_NOT_FOUND")
+
+
+@connect_route(_server_is_delta_table)
+def is_delta_table(spark: SparkSession, target: str) -> bool:
+    """Whether `target` holds a Delta table: delta-spark looks for its log, without a Spark job."""
+    jvm = spark.sparkContext._jvm
+    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, target))
 
 
 @dataclass(frozen=True)
