@@ -126,3 +126,11 @@ def test_a_server_that_does_not_answer_is_one_sentence_before_any_session():
             check_reachable_server(f"sc://127.0.0.1:{port}")
         with pytest.raises(UserError, match="Connection refused"):
             check_reachable_server(f"sc://127.0.0.1:{port}/;use_ssl=false")
+
+
+def test_a_dataframe_argument_names_its_session(spark):
+    @connect_route(lambda frame: "connect")
+    def release(frame):
+        return "classic"
+
+    assert release(spark.range(1)) == "classic"

@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,15 +37,16 @@ def is_session(obj: object) -> bool:
 
 
 def _session_in(args: tuple, kwargs: dict) -> object | None:
-    """The session a call is about: the first argument that is one, or that holds one as `.spark` (a
-    reporter, a dump's reader) or `.sparkSession` (a DataFrame)."""
+    """The session a call is about: the first argument that is one, a DataFrame's, or one held as `.spark`
+    (a reporter)."""
     for value in (*args, *kwargs.values()):
         if is_session(value):
             return value
-        for attribute in ("spark", "sparkSession"):
-            held = getattr(value, attribute, None) if not isinstance(value, (str, bytes, int, float)) else None
-            if held is not None and is_session(held):
-                return held
+        if isinstance(value, DataFrame):  # either kind's: its attributes are its columns
+            return value.sparkSession
+        held = None if isinstance(value, str | bytes | int | float) else getattr(value, "spark", None)
+        if held is not None and is_session(held):
+            return held
     return None
 
 
