@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/connect.py [--records 300000] [--repeats 2]
 
-A server is started as docs/cluster.md's recipe starts one (local[2], the machine's two cores, 4 GiB),
+A server is started by docs/cluster.md's recipe (tests/live_services.connect_server: local[2], the
+machine's two cores, 4 GiB),
 and the generated Parquet dump `make bench` measures (bench-data/dump-<records>-1) is audited:
 
 - warm, in one client process: `api.audit` on the remote session, best of `--repeats` after a warm-up;
@@ -62,30 +63,6 @@ print(json.dumps({"warm": min(seconds[1:]), "first": seconds[0], "offsets": rows
 """
 
 
-def server_recipe() -> str:
-    text = (ROOT / "docs" / "cluster.md").read_text()
-    block = text.split("<!-- recipe: connect-server -->", 1)[1].split("```", 2)[1]
-    return block.split("spark-internal", 1)[0] + "spark-internal\n"
-
-
-def start_server(folder: Path, port: int) -> subprocess.Popen:
-    extra = "--conf spark.driver.memory=4g --conf spark.sql.shuffle.partitions=4 "
-    extra += "--conf spark.databricks.delta.snapshotPartitions=4 --conf spark.ui.enabled=false "
-    script = server_recipe().replace("15002", str(port)).replace("'local[*]'", "'local[2]'")
-    script = script.replace("spark-internal", extra + "spark-internal")
-    log = folder / "server.log"
-    with open(log, "wb") as sink:  # the child keeps its own copy of the descriptor
-        process = subprocess.Popen(
-            ["bash", "-c", script], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    deadline = time.monotonic() + 180
-    while "Spark Connect server started" not in log.read_text(errors="replace"):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the Spark Connect server did not start: {log.read_text(errors='replace')[-2000:]}")
-        time.sleep(0.5)
-    return process
-
-
 def warm(kind: str, dump: Path, out: Path, repeats: int, extra: str) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", WARM, kind, str(dump), str(out), str(repeats), extra],
@@ -122,7 +99,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
-    from live_services import free_port
+    from live_services import connect_server
 
     dump = dump_for(args.records, 1)
     jars = ROOT / ".jars" / "spark"
@@ -144,19 +121,12 @@ def main() -> None:
                 ["--input", str(dump), "--conf", str(conf)], folder / "e", args.repeats
             ),
         }
-        port = free_port()
         started = time.perf_counter()
-        server = start_server(folder, port)
-        figures["server start"] = time.perf_counter() - started
-        url = f"sc://127.0.0.1:{port}"
-        try:
-            figures["Connect, warm"] = warm("connect", dump, folder / "c", args.repeats, url)
-            figures["Connect, whole process"] = whole(
-                ["--input", str(dump), "--remote", url], folder / "f", args.repeats
-            )
-        finally:
-            os.killpg(server.pid, 15)
-            server.wait(timeout=30)
+        with connect_server(folder, cores=2, memory="4g") as server:  # docs/cluster.md's recipe
+            figures["server start"] = time.perf_counter() - started
+            figures["Connect, warm"] = warm("connect", dump, folder / "c", args.repeats, server.url)
+            remote = ["--input", str(dump), "--remote", server.url]
+            figures["Connect, whole process"] = whole(remote, folder / "f", args.repeats)
     offsets = {figures[k]["offsets"] for k in figures if isinstance(figures[k], dict)}
     assert len(offsets) == 1, f"the sessions judged different offsets: {offsets}"
     same_route = figures["classic delta-spark, warm"]["warm"]

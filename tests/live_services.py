@@ -280,11 +280,21 @@ class ConnectServer:
     pid: int
 
 
+def connect_recipe() -> str:
+    """docs/cluster.md's lines that start a Spark Connect server, as written (the command after them is the
+    client's)."""
+    from repo_paths import ROOT
+
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    block = text.split("<!-- recipe: connect-server -->", 1)[1].split("```", 2)[1]
+    return block.split("spark-internal", 1)[0] + "spark-internal\n"
+
+
 @contextmanager
-def connect_server(folder: Path, recipe: str, cores: int = 2) -> Iterator[ConnectServer]:
-    """A Spark Connect server started by `recipe` (docs/cluster.md's lines, run by bash in the repository),
-    on a free loopback port in place of 15002, with `cores` local cores and what a server of a few cores
-    is given (shuffle and Delta snapshot partitions); stopped by pid."""
+def connect_server(folder: Path, cores: int = 2, memory: str | None = None) -> Iterator[ConnectServer]:
+    """A Spark Connect server started by docs/cluster.md's recipe (run by bash in the repository), on a
+    free loopback port in place of 15002, with `cores` local cores, the driver's `memory` when given, and
+    what a server of a few cores is given (shuffle and Delta snapshot partitions); stopped by pid."""
     from repo_paths import ROOT
 
     home = spark_home()
@@ -298,8 +308,8 @@ def connect_server(folder: Path, recipe: str, cores: int = 2) -> Iterator[Connec
     small = (
         f"--conf spark.sql.shuffle.partitions={2 * cores} "
         f"--conf spark.databricks.delta.snapshotPartitions={2 * cores} --conf spark.ui.enabled=false "
-    )
-    script = recipe.replace("15002", str(port)).replace("'local[*]'", f"'local[{cores}]'")
+    ) + (f"--conf spark.driver.memory={memory} " if memory else "")
+    script = connect_recipe().replace("15002", str(port)).replace("'local[*]'", f"'local[{cores}]'")
     script = script.replace("spark-internal", small + "spark-internal")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_CONNECT_MODE"))}
     env.pop("SPARK_REMOTE", None)

@@ -49,13 +49,6 @@ def frame_rows(frame) -> list[str]:
     return sorted(map(repr, frame.toArrow().to_pylist()))
 
 
-def server_recipe() -> str:
-    """docs/cluster.md's lines that start a server, as written (the command after them is the client's)."""
-    text = (ROOT / "docs" / "cluster.md").read_text()
-    block = text.split("<!-- recipe: connect-server -->", 1)[1].split("```", 2)[1]
-    return block.split("spark-internal", 1)[0] + "spark-internal\n"
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from live_services import Unavailable
@@ -64,7 +57,7 @@ def server(tmp_path_factory):
         spark_jars()  # the recipe's --jars: make spark-jars' folder
     except Unavailable as reason:
         pytest.skip(str(reason))
-    with live(connect_server(tmp_path_factory.mktemp("connect"), server_recipe())) as running:
+    with live(connect_server(tmp_path_factory.mktemp("connect"))) as running:
         yield running
 
 
