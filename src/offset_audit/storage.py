@@ -166,6 +166,14 @@ class Storage:
             return os.path.getsize(path)
         return self.info(path).size
 
+    def stored_size(self, path: str) -> int:
+        """The bytes a read of the file goes through: a local file's holes (a preallocated segment's unused
+        tail, sparse where the broker wrote it) are stepped over, not read (`segments.framing`)."""
+        if not is_remote(path):
+            stat = os.stat(path)
+            return min(stat.st_size, stat.st_blocks * 512) if hasattr(stat, "st_blocks") else stat.st_size
+        return self.info(path).size
+
     def files_under(self, path: str) -> list[str]:
         """Every file under the folder, sorted, as paths of the same kind as `path`."""
         fs, inner = self.filesystem(path)

@@ -10,6 +10,7 @@ encodes records, so a misreading of the format cannot hide in an encoder that sh
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import zlib
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from offset_audit.inputs.log_records import LOG_RECORD_SCHEMA
 from offset_audit.inputs.segments.reader import partition_from_path, read_segment
+from offset_audit.storage import LOCAL
 
 # Every test here runs on both segment readers (conftest.segment_path).
 pytestmark = pytest.mark.usefixtures("segment_path")
@@ -752,6 +754,32 @@ def test_a_batch_after_a_run_of_zeros_is_found_and_the_run_is_one_row(tmp_path):
     skipped = [r for r in rows if r["source_error"]]
     assert len(rows) == 11 and len(skipped) == 1 and skipped[0]["skipped_bytes"] == 3 << 20
     assert [r["source_offset"] for r in rows if not r["source_error"]] == [100, 101, 102, 103, 104] * 2
+
+
+@pytest.mark.parametrize("zeros", [1, 11, 12, 63, 64, 65, 4097, (16 << 20) + 3])
+def test_a_run_of_zeros_of_any_length_is_one_skipped_row_and_the_batch_after_it_is_read(tmp_path, zeros):
+    """Zeros are tested a machine word at a time (`framing._past_zeros`): runs shorter than the probe,
+    not a multiple of 8 and longer than one chunk all end exactly where the next batch starts."""
+    rows = read_rows(write_segment(tmp_path, PLAIN_BATCH, bytes(zeros), PLAIN_BATCH))
+    skipped = [r for r in rows if r["source_error"]]
+    assert [r["skipped_bytes"] for r in skipped] == [zeros]
+    assert [r["source_offset"] for r in rows if not r["source_error"]] == [100, 101, 102, 103, 104] * 2
+
+
+def test_a_hole_of_a_sparse_segment_is_stepped_over_unread(tmp_path):
+    """A preallocated segment's tail is a hole (RandomAccessFile.setLength): 64 GiB of it cost no read,
+    and a batch written after it is still found. The file's stored size counts no hole."""
+    path = write_segment(tmp_path, PLAIN_BATCH)
+    hole = 64 << 30
+    os.truncate(path, len(PLAIN_BATCH) + hole)
+    if os.stat(path).st_blocks * 512 >= hole:
+        pytest.skip(f"the filesystem of {tmp_path} keeps no sparse files")
+    with path.open("ab") as handle:
+        handle.write(PLAIN_BATCH)
+    rows = read_rows(path)
+    assert [r["skipped_bytes"] for r in rows if r["source_error"]] == [hole]
+    assert [r["source_offset"] for r in rows if not r["source_error"]] == [100, 101, 102, 103, 104] * 2
+    assert LOCAL.stored_size(str(path)) < 1 << 20 < LOCAL.size(str(path))
 
 
 def test_empty_log_file_yields_nothing(tmp_path):

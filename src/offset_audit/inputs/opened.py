@@ -158,8 +158,8 @@ class OpenedDump:
 
     @cached_property
     def size(self) -> int | None:
-        """The dump's size on disk, to size a run's JVM and a cluster run's shuffles by; unknown for the
-        live topic and other stores."""
+        """The dump's size on disk, to size a run's JVM and a cluster run's shuffles by (a sparse file's
+        holes not counted); unknown for the live topic and other stores."""
         if self.format.live:
             return None
         total = 0
@@ -167,9 +167,9 @@ class OpenedDump:
             if "://" in path and not is_remote(path):
                 return None
             if self.storage.is_dir(path):
-                total += sum(self.storage.size(f) for f in self.files_under(path))
+                total += sum(self.storage.stored_size(f) for f in self.files_under(path))
             else:
-                total += self.storage.size(path)
+                total += self.storage.stored_size(path)
         return total
 
 

@@ -23,6 +23,8 @@ is exactly what an auditor wants to hear about.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import re
 import struct
@@ -50,6 +52,9 @@ DEFAULT_MAX_BATCH_BYTES = 64 << 20
 _SEGMENT_SPAN = 2**31
 _SEGMENT_NAME = re.compile(r"(\d{1,20})\.log")
 _SCAN_WINDOW = 1 << 20
+# Zero runs: the bytes looked at before a run is taken for one, and the chunk it is then read in.
+_ZERO_PROBE = 64
+_ZERO_CHUNK = 16 << 20
 # Bytes screened at a candidate position: through a magic 2 header's record count. Near the end of the
 # file fewer are there; they are padded with zeros, which only a legacy message (26 bytes at least, its
 # fields all in the first 18) can be screened on, as a magic 2 batch needs 61 bytes to fit at all.
@@ -255,6 +260,7 @@ def _next_verified_batch(segment_file: BinaryIO, start: int, size: int, bounds: 
     """
     window_start = start
     while size - window_start >= HEADER_SIZE_UP_TO_MAGIC:
+        window_start = _past_zeros(segment_file, window_start, size)
         segment_file.seek(window_start)
         buf = np.frombuffer(segment_file.read(_SCAN_WINDOW + HEADER_SIZE_UP_TO_MAGIC - 1), np.uint8)
         positions = len(buf) - HEADER_SIZE_UP_TO_MAGIC + 1
@@ -274,6 +280,54 @@ def _next_verified_batch(segment_file: BinaryIO, start: int, size: int, bounds: 
                     return window_start + candidate
         window_start += positions
     return size
+
+
+def _past_zeros(segment_file: BinaryIO, start: int, size: int) -> int:
+    """The first position from `start` on where a batch can begin, past a run of zero bytes.
+
+    A batch's size field (bytes 8-11) is at least 14, so no batch starts more than 11 bytes before the
+    first non-zero byte. A preallocated segment's unused tail (file.preallocate) is such a run, up to
+    log.segment.bytes long: its holes are stepped over without reading them (SEEK_DATA, where the file
+    is a local one), and zeros that are on disk (a copy that filled the holes) are read in large chunks
+    and tested a machine word at a time, not screened a byte position at a time.
+    """
+    segment_file.seek(start)
+    if any(segment_file.read(_ZERO_PROBE)):
+        return start
+    position = start
+    while position < size:
+        position = _next_data(segment_file, position, size)
+        segment_file.seek(position)
+        chunk = segment_file.read(min(_ZERO_CHUNK, size - position))
+        if not chunk:
+            return size
+        words = np.frombuffer(chunk, np.uint8, len(chunk) - len(chunk) % 8).view(np.uint64)
+        nonzero = np.flatnonzero(words)
+        if len(nonzero):
+            first = position + 8 * int(nonzero[0])
+            return max(start, first - (LOG_OVERHEAD - 1))
+        tail = chunk[len(words) * 8 :]
+        if any(tail):
+            first = position + len(words) * 8 + next(i for i, b in enumerate(tail) if b)
+            return max(start, first - (LOG_OVERHEAD - 1))
+        position += len(chunk)
+    return size
+
+
+def _next_data(segment_file: BinaryIO, position: int, size: int) -> int:
+    """The next position at or after `position` that is not a hole of a sparse local file (a hole
+    reads as zeros); `position` itself where the file cannot tell (an object store's stream)."""
+    try:
+        fd = segment_file.fileno()
+        kept = os.lseek(fd, 0, os.SEEK_CUR)  # the buffered reader's idea of where its file stands
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return position
+    try:
+        return min(os.lseek(fd, position, os.SEEK_DATA), size)
+    except OSError as error:  # ENXIO: no data after position, only a hole to the end
+        return size if error.errno == errno.ENXIO else position
+    finally:
+        os.lseek(fd, kept, os.SEEK_SET)
 
 
 def _big_endian(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
