@@ -39,6 +39,20 @@ AWS_VARIABLES = (
 )
 
 
+@dataclass(frozen=True)
+class FileStamp:
+    """What tells a file that changed under the same name from the one read before: its size and when it
+    was last written (epoch milliseconds; None where the store does not say)."""
+
+    size: int
+    modified_ms: int | None
+
+
+def _stamp(info: pafs.FileInfo) -> FileStamp:
+    modified = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
+    return FileStamp(info.size, modified)
+
+
 def is_remote(path: str) -> bool:
     return path.startswith(REMOTE_SCHEMES)
 
@@ -176,10 +190,22 @@ class Storage:
 
     def files_under(self, path: str) -> list[str]:
         """Every file under the folder, sorted, as paths of the same kind as `path`."""
+        return sorted(self.listing(path))
+
+    def listing(self, path: str) -> dict[str, FileStamp]:
+        """Every file under the folder, as paths of the same kind as `path`, with its size and when it
+        was last written: one listing (an object store's LIST) tells both."""
         fs, inner = self.filesystem(path)
         infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
         prefix = path.split("://", 1)[0] + "://" if is_remote(path) else ""
-        return sorted(prefix + i.path for i in infos if i.type == pafs.FileType.File)
+        return {prefix + i.path: _stamp(i) for i in infos if i.type == pafs.FileType.File}
+
+    def stamp(self, path: str) -> FileStamp:
+        """One file's size and when it was last written."""
+        if not is_remote(path):
+            stat = os.stat(path)
+            return FileStamp(stat.st_size, stat.st_mtime_ns // 1_000_000)
+        return _stamp(self.info(path))
 
     def file_sizes(self, path: str) -> dict[str, tuple[int, float]]:
         """Every file under the folder, its size and when it was last written (seconds since the epoch),

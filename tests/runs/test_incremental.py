@@ -446,6 +446,121 @@ def test_a_growing_kafka_source_snapshot_reads_its_new_rows_only(spark, tmp_path
         since = dict(log.next_offset)
 
 
+def skewed_log() -> Log:
+    """A log whose partition 0 starts far above the others (a topic compacted for years): no row group
+    that holds all partitions lies below every position, so footer statistics skip nothing."""
+    log = Log()
+    log.next_offset[0] = 1 << 40
+    return log
+
+
+def grow_snapshot(rng: random.Random, snapshot: Path, kind: str, log: Log, rows: pa.Table, run: int) -> str:
+    """The run's new rows added to the snapshot as a scheduled export would, and now and then what else
+    happens to a snapshot's files; what was done."""
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    rows = rows.sort_by("timestamp")  # an export's order: every partition in each file
+    roll = rng.random() if run else 1.0
+    if kind == "parquet":
+        files = sorted(snapshot.glob("*.parquet"))
+        if roll < 0.25:  # the newest file written again with the new rows: a file that grew in place
+            grown = pa.concat_tables([pq.read_table(files[-1]), rows])
+            pq.write_table(grown, files[-1], row_group_size=8)
+            return "grown in place"
+        pq.write_table(rows, snapshot / f"part-{run:05d}.parquet", row_group_size=8)
+        if roll < 0.45:  # an old file written again, the same rows under the same name
+            old = rng.choice(files)
+            pq.write_table(pq.read_table(old), old, row_group_size=5)
+            return "rewritten"
+        return "appended"
+    if roll < 0.2:  # the table overwritten with every record of the log: other files, the same log
+        write_deltalake(str(snapshot), snapshot_rows(log, {}), mode="overwrite")
+        return "overwritten"
+    write_deltalake(str(snapshot), rows, mode="append")
+    if roll < 0.45:
+        DeltaTable(str(snapshot)).optimize.compact()
+        return "compacted"
+    return "appended"
+
+
+@pytest.mark.parametrize(("kind", "seed"), [("parquet", 0), ("parquet", 1), ("delta", 0), ("delta", 1)])
+def test_snapshots_grown_by_files_compacted_or_rewritten_equal_a_full_read(spark, tmp_path, kind, seed):
+    """Runs over a Kafka-source snapshot equal a full read of it as it stands, row for row, while it grows by
+    files (Parquet: new files, files written again under their name, a file grown in place; Delta:
+    appends, compactions, overwrites with the same records, a replaced log). A run opens only the files
+    it has not read as they are now (DIR/state/files), and finds its last records read again only where
+    their files changed."""
+    rng = random.Random(seed)
+    log, since = skewed_log(), {}
+    snapshot, out = tmp_path / "snapshot", tmp_path / "out"
+    snapshot.mkdir()
+    settings = load_settings(as_of=AS_OF)
+    done = []
+    for run in range(7):
+        replaced = kind == "delta" and run > 1 and rng.random() < 0.15
+        if replaced:  # another log whose offsets read as this one grown
+            log, since = more_records_than(log, skewed_log(), rng, run * 3, transactions=False), {}
+            from deltalake import write_deltalake
+
+            write_deltalake(str(snapshot), snapshot_rows(log, {}), mode="overwrite")
+            act, rows = "replaced", None
+        else:
+            random_log_events(rng, log, rng.randrange(8, 30), run * 3, run, transactions=False)
+            rows = snapshot_rows(log, since)
+            act = grow_snapshot(rng, snapshot, kind, log, rows, run)
+        done.append(act)
+        resumed = run_audit(spark, [str(snapshot)], str(out), settings, snapshot_id="s", keep_state="incremental")
+        run_audit(spark, [str(snapshot)], str(tmp_path / f"full-{run}"), settings, snapshot_id="s")
+        for name in TABLES:
+            assert table(out, name) == table(tmp_path / f"full-{run}", name), (run, name, done)
+        report = resumed.report
+        assert report.reconciles
+        if run == 0:
+            assert report.state == "first"
+        elif act == "replaced":
+            assert report.state == "reset" and "not the one read last" in report.state_reason, (done, report)
+        else:
+            assert report.state == "resumed", (done, report.state_reason)
+            assert report.records_read - report.records_carried == rows.num_rows, done
+            if act in ("appended", "rewritten"):
+                assert report.files_note.startswith("files: 1 new read"), report.files_note
+            if act == "rewritten":
+                assert "1 changed since read again" in report.files_note, report.files_note
+            if act in ("compacted", "overwritten"):
+                assert "read again, as later versions removed files" in report.files_note, report.files_note
+        since = dict(log.next_offset)
+    if kind == "parquet":
+        assert {"appended", "rewritten", "grown in place"} <= set(done), done
+    else:
+        assert {"appended", "compacted"} <= set(done) and {"replaced", "overwritten"} & set(done), done
+
+
+def test_the_files_a_resumed_run_opens():
+    from offset_audit.inputs.snapshot_files import SeenFile, SeenFiles, files_to_read
+
+    before = SeenFiles((SeenFile("a", 10, 1), SeenFile("b", 20, 2), SeenFile("c", 30, 3)))
+    now = SeenFiles((SeenFile("a", 10, 1), SeenFile("b", 25, 9), SeenFile("d", 5, 4)))
+    files = files_to_read(now, before)
+    assert (files.paths, files.new, files.changed, files.unopened, files.gone) == (("d", "b"), 1, ("b",), 1, 1)
+    assert files.note(before, now) == (
+        "files: 1 new read, 1 changed since read again (b), 1 read before left unopened, 1 read before gone"
+    )
+    assert files.look_for("b") and files.look_for(None) and not files.look_for("a")
+    same = files_to_read(before, before)
+    assert (same.paths, same.unopened, same.look_for(None)) == ((), 3, False)
+    # Delta: files are never changed; a version that removed one read before may have rewritten its records.
+    delta_before = SeenFiles((SeenFile("x", 1, 1), SeenFile("y", 1, 1)), table_version=4)
+    added = files_to_read(SeenFiles((*delta_before.files, SeenFile("z", 1, 2)), 5), delta_before)
+    assert (added.paths, added.rewritten, added.look_for(None)) == (("z",), False, False)
+    compacted = files_to_read(SeenFiles((SeenFile("xy", 2, 2),), 6), delta_before)
+    assert (compacted.paths, compacted.rewritten, compacted.look_for("x")) == (("xy",), True, True)
+    assert compacted.note(delta_before, SeenFiles((), 6)) == (
+        "files: every one of the 1 read again, as later versions removed files the run before read "
+        "(Delta version 4 read before, 6 now)"
+    )
+
+
 # Kills ------------------------------------------------------------------------------------------------
 
 KILL_AT = (

@@ -61,6 +61,8 @@ class DecodeReport:
     state: str | None = None
     state_reason: str | None = None
     records_carried: int = 0
+    # ... and, resuming a Kafka-source snapshot, which of its files it opened (`inputs.snapshot_files`).
+    files_note: str | None = None
     # ... and how many records it appended to DIR/state/log (None: it kept no log).
     records_logged: int | None = None
     # --keep-snapshots: what retention and upkeep did after the run (runs.upkeep.Upkeep.document()).

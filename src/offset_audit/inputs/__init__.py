@@ -22,6 +22,8 @@
                     positions (segment files below them unopened), and what the input shows of them
     last_read       what identifies the last record an incremental run read of a partition (its batch
                     header, or a digest of the record), and finding it again before the next run reads on
+    snapshot_files  the data files of a Kafka-source snapshot an incremental run has read, and those the
+                    next one opens: new ones, changed ones, or a Delta table's rewritten ones
     segments/       log segment files (magic 0/1/2, CRCs, codecs) read byte-exactly; a segment writer
     textdumps/      kafka-dump-log and console-consumer text turned back into the records' bytes
     transactions    COMMIT/ABORT markers: each transactional record committed, aborted or pending

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from offset_audit.inputs import formats, log_files, log_frames
-from offset_audit.inputs.kafka_source import read_kafka_source, read_piece, to_raw_records
+from offset_audit.inputs.kafka_source import pieces_of, read_kafka_source, read_piece, to_raw_records
 from offset_audit.inputs.kafka_topic import read_kafka
 from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.overlapping import merged_raw_records, merges
@@ -181,7 +181,9 @@ def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> Dat
         opened = sum(len(g.segments) for g in groups)
         return FileUnits(groups, partial(read_resumed_partition, topic=topic), None, opened)
     if dump.read_by_workers:
-        pieces = resumed_pieces(dump.pieces, resume)
+        # Only the files the run has not read (`inputs.snapshot_files`), where the state lists them.
+        files = dump.pieces if resume.files is None else pieces_of(list(resume.files), storage=dump.storage)
+        pieces = resumed_pieces(files, resume)
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
     if dump.format.live:
         # From each partition's last record read, which the decode tasks find again (`Resume.probes`).

@@ -18,7 +18,7 @@ from pyspark.sql.types import BinaryType, IntegralType, StringType, TimestampNTZ
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.inputs import formats
 from offset_audit.inputs.parquet_files import literal_paths
-from offset_audit.storage import LOCAL, Storage, is_remote, join, spark_path
+from offset_audit.storage import LOCAL, FileStamp, Storage, is_remote, join, spark_path
 from offset_audit.timestamps import millis_from_arrow
 
 REQUIRED = ("key", "value", "partition", "offset")
@@ -62,14 +62,34 @@ def _expand(inputs: list[str], storage: Storage = LOCAL) -> list[str]:
     return paths
 
 
-def _delta_files(path: str, storage: Storage = LOCAL) -> list[str]:
-    """The data files of a Delta table's current version, read through delta-rs, so a Delta snapshot
-    needs no Delta jars in Spark."""
+@dataclass(frozen=True)
+class DeltaSnapshot:
+    """A Delta table as one load of its log shows it: its version, that version's data files, and each
+    file's size and time as its add action records them."""
+
+    version: int
+    files: list[str]
+    stamps: dict[str, FileStamp]
+
+
+def delta_snapshot(path: str, storage: Storage = LOCAL) -> DeltaSnapshot:
+    """A Delta table's current version and its data files, read through delta-rs from one load of its
+    log (so the files are that version's), and so a Delta snapshot needs no Delta jars in Spark."""
+    from urllib.parse import unquote
+
     from deltalake import DeltaTable
 
     table = DeltaTable(path, storage_options=storage.delta_options)
     check_plain_files(table, path)
-    return table.file_uris()
+    files = table.file_uris()
+    actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes", "modification_time"])
+    stamps = {}
+    for uri, action in zip(files, actions.to_pylist(), strict=False):
+        if uri.rsplit("/", 1)[-1] == unquote(action["path"].rsplit("/", 1)[-1]):
+            modified = action["modification_time"]
+            millis = int(modified.timestamp() * 1000) if hasattr(modified, "timestamp") else modified
+            stamps[uri] = FileStamp(int(action["size_bytes"]), millis)
+    return DeltaSnapshot(table.version(), files, stamps)
 
 
 def check_plain_files(table, path: str) -> None:
@@ -85,9 +105,16 @@ def check_plain_files(table, path: str) -> None:
         raise UserError(f"the Delta table {path} uses column mapping; read it with a delta-spark session")
 
 
-def source_files(inputs: list[str], paths: list[str], input_format: str, storage: Storage = LOCAL) -> list[str]:
+def source_files(
+    inputs: list[str],
+    paths: list[str],
+    input_format: str,
+    storage: Storage = LOCAL,
+    delta: Callable[[str], DeltaSnapshot] | None = None,
+) -> list[str]:
     """The inputs (`paths`, expanded) as Spark should read them: files, folders and Delta tables' current
-    data files."""
+    data files (`delta`: how a table's version and files are read, `delta_snapshot` unless given)."""
+    delta = delta or (lambda path: delta_snapshot(path, storage))
     files: list[str] = []
     for path in paths:
         if "://" in path and not is_remote(path):
@@ -95,7 +122,7 @@ def source_files(inputs: list[str], paths: list[str], input_format: str, storage
         elif formats.named(input_format).delta_table or _is_delta(path, storage):
             if not _is_delta(path, storage):
                 raise UserError(f"'{path}' is not a Delta table (it has no _delta_log folder)")
-            files.extend(_delta_files(path, storage))
+            files.extend(delta(path).files)
         else:
             files.append(path)
     if not files:

@@ -80,6 +80,9 @@ class LastRead:
 
     batch: BatchHeader | None = None
     record_digest: str | None = None
+    # A Kafka-source snapshot: the data file it was read in. While that file is there as it was read, the
+    # record is too, and the next run need not look for it (`inputs.snapshot_files`).
+    file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,7 @@ def last_read_of(row: LastRow, segments: tuple[LogFile, ...] | None) -> LastRead
     (its header read here, from the partition's `segments`), or for inputs without segment files
     the record's digest. None where the batch cannot be read again (its file gone meanwhile)."""
     if segments is None:
-        return LastRead(record_digest=row.record_digest)
+        return LastRead(record_digest=row.record_digest, file=row.source_file)
     unit = next((f for f in segments if stored_text(f.path) == row.source_file), None)
     if unit is None or row.source_position is None:
         return None

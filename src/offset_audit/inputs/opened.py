@@ -22,12 +22,13 @@ from offset_audit.errors import UserError
 from offset_audit.inputs import formats, log_files
 from offset_audit.inputs.formats import InputFormat
 from offset_audit.settings import Settings
-from offset_audit.storage import Storage, for_settings, is_remote, join
+from offset_audit.storage import FileStamp, Storage, for_settings, is_remote, join
 
 if TYPE_CHECKING:
-    from offset_audit.inputs.kafka_source import Piece
+    from offset_audit.inputs.kafka_source import DeltaSnapshot, Piece
     from offset_audit.inputs.log_files import LogFile, PartitionFiles
     from offset_audit.inputs.resumed import InputFacts
+    from offset_audit.inputs.snapshot_files import SeenFiles
 
 
 @dataclass(eq=False)
@@ -44,6 +45,9 @@ class OpenedDump:
     own_formats: dict[str, str] = field(default_factory=dict)
     # Each folder's files, listed once and shared with the dumps `part` makes of this one.
     _listed: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _stamps: dict[str, FileStamp] = field(default_factory=dict, repr=False)
+    # Each Delta table's version and data files, loaded once (`kafka_source.delta_snapshot`).
+    _deltas: dict[str, DeltaSnapshot] = field(default_factory=dict, repr=False)
 
     @property
     def format(self) -> InputFormat:
@@ -52,14 +56,24 @@ class OpenedDump:
     def files_under(self, folder: str) -> list[str]:
         """Every file under a folder of the dump, sorted: listed the first time it is asked, only then."""
         if folder not in self._listed:
-            self._listed[folder] = self.storage.files_under(folder)
+            listing = self.storage.listing(folder)
+            self._stamps.update(listing)
+            self._listed[folder] = sorted(listing)
         return self._listed[folder]
+
+    def stamp(self, path: str) -> FileStamp:
+        """A file's size and when it was written, as its folder's listing gave them (else asked)."""
+        if path not in self._stamps:
+            self._stamps[path] = self.storage.stamp(path)
+        return self._stamps[path]
 
     def part(self, paths: list[str], input_format: str) -> OpenedDump:
         """Some of the dump's paths read as one format (MIXED: each input as what it is; the dump-log
         texts among them, whose markers label each other's records). Listings are shared."""
         settings = self.settings.replaced("input", format=input_format)
-        return OpenedDump(tuple(paths), tuple(paths), settings, self.storage, _listed=self._listed)
+        return OpenedDump(
+            tuple(paths), tuple(paths), settings, self.storage, _listed=self._listed, _stamps=self._stamps
+        )
 
     def on_topic(self, topic: str) -> OpenedDump:
         """The dump read for another internal topic (share reads __share_group_state): its files and
@@ -67,7 +81,7 @@ class OpenedDump:
         if topic == self.settings.input.topic:
             return self
         moved = dataclasses.replace(self, settings=self.settings.replaced("input", topic=topic))
-        for name in ("log_units", "partition_groups", "source_files", "data_files", "pieces", "size"):
+        for name in ("log_units", "partition_groups", "source_files", "data_files", "pieces", "size", "seen_files"):
             if name in self.__dict__:
                 moved.__dict__[name] = self.__dict__[name]
         return moved
@@ -120,7 +134,30 @@ class OpenedDump:
         """What Spark reads of a snapshot: files, folders and Delta tables' current data files."""
         from offset_audit.inputs.kafka_source import source_files
 
-        return source_files(list(self.inputs), list(self.paths), self.settings.input.format, self.storage)
+        inputs, paths, input_format = list(self.inputs), list(self.paths), self.settings.input.format
+        return source_files(inputs, paths, input_format, self.storage, self.delta_snapshot)
+
+    def delta_snapshot(self, table: str) -> DeltaSnapshot:
+        """A Delta table's version and that version's data files, loaded once."""
+        from offset_audit.inputs.kafka_source import delta_snapshot
+
+        if table not in self._deltas:
+            self._deltas[table] = snapshot = delta_snapshot(table, self.storage)
+            self._stamps.update(snapshot.stamps)
+        return self._deltas[table]
+
+    @cached_property
+    def seen_files(self) -> SeenFiles | None:
+        """What an incremental audit keeps of a snapshot it read (`inputs.snapshot_files`): each data
+        file with its size and time, and the Delta version they are of; None where Spark, not Python
+        workers, lists the files (other stores)."""
+        from offset_audit.inputs.snapshot_files import SeenFile, SeenFiles
+
+        if self.format.live or self.format.broker_folders or not self.read_by_workers:
+            return None
+        files = tuple(SeenFile(f, *dataclasses.astuple(self.stamp(f))) for f in self.data_files)
+        versions = {self._deltas[p].version for p in self.paths if p in self._deltas}
+        return SeenFiles(files, versions.pop() if len(versions) == 1 and len(self.paths) == 1 else None)
 
     @cached_property
     def data_files(self) -> list[str]:

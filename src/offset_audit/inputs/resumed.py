@@ -52,6 +52,11 @@ class Resume:
     record_files: dict[int, tuple[str, ...]] = field(default_factory=dict)
     storage: Storage = LOCAL
     probes: dict[int, int] = field(default_factory=dict)
+    # A Kafka-source snapshot's data files to open (`inputs.snapshot_files`); None: every one. Of those,
+    # the ones read before that changed since: their records below the positions say nothing of a log
+    # whose offsets went backwards.
+    files: tuple[str, ...] | None = None
+    reread: frozenset[str] = frozenset()
 
     def floor(self, partition: int | None) -> int:
         return 0 if partition is None else self.floors.get(partition, 0)
@@ -226,11 +231,14 @@ def resumed_pieces(pieces: list[Piece], resume: Resume) -> list[Piece]:
 
 
 def read_unit(unit, topic: str) -> Iterator[pa.RecordBatch]:
-    """A Kafka-source snapshot's unit of a resumed read: a piece of new rows, or carried records."""
+    """A Kafka-source snapshot's unit of a resumed read: a piece of new rows, named by its file (the
+    last record read of a partition is noted with it: `LastRead.file`), or carried records."""
     if isinstance(unit, CarriedPartition):
         yield from read_carried(unit)
-    else:
-        yield from read_piece(unit, topic)
+        return
+    for batch in read_piece(unit, topic):
+        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([unit.path]))
+        yield batch.append_column("source_file", name)
 
 
 def carried_units(resume: Resume) -> list[CarriedPartition]:
@@ -246,9 +254,12 @@ class ResumeFilter:
     finds again), the records at the `probes` offsets (`probed`: the digest of each found, the check of
     the run before's last record) and how many carried records went through."""
 
-    def __init__(self, floors: dict[int, int], probes: dict[int, int] | None = None) -> None:
+    def __init__(
+        self, floors: dict[int, int], probes: dict[int, int] | None = None, reread: frozenset[str] = frozenset()
+    ) -> None:
         self.floors = floors
         self.probes = probes or {}
+        self.reread = reread
         self.ends: dict[int, int] = {}
         self.last: dict[int, LastRow] = {}
         self.probed: dict[int, set[str]] = {}
@@ -282,20 +293,22 @@ class ResumeFilter:
         # Filled, so that NumPy keeps exact integers (a null would make the column float: offsets past 2^53).
         parts = partitions.fill_null(-1).to_numpy(zero_copy_only=False)
         offs = offsets.fill_null(-1).to_numpy(zero_copy_only=False)
+        again = self._read_again(batch)
         if known.any():
             for partition in np.unique(parts[known]).tolist():
                 mine = known & (parts == partition)
-                rows = np.flatnonzero(mine)
-                at = int(rows[np.argmax(offs[rows])])
-                top = int(offs[at]) + 1
-                if top > self.ends.get(partition, -1):
-                    self.ends[partition] = top
-                    self.last[partition] = last_row(batch, at)
+                floor = self.floors.get(partition, 0)
+                rows = np.flatnonzero(mine & ~(again & (offs < floor)))
+                if len(rows):
+                    at = int(rows[np.argmax(offs[rows])])
+                    top = int(offs[at]) + 1
+                    if top > self.ends.get(partition, -1):
+                        self.ends[partition] = top
+                        self.last[partition] = last_row(batch, at)
                 probe = self.probes.get(partition)
                 if probe is not None:
                     for hit in np.flatnonzero(mine & (offs == probe)).tolist():
                         self.probed.setdefault(partition, set()).add(last_row(batch, hit).record_digest)
-                floor = self.floors.get(partition, 0)
                 if floor:
                     keep &= ~(mine & (offs < floor))
         if "source_error" in names and self.floors:
@@ -310,6 +323,17 @@ class ResumeFilter:
                 below[np.flatnonzero(errors)] = offs[errors] < floors
                 keep &= ~below
         return batch if keep.all() else batch.filter(pa.array(keep))
+
+    def _read_again(self, batch: pa.RecordBatch) -> np.ndarray:
+        """Which rows come from a file read before that changed since (`reread`)."""
+        n = batch.num_rows
+        if not self.reread or "source_file" not in batch.schema.names:
+            return np.zeros(n, bool)
+        files = batch.column("source_file")
+        if pa.types.is_dictionary(files.type):
+            files = files.dictionary_decode()
+        found = pc.is_in(files, value_set=pa.array(sorted(self.reread), files.type))
+        return found.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def last_row(batch: pa.RecordBatch, at: int) -> LastRow:

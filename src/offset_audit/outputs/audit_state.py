@@ -1,4 +1,4 @@
-"""An incremental audit's state, kept in two Delta tables under the audit folder (docs/incremental.md):
+"""An incremental audit's state, kept in Delta tables under the audit folder (docs/incremental.md):
 
     DIR/state/records     the records a full read would still replay (schemas/tables/state_records.json),
                           partitioned by source_partition, replaced whole by each run that merges
@@ -6,8 +6,10 @@
                           state/records goes with it (schemas/tables/state_positions.json)
     DIR/state/log         every record the runs read, appended by each run that merges, for history
                           --audit (schemas/tables/state_log.json), partitioned by log_generation
+    DIR/state/files       a Kafka-source snapshot's data files read so far (schemas/tables/state_files.json),
+                          replaced whole with state/records, its version named by the positions too
 
-A run commits state/records first, then appends to state/log, then commits state/positions naming the
+A run commits state/records (and state/files) first, then appends to state/log, then commits state/positions naming the
 records version it made. A run killed before the positions commit leaves positions that still name the
 records version before, so the next run reads the state the run before left, and reads the new records
 again (a record it appends to state/log again is read once: `outputs.kept_log`). The positions commit is
@@ -38,25 +40,31 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offset_audit.errors import UserError
 from offset_audit.inputs.last_read import BatchHeader, LastRead
 from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, LogFloors
+from offset_audit.inputs.snapshot_files import SeenFile, SeenFiles
 from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, new_run_dir
+from offset_audit.outputs.delta import TABLE_PROPERTIES, DataFile, commit_files, commit_properties, new_run_dir
 from offset_audit.storage import LOCAL, Storage, is_remote, join
 
 STATE = "state"
 RECORDS = f"{STATE}/records"
 POSITIONS = f"{STATE}/positions"
 LOG = f"{STATE}/log"
+FILES = f"{STATE}/files"
 # Raised when the state's layout changes: a run refuses a state of a newer layout and reads one of an
 # older layout again from the start. 2: positions say what identifies the last record read (last_batch_*,
 # last_record_digest), which a state of layout 1 cannot be checked by.
 STATE_FORMAT = 2
 LOCK_FILE = ".lock"
-STATE_TABLES = (RECORDS, POSITIONS, LOG)
+STATE_TABLES = (RECORDS, POSITIONS, LOG, FILES)
 
 
 def positions_schema() -> pa.Schema:
     return to_arrow_schema(table_schema("state_positions").struct(), timezone="UTC")
+
+
+def files_schema() -> pa.Schema:
+    return to_arrow_schema(table_schema("state_files").struct())
 
 
 def log_schema() -> pa.Schema:
@@ -91,6 +99,9 @@ class StoredState:
     # The Parquet files of each partition's records at records_version, and their row counts.
     record_files: dict[int, tuple[str, ...]]
     records: int
+    # A Kafka-source snapshot's data files read so far (None: the input keeps no list, or the state is
+    # of a run before such lists were kept).
+    seen_files: SeenFiles | None = None
 
     @property
     def newest_record_ms(self) -> int | None:
@@ -143,6 +154,9 @@ def read_state(output: str, storage: Storage = LOCAL) -> StoredState | None:
             partition = int(action["partition.source_partition"])
             record_files[partition] = (*record_files.get(partition, ()), join(output, RECORDS, action["path"]))
             records += int(action.get("num_records") or 0)
+    seen = None
+    if state_format == STATE_FORMAT and first.get("files_version") is not None:
+        seen = _read_files(join(output, FILES), first["files_version"], storage)
     merged_at = first["merged_at"]
     if merged_at is not None and merged_at.tzinfo is None:
         merged_at = merged_at.replace(tzinfo=UTC)
@@ -155,7 +169,44 @@ def read_state(output: str, storage: Storage = LOCAL) -> StoredState | None:
         first["run_id"],
         record_files,
         records,
+        seen,
     )
+
+
+def _read_files(path: str, version: int, storage: Storage) -> SeenFiles:
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(path, version=version, storage_options=storage.delta_options).to_pyarrow_table().to_pylist()
+    versions = {r["table_version"] for r in rows}
+    files = tuple(SeenFile(r["path"], r["size_bytes"], r["modified_ms"]) for r in rows)
+    return SeenFiles(files, versions.pop() if len(versions) == 1 else None)
+
+
+def write_files(output: str, seen: SeenFiles, run_id: str, storage: Storage = LOCAL) -> int:
+    """Replace state/files with the snapshot's files this run leaves read; the version made, for
+    `write_positions`. Committed before the positions, as state/records is."""
+    from deltalake import DeltaTable, write_deltalake
+
+    table = pa.table(
+        {
+            "path": [f.path for f in seen.files],
+            "size_bytes": [f.size for f in seen.files],
+            "modified_ms": [f.modified_ms for f in seen.files],
+            "table_version": [seen.table_version] * len(seen.files),
+        },
+        schema=files_schema(),
+    )
+    path = join(output, FILES)
+    options = storage.delta_options
+    write_deltalake(
+        path,
+        table,
+        mode="overwrite",
+        configuration=TABLE_PROPERTIES,
+        storage_options=options,
+        commit_properties=commit_properties(run_id),
+    )
+    return DeltaTable(path, storage_options=options).version()
 
 
 def _last_read(row: dict) -> LastRead | None:
@@ -171,7 +222,7 @@ def _last_read(row: dict) -> LastRead | None:
             row["last_batch_position"] or 0,
         )
     digest = row.get("last_record_digest")
-    return LastRead(batch, digest) if batch is not None or digest is not None else None
+    return LastRead(batch, digest, row.get("last_record_file")) if batch is not None or digest is not None else None
 
 
 def _last_read_columns(last: LastRead | None) -> dict:
@@ -184,6 +235,7 @@ def _last_read_columns(last: LastRead | None) -> dict:
         "last_batch_segment": batch.segment if batch else None,
         "last_batch_position": batch.position if batch else None,
         "last_record_digest": last.record_digest if last is not None else None,
+        "last_record_file": last.file if last is not None else None,
     }
 
 
@@ -207,6 +259,7 @@ def write_positions(
     read_version: int | None,
     run_id: str,
     storage: Storage = LOCAL,
+    files_version: int | None = None,
 ) -> int:
     """Replace state/positions, naming `records_version`, committed against `read_version` (the
     positions version this run started from; None when it found no state): the commit that makes the
@@ -226,6 +279,7 @@ def write_positions(
             "newest_record_ms": p.newest_record_ms,
             **_last_read_columns(p.last_read),
             "records_version": records_version,
+            "files_version": files_version,
             "state_format": STATE_FORMAT,
             "run_id": run_id,
             "merged_at": now,

@@ -191,7 +191,7 @@ def _decode_and_write(
         commits = "offset_commits"
         files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
-    kept_apart = ResumeFilter(resume.floors, resume.probes) if resume is not None else None
+    kept_apart = ResumeFilter(resume.floors, resume.probes, resume.reread) if resume is not None else None
     log_file = None
     if resume is not None and resume.log is not None:
         log_file = _TableFile(join(resume.log_dir, f"{prefix}.parquet"), LOG_SCHEMA, storage)
@@ -278,13 +278,15 @@ def _decode_and_write(
 class Resumed:
     """An incremental audit's part in the decode tasks: each partition's position, the folder the
     tasks leave their records to carry in, what they append to state/log and where (None: no log
-    is kept), and the offsets of the records they look for again (`Resume.probes`)."""
+    is kept), the offsets of the records they look for again (`Resume.probes`) and the files read
+    again (`Resume.reread`)."""
 
     floors: dict[int, int]
     carry_dir: str
     log: LogFloors | None = None
     log_dir: str | None = None
     probes: dict[int, int] = field(default_factory=dict)
+    reread: frozenset[str] = frozenset()
 
 
 def _carry(

@@ -141,10 +141,13 @@ def audit_with_state(
     with nullcontext() if home == locked else state_lock(home):
         progress.begin("reading the audit's state")
         stored = incremental.stored_state(home, settings)
-        plan = incremental.plan(stored, facts, mode, input_format, settings.audit.delete_retention_ms, home)
+        seen = dump.seen_files
+        retention = settings.audit.delete_retention_ms
+        plan = incremental.plan(stored, facts, mode, input_format, retention, home, seen=seen)
         for attempt in (1, 2):
             log = incremental.log_plan(home, plan, settings)
             report.state, report.state_reason = plan.state, plan.reason
+            report.files_note = None if plan.files is None else plan.files.note(stored.seen_files, seen)
             newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
             try:
                 with coordinator_state(
@@ -179,6 +182,7 @@ def audit_with_state(
                         state.decoded.log_files,
                         report,
                         state.decoded.last_rows,
+                        seen,
                     )
                     if why_not is not None:
                         report.state_reason = why_not

@@ -128,6 +128,7 @@ def decode_dump(
                 log,
                 log_dir,
                 resume.probes if resume is not None else {},
+                resume.reread if resume is not None else frozenset(),
             ),
         )
         report.records_read = result.records_read if known is None else known

@@ -19,6 +19,7 @@ from offset_audit.inputs import formats
 from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
 from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, segments_to_open
+from offset_audit.inputs.snapshot_files import FilesToRead, SeenFiles, files_to_read
 from offset_audit.outputs.audit_state import (
     LOG,
     STATE_FORMAT,
@@ -34,6 +35,7 @@ from offset_audit.outputs.audit_state import (
     log_floors,
     read_log,
     read_state,
+    write_files,
     write_positions,
     write_records,
 )
@@ -62,6 +64,8 @@ class Plan:
     reason: str | None = None
     # The topic is not the one the state was read from (recreated): state/log starts a new generation.
     new_log: bool = False
+    # A Kafka-source snapshot's data files the resumed run opens (None: every one).
+    files: FilesToRead | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,8 @@ def resumed_bytes(dump: OpenedDump, output: str, mode: str) -> int | None:
     state's records (None where that is the whole input, or unknown). A scheduled run over a few new
     records then starts the JVM a small run gets (runs.local_jvm), not the one for the whole log."""
     settings = dump.settings
-    if mode == FULL or not dump.format.broker_folders:
+    snapshot = dump.seen_files is not None
+    if mode == FULL or not (dump.format.broker_folders or snapshot):
         return None
     from offset_audit.runs.clusters import before_start
 
@@ -149,9 +154,15 @@ def resumed_bytes(dump: OpenedDump, output: str, mode: str) -> int | None:
     if stored is None:
         return None
     storage = dump.storage
-    floors = {p: position.next_offset for p, position in stored.positions.items()}
-    groups = dump.partition_groups
-    opened = sum(f.size for g in groups for f in segments_to_open(g.files, floors.get(g.partition, 0)))
+    if snapshot:
+        if stored.seen_files is None:
+            return None
+        sizes = {f.path: f.size for f in dump.seen_files.files}
+        opened = sum(sizes[p] for p in files_to_read(dump.seen_files, stored.seen_files).paths)
+    else:
+        floors = {p: position.next_offset for p, position in stored.positions.items()}
+        groups = dump.partition_groups
+        opened = sum(f.size for g in groups for f in segments_to_open(g.files, floors.get(g.partition, 0)))
     return opened + sum(storage.size(f) for files in stored.record_files.values() for f in files)
 
 
@@ -175,11 +186,12 @@ def plan(
     delete_retention_ms: int,
     output: str,
     now: datetime | None = None,
+    seen: SeenFiles | None = None,
 ) -> Plan:
     """Resume, or read everything and say why; refuse (UserError) where reading everything would be
     wrong too: a state of another cluster, or of a newer layout. A log that is not the one the state was
     read from (its topic id changed, or the batch read last is not there) starts a new generation of
-    state/log, whichever the mode."""
+    state/log, whichever the mode. `seen`: a snapshot's data files now, against those the state read."""
     if stored is None:
         return Plan(None, None, READ_ALL if mode == FULL else FIRST)
     if stored.state_format > STATE_FORMAT:
@@ -205,7 +217,14 @@ def plan(
         for p, position in stored.positions.items()
         if position.last_read is not None and position.last_read.record_digest is not None
     }
-    return Plan(stored, Resume(floors, stored.record_files, probes=probes), RESUMED)
+    files = None
+    if seen is not None and stored.seen_files is not None:
+        files = files_to_read(seen, stored.seen_files)
+        # A record read last is looked for only where its file is not there as it was read.
+        probes = {p: at for p, at in probes.items() if files.look_for(stored.positions[p].last_read.file)}
+    opened, reread = (None, frozenset()) if files is None else (files.paths, frozenset(files.changed))
+    resume = Resume(floors, stored.record_files, probes=probes, files=opened, reread=reread)
+    return Plan(stored, resume, RESUMED, files=files)
 
 
 def _why_read_all(
@@ -382,13 +401,15 @@ def merge_state(
     log_files: list[DataFile] | None = None,
     report: DecodeReport | None = None,
     last_rows: dict[int, LastRow] | None = None,
+    seen: SeenFiles | None = None,
 ) -> str | None:
     """Replace the state with this run's, after appending its records to state/log; None when merged,
-    else why not (another run merged first)."""
+    else why not (another run merged first). `seen`: a snapshot's data files, all read now."""
     records = compacted_state(carry_files, storage)
     positions = new_positions(plan_, facts, ends, newest_ms, input_format, last_rows)
     read_version = plan_.stored.positions_version if plan_.stored is not None else None
     records_version = write_records(output, records, run_id, storage)
+    files_version = None if seen is None else write_files(output, seen, run_id, storage)
     if log is not None and report is not None:
         report.records_logged = 0
     if log is not None and log.closing is not None and plan_.stored is not None:
@@ -402,7 +423,7 @@ def merge_state(
     # A run killed here leaves positions that still name the records of the run before.
     progress.begin("committing the state's positions")
     try:
-        write_positions(output, positions, records_version, read_version, run_id, storage)
+        write_positions(output, positions, records_version, read_version, run_id, storage, files_version)
     except StateMergedMeanwhile:
         return "another run merged into the state while this one ran: this run's tables are written, its state is not"
     return None

@@ -114,6 +114,8 @@ def _state_use(report) -> list[str]:
             f"  state: resumed: {_n(report.records_carried)} records carried from the runs before, "
             f"{_n(new)} new past their positions"
         ]
+        if report.files_note:
+            lines.append(f"  {terminal(report.files_note)}")
         if report.state_reason:
             lines.append(f"  state: not merged: {reason}")
         return lines
