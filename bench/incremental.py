@@ -1,21 +1,29 @@
-"""What a scheduled `audit --incremental` costs against the new records, not the log's size.
+"""What a scheduled `audit --incremental` costs against the new records, not the log's size, on each
+input a schedule resumes: broker folders, a Parquet snapshot grown by files, a Delta snapshot grown by
+appends.
 
-    .venv/bin/python bench/incremental.py [--records 20000000] [--fractions 0.001,0.01,0.1] [--warm]
+    .venv/bin/python bench/incremental.py [--records 20000000] [--fractions 0.001,0.01,0.1]
+                                          [--inputs segments,parquet,delta] [--warm]
 
 The log: make bench's fleet dump (bench-data/dump-<records>-1, 131,944 live offsets at 20M records, each
-committed offset rewritten many times) written once as a broker's data directory
-(bench-data/segments-<records>-1-4mib). Its segments roll at SEGMENT_BYTES, so that the new records of a run
-span a few segment files, as 100 MiB segments do in the 500 GB partitions of a cluster whose cleaner
-failed.
+committed offset rewritten many times), as
+- broker folders (bench-data/segments-<records>-1-4mib): segments rolled at SEGMENT_BYTES, so that the
+  new records of a run span a few segment files, as 100 MiB segments do in the 500 GB partitions of a
+  cluster whose cleaner failed;
+- a Parquet snapshot: the records in time order (an export's: every partition in each file), in
+  SNAPSHOT_FILES files;
+- a Delta snapshot: the same records, appended in SNAPSHOT_FILES commits.
 
-For each fraction f of new records: a copy of the log without each partition's last f of its records
-(hard links, and the cut file truncated at a batch) is audited with --incremental (untimed: it makes the
-state), then the whole log is, from that state: that run is timed, whole process, as a user runs it.
-Beside it, in the same run: a full audit of the whole log, and a full audit of the log already compacted
-(the last record of each key alone, what the cleaner would leave). With `--warm` every audit is handed
-to a warm session (`offset-audit warm start`) as well, and timed again.
+For each fraction f of new records: the log without each partition's newest f of its records is audited
+with --incremental (the first run, timed: it makes the state). Then the log grows as a user's does
+(broker folders: the whole log, hard links; Parquet: one more file in the same folder; Delta: one more
+append) and is audited again from that state (timed), and once more with nothing new (timed). Beside
+them, in the same run: a full audit of the whole log, and a full audit of the log already compacted (the
+last record of each key, tombstones gone, what the cleaner would leave), in the same format. Every
+figure is a whole process, as a user runs it; with `--warm` every audit is handed to a warm session
+(`offset-audit warm start`) as well, and timed again.
 
-Prints a Markdown table (docs/performance.md shows it) and writes bench-data/incremental.json.
+Prints Markdown tables (docs/performance.md shows them) and writes bench-data/incremental.json.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"
 PROGRAM = [str(Path(sys.executable).parent / "offset-audit")]
 SEGMENT_BYTES = 4 << 20
+SNAPSHOT_FILES = 6
+INPUTS = ("segments", "parquet", "delta")
 TOPIC = "__consumer_offsets"
 AS_OF = "2024-06-01T00:00:00"
 
@@ -56,12 +66,16 @@ def compacted_for(records: int) -> Path:
     """The same log as the cleaner would leave it: the last record of each key, tombstones gone."""
     target = DATA / f"segments-{records}-1-4mib-compacted"
     if not (target / "done").exists():
-        table = _snapshot(records)
-        table = table.append_column("_rank", pa.array(np.arange(table.num_rows)))
-        last = table.group_by(["partition", "key"], use_threads=False).aggregate([("_rank", "max")])
-        kept = table.take(last.column("_rank_max")).filter(pc.is_valid(pc.field("value")))
-        _write_data_dir(kept.drop_columns(["_rank"]), target)
+        _write_data_dir(_compacted(records), target)
     return target
+
+
+def _compacted(records: int) -> pa.Table:
+    table = _snapshot(records)
+    table = table.append_column("_rank", pa.array(np.arange(table.num_rows)))
+    last = table.group_by(["partition", "key"], use_threads=False).aggregate([("_rank", "max")])
+    kept = table.take(last.column("_rank_max")).filter(pc.is_valid(pc.field("value")))
+    return kept.drop_columns(["_rank"])
 
 
 def _snapshot(records: int) -> pa.Table:
@@ -126,6 +140,70 @@ def without_newest(log: Path, fraction: float, target: Path) -> int:
     return left_out
 
 
+def newest_cut(table: pa.Table, fraction: float) -> np.ndarray:
+    """Which rows are among each partition's newest `fraction` of its offsets."""
+    partitions = table.column("partition").to_numpy()
+    offsets = table.column("offset").to_numpy()
+    cut = np.zeros(len(offsets), np.int64)
+    for partition in np.unique(partitions):
+        mine = partitions == partition
+        cut[mine] = int((offsets[mine].max() + 1) * (1 - fraction))
+    return offsets >= cut
+
+
+def time_ordered(table: pa.Table) -> pa.Table:
+    return table.take(pc.sort_indices(table, [("timestamp", "ascending"), ("partition", "ascending")]))
+
+
+def write_older_snapshot(records: int, fraction: float, target: Path, kind: str) -> tuple[int, pa.Table]:
+    """The snapshot without each partition's newest `fraction`, as SNAPSHOT_FILES exported files or
+    commits; the rows left out (the next export's), and their count."""
+    from deltalake import write_deltalake
+
+    shutil.rmtree(target, ignore_errors=True)
+    table = _snapshot(records)
+    new = newest_cut(table, fraction)
+    older, newer = time_ordered(table.filter(pa.array(~new))), time_ordered(table.filter(pa.array(new)))
+    n = older.num_rows
+    target.mkdir(parents=True)
+    for index in range(SNAPSHOT_FILES):
+        part = older.slice(index * n // SNAPSHOT_FILES, (index + 1) * n // SNAPSHOT_FILES - index * n // SNAPSHOT_FILES)
+        if kind == "parquet":
+            pq.write_table(part, target / f"part-{index:05d}.parquet")
+        else:
+            write_deltalake(str(target), part, mode="append")
+    return newer.num_rows, newer
+
+
+def grow_snapshot(target: Path, newer: pa.Table, kind: str) -> None:
+    """The next export: one more file, or one more append."""
+    from deltalake import write_deltalake
+
+    if kind == "parquet":
+        pq.write_table(newer, target / f"part-{SNAPSHOT_FILES:05d}.parquet")
+    else:
+        write_deltalake(str(target), newer, mode="append")
+
+
+def whole_snapshot(records: int, kind: str, compacted: bool = False) -> Path:
+    """The whole log (or its compacted form) as a snapshot of `kind`, written once."""
+    from deltalake import write_deltalake
+
+    target = DATA / f"{kind}-{records}-1{'-compacted' if compacted else ''}"
+    if (target / "_done").exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    table = _compacted(records) if compacted else _snapshot(records)
+    table = time_ordered(table)
+    if kind == "parquet":
+        target.mkdir(parents=True)
+        pq.write_table(table, target / "part-00000.parquet")
+    else:
+        write_deltalake(str(target), table)
+    (target / "_done").write_text("")
+    return target
+
+
 def timed_audit(log: Path, output: Path, env: dict[str, str], *flags: str) -> tuple[float, dict]:
     started = time.perf_counter()
     done = subprocess.run(
@@ -149,25 +227,36 @@ def state_size(output: Path, table: str = "records") -> tuple[int, int]:
     return int(pc.sum(actions.column("num_records")).as_py() or 0), int(pc.sum(actions.column("size_bytes")).as_py())
 
 
-def measure(records: int, fractions: list[float], env: dict[str, str], label: str) -> dict:
-    log = segments_for(records)
-    compacted = compacted_for(records)
+def measure(records: int, fractions: list[float], env: dict[str, str], label: str, kind: str) -> dict:
+    if kind == "segments":
+        log, compacted = segments_for(records), compacted_for(records)
+    else:
+        log, compacted = whole_snapshot(records, kind), whole_snapshot(records, kind, compacted=True)
     work = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
     try:
         full_s, full = timed_audit(log, work / "full", env)
         compact_s, compact = timed_audit(compacted, work / "compacted", env)
         rows = []
         for fraction in fractions:
-            older = work / f"older-{fraction}"
-            left_out = without_newest(log, fraction, older)
             out = work / f"state-{fraction}"
+            if kind == "segments":
+                older = work / f"older-{fraction}"
+                left_out = without_newest(log, fraction, older)
+                grown = log  # the same offsets, the newest records added: the whole log
+            else:
+                older = grown = work / f"snapshot-{fraction}"
+                left_out, newer = write_older_snapshot(records, fraction, older, kind)
             first_s, _ = timed_audit(older, out, env, "--incremental")
             first_log = state_size(out, "log")
-            seconds, doc = timed_audit(log, out, env, "--incremental")
+            if kind != "segments":
+                grow_snapshot(older, newer, kind)
+            seconds, doc = timed_audit(grown, out, env, "--incremental")
             assert doc["state"]["used"] == "resumed", doc["state"]
             assert doc["offsets"] == full["offsets"], (doc["offsets"], full["offsets"])
             state_rows, state_bytes = state_size(out)
             log_rows, log_bytes = state_size(out, "log")
+            again_s, again = timed_audit(grown, out, env, "--incremental")
+            assert again["state"]["used"] == "resumed" and again["state"]["records_new"] == 0, again["state"]
             rows.append(
                 {
                     "fraction": fraction,
@@ -175,6 +264,7 @@ def measure(records: int, fractions: list[float], env: dict[str, str], label: st
                     "left_out": left_out,
                     "carried": doc["state"]["records_carried"],
                     "seconds": seconds,
+                    "nothing_new_seconds": again_s,
                     "state_rows": state_rows,
                     "state_bytes": state_bytes,
                     "first_seconds": first_s,
@@ -184,7 +274,10 @@ def measure(records: int, fractions: list[float], env: dict[str, str], label: st
                     "log_bytes": log_bytes,
                 }
             )
+            shutil.rmtree(older, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
         return {
+            "input": kind,
             "route": label,
             "records": full["counts"]["records_read"],
             "live_offsets": full["offsets"]["total"],
@@ -200,10 +293,11 @@ def measure(records: int, fractions: list[float], env: dict[str, str], label: st
 def table(result: dict) -> str:
     full, compact = result["full_seconds"], result["compacted_seconds"]
     lines = [
-        f"{result['route']}: {result['records']:,} records, {result['live_offsets']:,} live offsets; full audit "
-        f"{full:.1f} s; full audit of the compacted log ({result['compacted_records']:,} records) {compact:.1f} s",
+        f"{result['input']}, {result['route']}: {result['records']:,} records, {result['live_offsets']:,} live "
+        f"offsets; full audit {full:.1f} s; full audit of the compacted log ({result['compacted_records']:,} "
+        f"records) {compact:.1f} s",
         "",
-        "| new records | run | x compacted full | x 20M full | state rows | state MiB | appended to state/log |",
+        "| new records | run | x compacted full | x full | state rows | state MiB | appended to state/log |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
@@ -212,11 +306,16 @@ def table(result: dict) -> str:
             f"| {r['seconds'] / full:.0%} | {r['state_rows']:,} | {r['state_bytes'] / 2**20:.1f} "
             f"| {r['log_appended']:,} ({r['log_appended_bytes'] / 2**20:.1f} MiB) |"
         )
+    for r in result["runs"]:
+        lines.append(
+            f"| nothing new (after {r['fraction']:.1%}) | {r['nothing_new_seconds']:.1f} s "
+            f"| {r['nothing_new_seconds'] / compact:.2f} | {r['nothing_new_seconds'] / full:.0%} | | | |"
+        )
     lines += [
         "",
-        "The runs before (the first of each state, which also copies what it read into state/log):",
+        "The first run of each state (which also copies what it read into state/log):",
         "",
-        "| records read | first run | x 20M full | state/log after the timed run |",
+        "| records read | first run | x full | state/log after the timed run |",
         "|---|---:|---:|---:|",
     ]
     for r in result["runs"]:
@@ -231,19 +330,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=20_000_000)
     parser.add_argument("--fractions", default="0.001,0.01,0.1")
+    parser.add_argument("--inputs", default=",".join(INPUTS), help="of " + ", ".join(INPUTS))
     parser.add_argument("--warm", action="store_true", help="also through a warm session")
     args = parser.parse_args()
     fractions = [float(f) for f in args.fractions.split(",")]
+    kinds = args.inputs.split(",")
+    unknown = sorted(set(kinds) - set(INPUTS))
+    if unknown:
+        parser.error(f"unknown input {unknown[0]}; give some of {', '.join(INPUTS)}")
     env = {**os.environ, "OFFSET_AUDIT_WARM": "0"}
-    results = [measure(args.records, fractions, env, "each audit alone")]
-    print(table(results[0]), flush=True)
+    results = []
+    for kind in kinds:
+        results.append(measure(args.records, fractions, env, "each audit alone", kind))
+        print(table(results[-1]) + "\n", flush=True)
     if args.warm:
         from fixed_cost import warm_session
 
         with warm_session() as warm_env:
-            results.append(measure(args.records, fractions, warm_env, "each audit in a warm session"))
-        print()
-        print(table(results[1]))
+            for kind in kinds:
+                results.append(measure(args.records, fractions, warm_env, "each audit in a warm session", kind))
+                print(table(results[-1]) + "\n", flush=True)
     (DATA / "incremental.json").write_text(json.dumps(results, indent=1))
 
 
