@@ -164,7 +164,8 @@ def raw_source(spark: SparkSession, dump: OpenedDump) -> DataFrame | FileUnits:
         )
     if dump.read_by_workers:
         pieces = dump.pieces
-        return FileUnits(pieces, partial(read_piece, topic=settings.input.topic), sum(p.rows for p in pieces))
+        rows = sum(p.rows for p in pieces)
+        return FileUnits(pieces, partial(read_piece, topic=settings.input.topic), rows, len({p.path for p in pieces}))
     return load_raw_records(spark, dump)
 
 
@@ -184,7 +185,8 @@ def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> Dat
         # Only the files the run has not read (`inputs.snapshot_files`), where the state lists them.
         files = dump.pieces if resume.files is None else pieces_of(list(resume.files), storage=dump.storage)
         pieces = resumed_pieces(files, resume)
-        return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, len(pieces))
+        opened = len({p.path for p in pieces})
+        return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, opened)
     if dump.format.live:
         # From each partition's last record read, which the decode tasks find again (`Resume.probes`).
         starting = {p: resume.first_needed(p) for p in resume.floors}

@@ -108,7 +108,8 @@ def decode_dump(
         if known is not None:
             progress.begin(f"decoding {known:,} records ({settings.input.format})")
         elif isinstance(source, FileUnits):
-            progress.begin(f"decoding {source.files:,} files ({settings.input.format})")
+            files = f"{source.files:,} file{'' if source.files == 1 else 's'}"
+            progress.begin(f"decoding {files} ({settings.input.format})")
         else:
             progress.begin(f"decoding the carried and the new records ({settings.input.format})")
         result = decode_to_files(
