@@ -1,7 +1,7 @@
 """What an audit costs beyond its records: whole-process `audit` runs beside Spark's own start, and the
 seconds and Spark jobs of each stage.
 
-    .venv/bin/python bench/fixed_cost.py [--sizes 1000,300000] [--baseline REF] [--repeats 2]
+    .venv/bin/python bench/fixed_cost.py [--sizes 1000,300000] [--baseline REF] [--repeats 2] [--topic-scale 30]
 
 For each size the generated Parquet dump `make bench` measures (bench-data/dump-<records>-1, made once)
 is audited:
@@ -17,7 +17,8 @@ is audited:
 - with `--baseline REF` (a commit, e.g. HEAD~3): the same whole-process audit run by that commit's code,
   checked out in a git worktree and put first on PYTHONPATH, in the same run.
 
-Prints Markdown tables (docs/performance.md shows them) and writes bench-data/fixed-cost.json.
+Prints Markdown tables (docs/performance.md shows them) and writes bench-data/fixed-cost.json (with
+`--topic-scale N`, fixed-cost-wideN.json).
 """
 
 from __future__ import annotations
@@ -197,10 +198,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,300000", help="comma-separated record counts")
     parser.add_argument("--repeats", type=int, default=2, help="whole-process runs per figure (the best counts)")
     parser.add_argument("--baseline", help="a git commit whose code to run beside this one's (whole process)")
+    parser.add_argument(
+        "--topic-scale",
+        type=int,
+        default=1,
+        help="audit make bench's wide dumps instead (generate --topic-scale, e.g. 30: many live offsets per record)",
+    )
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    dumps = {records: dump_for(records, seed=1).resolve() for records in sizes}
+    dumps = {records: dump_for(records, 1, args.topic_scale).resolve() for records in sizes}
     env, tree = (None, None) if not args.baseline else baseline_env(args.baseline)
     results = []
     try:
@@ -234,7 +241,8 @@ def main() -> None:
         row["stages_warm"] = {
             name: {"s": round(s, 2), "jobs": jobs} for name, (s, jobs) in warm[row["records"]].items()
         }
-    (DATA / "fixed-cost.json").write_text(json.dumps(results, indent=2))
+    name = "fixed-cost.json" if args.topic_scale == 1 else f"fixed-cost-wide{args.topic_scale}.json"
+    (DATA / name).write_text(json.dumps(results, indent=2))
     print()
     head = (
         "| records | `audit`, whole process | Spark's start (process) | beyond Spark's start "

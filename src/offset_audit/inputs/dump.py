@@ -182,9 +182,15 @@ def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> Dat
         opened = sum(len(g.segments) for g in groups)
         return FileUnits(groups, partial(read_resumed_partition, topic=topic), None, opened)
     if dump.read_by_workers:
-        # Only the files the run has not read (`inputs.snapshot_files`), where the state lists them.
-        files = dump.pieces if resume.files is None else pieces_of(list(resume.files), storage=dump.storage)
-        pieces = resumed_pieces(files, resume)
+        # Only the files the run has not read (`inputs.snapshot_files`), where the state lists them. A new
+        # file is read whole: its records below the positions are a recreated topic or an export that
+        # ran again, which the run must see (`runs.incremental.check_ends`), not skip by its footers.
+        if resume.files is None:
+            pieces = resumed_pieces(dump.pieces, resume)
+        else:
+            opened = pieces_of(list(resume.files), storage=dump.storage)
+            pieces = [p for p in opened if p.path not in resume.reread]
+            pieces += resumed_pieces([p for p in opened if p.path in resume.reread], resume)
         opened = len({p.path for p in pieces})
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, opened)
     if dump.format.live:

@@ -53,8 +53,8 @@ class Resume:
     storage: Storage = LOCAL
     probes: dict[int, int] = field(default_factory=dict)
     # A Kafka-source snapshot's data files to open (`inputs.snapshot_files`); None: every one. Of those,
-    # the ones read before that changed since: their records below the positions say nothing of a log
-    # whose offsets went backwards.
+    # the ones whose records may have been read before (changed, or rewritten by Delta): their records
+    # below the positions say nothing of a log whose offsets went backwards.
     files: tuple[str, ...] | None = None
     reread: frozenset[str] = frozenset()
 

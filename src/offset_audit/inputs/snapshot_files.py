@@ -57,6 +57,12 @@ class FilesToRead:
     # Delta: versions after the one read removed files it had read; every current file is read.
     rewritten: bool = False
 
+    @property
+    def read_before(self) -> tuple[str, ...]:
+        """The files opened whose records may have been read before: the changed ones, or every one of a
+        Delta table whose versions since rewrote files."""
+        return self.paths if self.rewritten else self.changed
+
     def look_for(self, file: str | None) -> bool:
         """Whether a partition's last record read, read in `file` (None: not known), must be found again:
         that file changed since, or the Delta versions since rewrote files."""

@@ -222,7 +222,7 @@ def plan(
         files = files_to_read(seen, stored.seen_files)
         # A record read last is looked for only where its file is not there as it was read.
         probes = {p: at for p, at in probes.items() if files.look_for(stored.positions[p].last_read.file)}
-    opened, reread = (None, frozenset()) if files is None else (files.paths, frozenset(files.changed))
+    opened, reread = (None, frozenset()) if files is None else (files.paths, frozenset(files.read_before))
     resume = Resume(floors, stored.record_files, probes=probes, files=opened, reread=reread)
     return Plan(stored, resume, RESUMED, files=files)
 
@@ -323,8 +323,14 @@ def check_ends(plan_: Plan, log: LogPlan | None = None):
             floors = log.floors.floors
         else:
             return
+        some_files = plan_.files is not None and not plan_.files.rewritten
         for partition, floor in sorted(floors.items()):
             end = ends.get(partition)
+            if end is not None and end < floor and some_files:
+                raise ReadAgain(
+                    f"partition {partition}'s records in the snapshot's files new since the run before end at {end}, "
+                    f"below its position ({floor}): the topic was recreated, or those files repeat records read before"
+                )
             if end is not None and end < floor:
                 raise ReadAgain(
                     f"partition {partition}'s offsets went backwards (its records end at {end}, the position was "
