@@ -210,13 +210,10 @@ class Storage:
     def file_sizes(self, path: str) -> dict[str, tuple[int, float]]:
         """Every file under the folder, its size and when it was last written (seconds since the epoch),
         by path relative to the folder."""
-        fs, inner = self.filesystem(path)
-        infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
-        root = inner.rstrip("/") + "/"
+        root = path.rstrip("/") + "/"
         return {
-            i.path[len(root) :]: (i.size, i.mtime.timestamp() if i.mtime else 0.0)
-            for i in infos
-            if i.type == pafs.FileType.File
+            file[len(root) :]: (stamp.size, (stamp.modified_ms or 0) / 1000)
+            for file, stamp in self.listing(path).items()
         }
 
     def entries(self, path: str) -> list[str]:

@@ -188,7 +188,7 @@ def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> Dat
         if resume.files is None:
             pieces = resumed_pieces(dump.pieces, resume)
         else:
-            opened = pieces_of(list(resume.files), storage=dump.storage)
+            opened = pieces_of(list(resume.files.paths), storage=dump.storage)
             pieces = [p for p in opened if p.path not in resume.reread]
             pieces += resumed_pieces([p for p in opened if p.path in resume.reread], resume)
         opened = len({p.path for p in pieces})

@@ -28,6 +28,7 @@ from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.kafka_source import Piece, read_piece
 from offset_audit.inputs.last_read import RECORD_FIELDS, LastRow, record_digest
 from offset_audit.inputs.log_files import LOCATION, LogFile, PartitionFiles
+from offset_audit.inputs.snapshot_files import FilesToRead
 from offset_audit.layouts.tables import table_schema
 from offset_audit.storage import LOCAL, Storage, parent
 
@@ -52,11 +53,14 @@ class Resume:
     record_files: dict[int, tuple[str, ...]] = field(default_factory=dict)
     storage: Storage = LOCAL
     probes: dict[int, int] = field(default_factory=dict)
-    # A Kafka-source snapshot's data files to open (`inputs.snapshot_files`); None: every one. Of those,
-    # the ones whose records may have been read before (changed, or rewritten by Delta): their records
-    # below the positions say nothing of a log whose offsets went backwards.
-    files: tuple[str, ...] | None = None
-    reread: frozenset[str] = frozenset()
+    # A Kafka-source snapshot's data files to open (`inputs.snapshot_files`); None: every one.
+    files: FilesToRead | None = None
+
+    @property
+    def reread(self) -> frozenset[str]:
+        """The files opened whose records may have been read before (changed, or rewritten by Delta):
+        their records below the positions say nothing of a log whose offsets went backwards."""
+        return frozenset(self.files.read_before) if self.files is not None else frozenset()
 
     def floor(self, partition: int | None) -> int:
         return 0 if partition is None else self.floors.get(partition, 0)

@@ -147,7 +147,8 @@ def audit_with_state(
         for attempt in (1, 2):
             log = incremental.log_plan(home, plan, settings)
             report.state, report.state_reason = plan.state, plan.reason
-            report.files_note = None if plan.files is None else plan.files.note(stored.seen_files, seen)
+            files = plan.resume.files if plan.resume is not None else None
+            report.files_note = None if files is None else files.note(stored.seen_files, seen)
             newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
             try:
                 with coordinator_state(

@@ -19,7 +19,7 @@ from offset_audit.inputs import formats
 from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
 from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, segments_to_open
-from offset_audit.inputs.snapshot_files import FilesToRead, SeenFiles, files_to_read
+from offset_audit.inputs.snapshot_files import SeenFiles, files_to_read
 from offset_audit.outputs.audit_state import (
     LOG,
     STATE_FORMAT,
@@ -64,8 +64,6 @@ class Plan:
     reason: str | None = None
     # The topic is not the one the state was read from (recreated): state/log starts a new generation.
     new_log: bool = False
-    # A Kafka-source snapshot's data files the resumed run opens (None: every one).
-    files: FilesToRead | None = None
 
 
 @dataclass(frozen=True)
@@ -222,9 +220,7 @@ def plan(
         files = files_to_read(seen, stored.seen_files)
         # A record read last is looked for only where its file is not there as it was read.
         probes = {p: at for p, at in probes.items() if files.look_for(stored.positions[p].last_read.file)}
-    opened, reread = (None, frozenset()) if files is None else (files.paths, frozenset(files.read_before))
-    resume = Resume(floors, stored.record_files, probes=probes, files=opened, reread=reread)
-    return Plan(stored, resume, RESUMED, files=files)
+    return Plan(stored, Resume(floors, stored.record_files, probes=probes, files=files), RESUMED)
 
 
 def _why_read_all(
@@ -323,7 +319,8 @@ def check_ends(plan_: Plan, log: LogPlan | None = None):
             floors = log.floors.floors
         else:
             return
-        some_files = plan_.files is not None and not plan_.files.rewritten
+        files = plan_.resume.files if plan_.resume is not None else None
+        some_files = files is not None and not files.rewritten
         for partition, floor in sorted(floors.items()):
             end = ends.get(partition)
             if end is not None and end < floor and some_files:
