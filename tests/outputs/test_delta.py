@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql import functions as F
 
 from offset_audit.outputs.delta import (
     DELTA_RS,
@@ -14,6 +16,7 @@ from offset_audit.outputs.delta import (
     commit_files,
     has_delta,
     write_delta,
+    write_delta_rs_parts,
 )
 from offset_audit.storage import LOCAL
 
@@ -42,6 +45,64 @@ def test_delta_rs_route_overwrites_appends_and_replaces_one_partition(spark, tmp
         spark.createDataFrame([(4, "s3")], "x int, snap string"), path, RS, mode="append", partition_by=["snap"]
     )
     assert DeltaTable(path).count() == 3
+
+
+def test_tables_written_in_one_pass_hold_each_its_rows_and_columns_and_replace_only_their_snapshot(spark, tmp_path):
+    """The second table is a filtered projection of the first under other names, written by the same
+    tasks (one Spark job), a null in the picking column leaving the row out; each table keeps its other
+    snapshots, and one whose rows are all left out still replaces its snapshot's."""
+    whole, picked = str(tmp_path / "whole"), str(tmp_path / "picked")
+    old = spark.createDataFrame([(7, "z", "s0"), (8, "y", "s1")], "x int, name string, snap string")
+    write_delta(old, whole, RS, partition_by=["snap"])
+    write_delta(old.drop("name"), picked, RS, partition_by=["snap"])
+    ids = spark.range(1, 5, numPartitions=2)  # two tasks, each writing a file of each table
+    keep = F.when(ids.id == 2, False).when(ids.id == 3, F.lit(None)).otherwise(True)
+    frame = ids.select(
+        ids.id.cast("int").alias("x"),
+        F.element_at(F.array(*[F.lit(c) for c in "abcd"]), ids.id.cast("int")).alias("name"),
+        keep.alias("keep"),
+        F.lit("s1").alias("snap"),
+    )
+    sc = spark.sparkContext
+    sc.setJobGroup("fused-write", "fused-write")
+    try:
+        first, second = write_delta_rs_parts(
+            frame.withColumn("doubled", frame.x * 2),
+            [
+                (whole, {"x": "x", "name": "name", "snap": "snap"}, None),
+                (picked, {"x": "doubled", "snap": "snap"}, "keep"),
+            ],
+            "overwrite",
+            ["snap"],
+            {"snap": "s1"},
+            "run-1",
+            LOCAL,
+        )
+    finally:
+        sc.setJobGroup("other", "other")
+    assert len(sc.statusTracker().getJobIdsForGroup("fused-write")) == 1
+    assert (first.rows, second.rows) == (4, 2) and first.version == second.version == 1
+    rows = DeltaTable(whole).to_pyarrow_table().to_pylist()
+    assert sorted((r["x"], r["name"], r["snap"]) for r in rows) == [
+        (1, "a", "s1"),
+        (2, "b", "s1"),
+        (3, "c", "s1"),
+        (4, "d", "s1"),
+        (7, "z", "s0"),
+    ]
+    table = DeltaTable(picked).to_pyarrow_table()
+    assert table.column_names == ["x", "snap"] and table.schema.field("x").type == pa.int32()
+    assert sorted((r["x"], r["snap"]) for r in table.to_pylist()) == [(2, "s1"), (7, "s0"), (8, "s1")]
+    [none] = write_delta_rs_parts(
+        frame.withColumn("keep", F.lit(False)),
+        [(picked, {"x": "x", "snap": "snap"}, "keep")],
+        "overwrite",
+        ["snap"],
+        {"snap": "s1"},
+        None,
+        LOCAL,
+    )
+    assert none.rows == 0 and sorted(r["x"] for r in DeltaTable(picked).to_pyarrow_table().to_pylist()) == [7]
 
 
 def test_delta_rs_route_writes_no_spark_markers(spark, tmp_path):

@@ -225,6 +225,17 @@ def deletion_candidates(partitions: DataFrame) -> DataFrame:
     offset expires. Then offsets already expired that wait for the sweep, then offsets of groups
     without members.
     """
+    rows, columns = candidate_rows_and_columns()
+    named = [
+        F.col(column).alias(name) if isinstance(column, str) else column.alias(name) for name, column in columns.items()
+    ]
+    return partitions.where(rows).select(*named)
+
+
+def candidate_rows_and_columns() -> tuple[Column, dict[str, Column | str]]:
+    """`deletion_candidates` as the condition on a partition verdict and the columns it becomes (a name:
+    the verdict's column as it is), so that the audit writes the candidates in the pass that writes the
+    verdicts."""
     active = F.coalesce(F.col("group_state") != "Empty", F.lit(False))
     reason = (
         F.when(active & (F.col("rule") == rules.UNSUBSCRIBED_TOPIC), F.lit(UNSUBSCRIBED_IN_ACTIVE_GROUP))
@@ -232,27 +243,15 @@ def deletion_candidates(partitions: DataFrame) -> DataFrame:
         .when(~active, F.lit(INACTIVE_GROUP))
     )
     priority = F.when(reason == UNSUBSCRIBED_IN_ACTIVE_GROUP, 1).when(reason == EXPIRED_AWAITING_SWEEP, 2).otherwise(3)
-    return (
-        partitions.where(F.col("deletable_now"))
-        .withColumn("reason", reason)
-        .where(F.col("reason").isNotNull())
-        .select(
-            "as_of",
-            "retention_minutes",
-            priority.alias("priority"),
-            "reason",
-            "group_id",
-            "topic",
-            "partition",
-            "group_type",
-            "group_state",
-            "rule",
-            "expires_at",
-            "expires_at_ms",
-            "lag",
-            F.lit("NONE").alias("expected_answer"),
-        )
-    )
+    rows = F.coalesce(F.col("deletable_now") & reason.isNotNull(), F.lit(False))
+    columns: dict[str, Column | str] = {"as_of": "as_of", "retention_minutes": "retention_minutes"}
+    columns |= {"priority": priority, "reason": reason}
+    for name in ("group_id", "topic", "partition", "group_type", "group_state", "rule"):
+        columns[name] = name
+    for name in ("expires_at", "expires_at_ms", "lag"):
+        columns[name] = name
+    columns["expected_answer"] = F.lit("NONE")
+    return rows, columns
 
 
 def whatif_groups(

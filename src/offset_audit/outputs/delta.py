@@ -590,7 +590,18 @@ def again_on_conflict(path: str, operation: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-_WRITTEN = parse_type("struct<path:string,rows:bigint,size:bigint,partition_value:string>")
+_WRITTEN = parse_type("struct<part:int,path:string,rows:bigint,size:bigint,partition_value:string>")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One table's share of the rows a Spark pass writes (`write_parquet_parts`): where its files go, its
+    columns (each table column named by the frame's column that holds it), and the frame's boolean
+    column that picks its rows (None: every row)."""
+
+    run_dir: str
+    columns: dict[str, str]
+    rows: str | None = None
 
 
 def write_parquet_files(
@@ -600,41 +611,66 @@ def write_parquet_files(
     pyarrow.fs; their paths, rows and sizes come back to the driver. At most one partition column (the
     tables here are partitioned by snapshot_id, one value per write); it is kept out of the files, as
     Delta stores partition values in the log."""
+    return write_parquet_parts(df, [Part(run_dir, {c: c for c in df.columns})], partition_by, storage)[0]
+
+
+def write_parquet_parts(
+    df: DataFrame, parts: list[Part], partition_by: list[str] | None, storage: Storage
+) -> list[list[DataFile]]:
+    """`write_parquet_files` for several tables from one Spark pass: each task writes every part's
+    columns of its rows. A table whose rows are a filtered projection of another's (the deletion
+    candidates of the partition verdicts) then costs no Spark job, no read of the rows just written and
+    no second plan of its own."""
     if partition_by and len(partition_by) > 1:
         raise ValueError("write_parquet_files takes at most one partition column")
     column = partition_by[0] if partition_by else None
     arrow = to_arrow_schema(df.schema, timezone="UTC")
-    data_schema = pa.schema([f for f in arrow if f.name != column])
+    schemas = [
+        pa.schema([arrow.field(source).with_name(name) for name, source in part.columns.items() if name != column])
+        for part in parts
+    ]
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
         prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
-        writers: dict[str | None, tuple] = {}
+        writers: dict[tuple[int, str | None], tuple] = {}
         for batch in batches:
-            table = pa.Table.from_batches([batch])
-            values = [None] if column is None else pc.unique(table.column(column)).to_pylist()
-            for value in values:
-                part = table if column is None else table.filter(_equals(table.column(column), value))
-                if value not in writers:
-                    folder = run_dir if column is None else join(run_dir, f"{column}={_escape(value)}")
-                    path = join(folder, f"{prefix}.parquet")
-                    sink = storage.open_output_stream(path)
-                    writers[value] = (path, sink, pq.ParquetWriter(sink, data_schema, compression="snappy"), [0])
-                _, _, writer, rows = writers[value]
-                writer.write_table(part.select(data_schema.names).cast(data_schema))
-                rows[0] += part.num_rows
+            whole = pa.Table.from_batches([batch])
+            for number, (part, data_schema) in enumerate(zip(parts, schemas, strict=True)):
+                table = whole if part.rows is None else whole.filter(pc.fill_null(whole.column(part.rows), False))
+                sources_of = part.columns
+                sources = [sources_of[name] for name in data_schema.names]
+                values = [None] if column is None else pc.unique(table.column(sources_of[column])).to_pylist()
+                for value in values:
+                    chosen = table if column is None else table.filter(_equals(table.column(sources_of[column]), value))
+                    if (number, value) not in writers:
+                        if part.rows is not None and chosen.num_rows == 0:
+                            continue  # no file of no rows
+                        folder = part.run_dir if column is None else join(part.run_dir, f"{column}={_escape(value)}")
+                        path = join(folder, f"{prefix}.parquet")
+                        sink = storage.open_output_stream(path)
+                        writer = pq.ParquetWriter(sink, data_schema, compression="snappy")
+                        writers[(number, value)] = (path, sink, writer, [0])
+                    _, _, writer, rows = writers[(number, value)]
+                    rows_out = chosen.select(sources).rename_columns(data_schema.names).cast(data_schema)
+                    writer.write_table(rows_out)
+                    rows[0] += chosen.num_rows
         out = []
-        for value, (path, sink, writer, rows) in writers.items():
+        for (number, value), (path, sink, writer, rows) in writers.items():
             writer.close()
             size = sink.tell()
             sink.close()
-            out.append({"path": path, "rows": rows[0], "size": size, "partition_value": value})
+            out.append({"part": number, "path": path, "rows": rows[0], "size": size, "partition_value": value})
         yield pa.RecordBatch.from_pylist(out, schema=to_arrow_schema(_WRITTEN))
 
     written = df.mapInArrow(write, _WRITTEN).collect()
     return [
-        DataFile(r.path, r.rows, r.size, {column: r.partition_value} if column else {})
-        for r in sorted(written, key=lambda r: r.path)
+        [
+            DataFile(r.path, r.rows, r.size, {column: r.partition_value} if column else {})
+            for r in sorted(written, key=lambda r: r.path)
+            if r.part == number
+        ]
+        for number in range(len(parts))
     ]
 
 
@@ -664,13 +700,39 @@ def _write_with_delta_rs(
     storage: Storage,
     within: Within | None = None,
 ) -> WriteResult:
-    check_table_dir(path, storage)
-    files = write_parquet_files(df, new_run_dir(path), partition_by, storage)
-    if within is not None:
-        files = [replace(f, constants={within.column: within.value}) for f in files]
-    schema = to_arrow_schema(df.schema, timezone="UTC")
-    version = commit_files(
-        path, files, schema, mode, partition_by, replace_where, run_id, storage=storage, within=within
+    [result] = write_delta_rs_parts(
+        df, [(path, {c: c for c in df.columns}, None)], mode, partition_by, replace_where, run_id, storage, within
     )
-    rows = sum(f.rows for f in files)
-    return WriteResult(basename(path), path, rows, len(files), DELTA_RS, tuple(f.path for f in files), version)
+    return result
+
+
+def write_delta_rs_parts(
+    df: DataFrame,
+    tables: list[tuple[str, dict[str, str], str | None]],
+    mode: str,
+    partition_by: list[str] | None,
+    replace_where: dict[str, str] | None,
+    run_id: str | None,
+    storage: Storage,
+    within: Within | None = None,
+) -> list[WriteResult]:
+    """Several Delta tables written from one Spark pass over `df` (`write_parquet_parts`), each table
+    (path, its columns as `Part.columns`, the column picking its rows) committed on its own, in order."""
+    for path, _, _ in tables:
+        check_table_dir(path, storage)
+    parts = [Part(new_run_dir(path), columns, rows) for path, columns, rows in tables]
+    written = write_parquet_parts(df, parts, partition_by, storage)
+    arrow = to_arrow_schema(df.schema, timezone="UTC")
+    results = []
+    for (path, columns, _), files in zip(tables, written, strict=True):
+        if within is not None:
+            files = [replace(f, constants={within.column: within.value}) for f in files]
+        schema = pa.schema([arrow.field(source).with_name(name) for name, source in columns.items()])
+        version = commit_files(
+            path, files, schema, mode, partition_by, replace_where, run_id, storage=storage, within=within
+        )
+        rows = sum(f.rows for f in files)
+        results.append(
+            WriteResult(basename(path), path, rows, len(files), DELTA_RS, tuple(f.path for f in files), version)
+        )
+    return results

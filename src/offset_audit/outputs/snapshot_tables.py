@@ -11,14 +11,22 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.delta_files import CLUSTER
 from offset_audit.inputs.parquet_files import read_parquet_files
 from offset_audit.layouts.tables import table_schema
-from offset_audit.outputs.delta import DELTA_SPARK, TableWriter, Within, WriteResult, again_on_conflict, write_delta
+from offset_audit.outputs.delta import (
+    DELTA_SPARK,
+    TableWriter,
+    Within,
+    WriteResult,
+    again_on_conflict,
+    write_delta,
+    write_delta_rs_parts,
+)
 from offset_audit.outputs.table_upkeep import compact_when_many
 from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
@@ -52,9 +60,16 @@ def write_snapshot(
 
 
 def _write(
-    shaped: DataFrame, output: str, table: str, snapshot_id: str, report: DecodeReport, writer: TableWriter
+    shaped: DataFrame,
+    output: str,
+    table: str,
+    snapshot_id: str,
+    report: DecodeReport,
+    writer: TableWriter,
+    note: bool = True,
 ) -> WriteResult:
-    """Write rows already in the table's shape (`_with_snapshot`), noting rows and version in `report`."""
+    """Write rows already in the table's shape (`_with_snapshot`), noting rows and version in `report`
+    (unless not to `note`: the caller does, in the order its tables are listed)."""
     result = write_delta(
         shaped,
         join(output, table),
@@ -64,7 +79,8 @@ def _write(
         run_id=report.run_id,
         within=own_rows(report),
     )
-    report.wrote(table, result)
+    if note:
+        report.wrote(table, result)
     return result
 
 
@@ -93,6 +109,7 @@ def write_and_read_back(
     snapshot_id: str,
     report: DecodeReport,
     writer: TableWriter,
+    note: bool = True,
 ) -> Written:
     """Write this snapshot's rows of `table`, then give them back as read from the files just written.
 
@@ -100,13 +117,84 @@ def write_and_read_back(
     which cost more than the write itself: 2.8 s to cache 132k partition verdicts against a 0.6 s scan.
     """
     shaped = _with_snapshot(frame, snapshot_id, table, report.cluster)
-    result = _write(shaped, output, table, snapshot_id, report, writer)
+    return _read_back(
+        spark, shaped, _write(shaped, output, table, snapshot_id, report, writer, note), snapshot_id, report, writer
+    )
+
+
+def _read_back(
+    spark: SparkSession,
+    shaped: DataFrame,
+    result: WriteResult,
+    snapshot_id: str,
+    report: DecodeReport,
+    writer: TableWriter,
+) -> Written:
     storage = writer.storage
     shape = shaped.drop("snapshot_id")
     if result.route == DELTA_SPARK:
         written = own_snapshot(spark.read.format("delta").load(spark_path(result.path)), snapshot_id, report)
         return Written(written.select(*shape.columns), result, storage)
     return Written(read_parquet_files(spark, list(result.data_files), shape.schema, storage), result, storage)
+
+
+@dataclass(frozen=True)
+class Along:
+    """A table whose rows are some of another's, as other columns: those `rows` picks, as `columns`
+    (each table column's expression over the other table's row, or the name of its column)."""
+
+    table: str
+    rows: Column
+    columns: dict[str, Column | str]
+
+    def expressions(self) -> list[Column]:
+        return [F.col(c).alias(n) if isinstance(c, str) else c.alias(n) for n, c in self.columns.items()]
+
+
+def write_along_and_read_back(
+    spark: SparkSession,
+    frame: DataFrame,
+    output: str,
+    table: str,
+    along: Along,
+    snapshot_id: str,
+    report: DecodeReport,
+    writer: TableWriter,
+) -> tuple[Written, Written]:
+    """`write_and_read_back` of `table` and of the table `along` it, in one Spark pass where delta-rs
+    commits (`outputs.delta.write_delta_rs_parts`): the second table's rows are written by the tasks that
+    write the first's, instead of a Spark job over the first table's rows read back. `table` is noted in
+    `report`; `along` is left for the caller to note, where its tables are listed."""
+    shaped = _with_snapshot(frame, snapshot_id, table, report.cluster)
+    if writer.delta_spark:
+        first = _read_back(
+            spark, shaped, _write(shaped, output, table, snapshot_id, report, writer), snapshot_id, report, writer
+        )
+        picked = first.frame.where(along.rows).select(*along.expressions())
+        return first, write_and_read_back(spark, picked, output, along.table, snapshot_id, report, writer, note=False)
+    names = table_schema(along.table).column_names()
+    computed = {n: c for n, c in along.columns.items() if not isinstance(c, str)}
+    fused = shaped.select("*", *[c.alias(f"_along_{n}") for n, c in computed.items()], along.rows.alias("_along_rows"))
+    first_columns = {c: c for c in shaped.columns}
+    # The snapshot's own columns (snapshot_id, cluster) and those taken as they are come from the first
+    # table's columns: no copy of a string column goes to the tasks twice.
+    second_columns = {n: f"_along_{n}" if n in computed else along.columns.get(n, n) for n in names}
+    first, second = write_delta_rs_parts(
+        fused,
+        [(join(output, table), first_columns, None), (join(output, along.table), second_columns, "_along_rows")],
+        "overwrite",
+        ["snapshot_id"],
+        {"snapshot_id": snapshot_id},
+        report.run_id,
+        writer.storage,
+        own_rows(report),
+    )
+    report.wrote(table, first)
+    picked = fused.select(*[F.col(second_columns[n]).alias(n) for n in names])
+    return (
+        _read_back(spark, shaped, first, snapshot_id, report, writer),
+        _read_back(spark, picked, second, snapshot_id, report, writer),
+    )
 
 
 def record_snapshot(spark: SparkSession, output: str, row: dict, report: DecodeReport, writer: TableWriter) -> None:

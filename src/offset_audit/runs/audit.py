@@ -20,7 +20,13 @@ from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
-from offset_audit.outputs.snapshot_tables import Written, record_snapshot, write_and_read_back
+from offset_audit.outputs.snapshot_tables import (
+    Along,
+    Written,
+    record_snapshot,
+    write_along_and_read_back,
+    write_and_read_back,
+)
 from offset_audit.runs import clusters, incremental, progress
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.session import run_report, table_writer
@@ -217,13 +223,23 @@ def _judge(
 
     version = broker_rules(settings, report)
     judged = verdicts.judged_offsets(state.offsets, state.groups, version)
-    partitions = written(
-        verdicts.partition_verdicts(judged, as_of, retention, interval, ends, version), "partition_verdicts"
+    progress.begin("judging and writing partition_verdicts and deletion_candidates")
+    # The candidates are some verdicts, other columns: written by the tasks that write the verdicts.
+    candidates_of = Along("deletion_candidates", *verdicts.candidate_rows_and_columns())
+    partitions, candidates = write_along_and_read_back(
+        spark,
+        verdicts.partition_verdicts(judged, as_of, retention, interval, ends, version),
+        output,
+        "partition_verdicts",
+        candidates_of,
+        snapshot,
+        report,
+        writer,
     )
     groups = written(
         verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval, version), "group_verdicts"
     )
-    candidates = written(verdicts.deletion_candidates(partitions.frame), "deletion_candidates")
+    report.wrote("deletion_candidates", candidates.result)
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     progress.begin(f"listing the snapshot in {SNAPSHOTS_TABLE}")
