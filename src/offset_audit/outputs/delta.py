@@ -213,7 +213,17 @@ def write_delta(
     """
     if writer.delta_spark:
         return _write_with_spark(df, path, mode, partition_by, replace_where, run_id, within)
-    return _write_with_delta_rs(df, path, mode, partition_by, replace_where, run_id, writer.storage, within)
+    [result] = write_delta_rs_parts(
+        df,
+        [(path, {c: c for c in df.columns}, None)],
+        mode,
+        partition_by,
+        replace_where,
+        run_id,
+        writer.storage,
+        within,
+    )
+    return result
 
 
 def write_arrow(
@@ -604,25 +614,17 @@ class Part:
     rows: str | None = None
 
 
-def write_parquet_files(
-    df: DataFrame, run_dir: str, partition_by: list[str] | None, storage: Storage
-) -> list[DataFile]:
-    """Each task writes its rows as a Parquet file (one per partition value) under `run_dir`, through
-    pyarrow.fs; their paths, rows and sizes come back to the driver. At most one partition column (the
-    tables here are partitioned by snapshot_id, one value per write); it is kept out of the files, as
-    Delta stores partition values in the log."""
-    return write_parquet_parts(df, [Part(run_dir, {c: c for c in df.columns})], partition_by, storage)[0]
-
-
 def write_parquet_parts(
     df: DataFrame, parts: list[Part], partition_by: list[str] | None, storage: Storage
 ) -> list[list[DataFile]]:
-    """`write_parquet_files` for several tables from one Spark pass: each task writes every part's
-    columns of its rows. A table whose rows are a filtered projection of another's (the deletion
-    candidates of the partition verdicts) then costs no Spark job, no read of the rows just written and
-    no second plan of its own."""
+    """Each task writes its rows of every part as a Parquet file (one per partition value) under the
+    part's folder, through pyarrow.fs; their paths, rows and sizes come back to the driver, a list per
+    part. At most one partition column (the tables here are partitioned by snapshot_id, one value per
+    write); it is kept out of the files, as Delta stores partition values in the log. A table whose rows
+    are a filtered projection of another's (the deletion candidates of the partition verdicts) then costs
+    no Spark job, no read of the rows just written and no second plan of its own."""
     if partition_by and len(partition_by) > 1:
-        raise ValueError("write_parquet_files takes at most one partition column")
+        raise ValueError("write_parquet_parts takes at most one partition column")
     column = partition_by[0] if partition_by else None
     arrow = to_arrow_schema(df.schema, timezone="UTC")
     schemas = [
@@ -638,11 +640,12 @@ def write_parquet_parts(
             whole = pa.Table.from_batches([batch])
             for number, (part, data_schema) in enumerate(zip(parts, schemas, strict=True)):
                 table = whole if part.rows is None else whole.filter(pc.fill_null(whole.column(part.rows), False))
-                sources_of = part.columns
-                sources = [sources_of[name] for name in data_schema.names]
-                values = [None] if column is None else pc.unique(table.column(sources_of[column])).to_pylist()
+                sources = [part.columns[name] for name in data_schema.names]
+                values = [None] if column is None else pc.unique(table.column(part.columns[column])).to_pylist()
                 for value in values:
-                    chosen = table if column is None else table.filter(_equals(table.column(sources_of[column]), value))
+                    chosen = (
+                        table if column is None else table.filter(_equals(table.column(part.columns[column]), value))
+                    )
                     if (number, value) not in writers:
                         if part.rows is not None and chosen.num_rows == 0:
                             continue  # no file of no rows
@@ -688,22 +691,6 @@ def _escape(value) -> str:
         return "__HIVE_DEFAULT_PARTITION__"
     text = str(value)
     return text if _PLAIN.fullmatch(text) else "h" + hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def _write_with_delta_rs(
-    df: DataFrame,
-    path: str,
-    mode: str,
-    partition_by: list[str] | None,
-    replace_where: dict[str, str] | None,
-    run_id: str | None,
-    storage: Storage,
-    within: Within | None = None,
-) -> WriteResult:
-    [result] = write_delta_rs_parts(
-        df, [(path, {c: c for c in df.columns}, None)], mode, partition_by, replace_where, run_id, storage, within
-    )
-    return result
 
 
 def write_delta_rs_parts(

@@ -165,13 +165,11 @@ def write_along_and_read_back(
     commits (`outputs.delta.write_delta_rs_parts`): the second table's rows are written by the tasks that
     write the first's, instead of a Spark job over the first table's rows read back. `table` is noted in
     `report`; `along` is left for the caller to note, where its tables are listed."""
-    shaped = _with_snapshot(frame, snapshot_id, table, report.cluster)
     if writer.delta_spark:
-        first = _read_back(
-            spark, shaped, _write(shaped, output, table, snapshot_id, report, writer), snapshot_id, report, writer
-        )
+        first = write_and_read_back(spark, frame, output, table, snapshot_id, report, writer)
         picked = first.frame.where(along.rows).select(*along.expressions())
         return first, write_and_read_back(spark, picked, output, along.table, snapshot_id, report, writer, note=False)
+    shaped = _with_snapshot(frame, snapshot_id, table, report.cluster)
     names = table_schema(along.table).column_names()
     computed = {n: c for n, c in along.columns.items() if not isinstance(c, str)}
     fused = shaped.select("*", *[c.alias(f"_along_{n}") for n, c in computed.items()], along.rows.alias("_along_rows"))
