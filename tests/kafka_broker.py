@@ -383,3 +383,47 @@ def committed_offsets(broker: Broker, groups: list[str]) -> dict[tuple[str, str,
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(60)
         found.update({(group, tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions if tp.offset >= 0})
     return found
+
+
+def delete_offsets(broker: Broker, group: str, topic: str, partitions: list[int], seconds: float = 60) -> None:
+    """OffsetDelete (API key 47, version 0, the only one) sent to the single broker, which coordinates
+    every group: confluent-kafka's AdminClient has no such call, and kafka-consumer-groups.sh starts a
+    JVM first, which on a loaded machine took longer than a 2-minute retention, so that the sweep expired
+    the offset before the request came. Retried while the coordinator loads; any other error fails."""
+    import struct
+
+    def string(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack(">h", len(raw)) + raw
+
+    body = string(group) + struct.pack(">i", 1) + string(topic) + struct.pack(">i", len(partitions))
+    body += b"".join(struct.pack(">i", p) for p in partitions)
+    retriable = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+    host, port = broker.bootstrap.split(":")
+    deadline = time.monotonic() + seconds
+    for correlation in range(1, 1_000):
+        header = struct.pack(">hhi", 47, 0, correlation) + string("offset-audit-tests")
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            connection.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+            answer = connection.makefile("rb")
+            (size,) = struct.unpack(">i", answer.read(4))
+            data = answer.read(size)
+        # Response header v0 (correlation id), then error code, throttle time and the topics.
+        echoed, error, _throttle, topics = struct.unpack_from(">ihii", data)
+        assert echoed == correlation, (echoed, correlation)
+        at, failed = 14, {}
+        for _ in range(topics):
+            (length,) = struct.unpack_from(">h", data, at)
+            name, at = data[at + 2 : at + 2 + length].decode(), at + 2 + length
+            (count,) = struct.unpack_from(">i", data, at)
+            at += 4
+            for _ in range(count):
+                partition, code = struct.unpack_from(">ih", data, at)
+                at += 6
+                if code:
+                    failed[name, partition] = code
+        if error == 0 and not failed:
+            return
+        if error not in retriable or time.monotonic() > deadline:
+            raise AssertionError(f"OffsetDelete of {group} {topic}{partitions} failed: error {error}, {failed}")
+        time.sleep(0.5)

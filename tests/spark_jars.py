@@ -71,7 +71,7 @@ def nested_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(_NOT_INHERITED)}
 
 
-def run_in_jar_session(tests: list[str], timeout: float = 2400) -> str:
+def run_in_jar_session(tests: list[str], timeout: float = 3600) -> str:
     """Run `tests` (node ids, or modules whose delta_spark tests to run) in one pytest whose session
     has the jars and writes through delta-spark: each must pass, none skip, none be missing.
 

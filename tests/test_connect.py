@@ -112,7 +112,7 @@ def test_the_api_on_a_connect_session_writes_the_classic_sessions_tables(server,
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "connect_api_runs.py"), server.url, str(dumps / "input"),
          str(dumps / "ends.txt"), str(dumps / "share"), str(tmp_path), *other_dumps(dumps)],
-        capture_output=True, text=True, env=client_environment(), timeout=900,
+        capture_output=True, text=True, env=client_environment(), timeout=2400,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])

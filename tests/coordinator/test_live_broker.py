@@ -8,8 +8,7 @@ and a sweep every second:
   it became Empty), a KIP-848 group that left, a Stable classic group that dropped a topic from its
   subscription (KIP-496: that topic's offsets go, the others stay), a Stable group (never), committed and
   aborted transactional commits, one left open (never while it is), and offsets and a group deleted on
-  request (OffsetDelete through the version's own kafka-consumer-groups, DeleteGroups through the Admin
-  API).
+  request (OffsetDelete, and DeleteGroups through the Admin API).
 - The audit runs on a copy of the log taken right after. Then the broker sweeps; a second copy of the log,
   read by `history`, holds the tombstones it wrote, each with the time the sweep wrote it.
 - Every offset the audit said expires is tombstoned within [expires_at, sweep_window_end + slack]; no
@@ -27,6 +26,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,7 @@ from kafka_broker import (
     Broker,
     commit_offsets,
     committed_offsets,
+    delete_offsets,
     group_consumer,
     group_member,
     holds_assignment,
@@ -179,15 +180,12 @@ def write_history(broker: Broker) -> Story:
     story.open_producers.append(pending)
     story.made("transactional-pending")
 
-    # Deletions on request: OffsetDelete with the version's own tool, DeleteGroups with the Admin API.
+    # Deletions on request: OffsetDelete sent at once (kafka_broker.delete_offsets), DeleteGroups with the
+    # Admin API.
     offsets_deleted = group_consumer(broker, "offsets-deleted")
     commit_offsets(offsets_deleted, (PAYMENTS, 0, 1), (PAYMENTS, 1, 1))
     offsets_deleted.close()
-    tool = broker.tool(
-        "consumer-groups", "--bootstrap-server", broker.bootstrap, "--delete-offsets",
-        "--group", "offsets-deleted", "--topic", f"{PAYMENTS}:0",
-    )  # fmt: skip
-    assert tool.returncode == 0, tool.stdout + tool.stderr
+    delete_offsets(broker, "offsets-deleted", PAYMENTS, [0])
     story.requested.add(("offsets-deleted", PAYMENTS, 0))
     story.made("offsets-deleted")
     group_deleted = group_consumer(broker, "group-deleted")
@@ -320,13 +318,16 @@ def observed(request, tmp_path_factory, spark) -> Observed:
         story = write_history(broker)
         try:
             before = broker.copy_offsets_log(folder / "log-before")
+            # The audit is as of the copy: a group already due in it (Empty, no offsets) is one the sweep
+            # removes within the second, and a later `now` would put its due time after the removal.
+            copied_at = datetime.now(UTC).isoformat()
             # What the Admin API says at the moment of the copy, before a sweep can change it.
             committed = committed_offsets(broker, story.groups)
-            console = _console_text(broker, before, folder / "console.txt")
             deleted_groups = {group for group, topic, _ in story.requested if topic is None}
             described = _described(broker, [g for g in story.groups if g not in deleted_groups])
+            console = _console_text(broker, before, folder / "console.txt")
             _cli("audit", "--input", str(before), "--output", str(folder / "audit"), "--conf", str(conf),
-                 "--as-of", "now", "--end-offsets", "kafka", "--bootstrap-server", broker.bootstrap,
+                 "--as-of", copied_at, "--end-offsets", "kafka", "--bootstrap-server", broker.bootstrap,
                  "--quiet")  # fmt: skip
             ends, starts = (_get_offsets(broker, when, folder / f"offsets{when}.txt") for when in ("-1", "-2"))
             verdicts = table_rows(str(folder / "audit" / "partition_verdicts")).to_pylist()

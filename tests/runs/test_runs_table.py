@@ -80,10 +80,11 @@ def test_a_run_that_dies_before_its_end_leaves_no_runs_row_and_its_commits_say_w
     output = str(tmp_path / "out")
     finished = run_audit(spark, [str(dumps / "offsets")], output, load_settings()).report
 
-    def dies(_partitions):
+    def dies(*_args):
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(verdicts, "deletion_candidates", dies)
+    # group_verdicts is judged after partition_verdicts (and the candidates written with it) committed.
+    monkeypatch.setattr(verdicts, "group_verdicts", dies)
     with pytest.raises(RuntimeError, match="killed"):
         run_audit(spark, [str(dumps / "offsets")], output, load_settings())
     assert [r["run_id"] for r in _runs(output)] == [finished.run_id]
