@@ -35,9 +35,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
-from run_bench import dump_for  # bench/ is on the path of a script run from it
+from floors import best  # bench/ is on the path of a script run from it
+from run_bench import dump_for
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench-data"
@@ -192,36 +194,36 @@ def warm_stages(
     return found, floors
 
 
-# The verdict tables and the stage that judges and writes each (the candidates are written with the
-# partition verdicts, by the same tasks).
-VERDICT_STAGES = {
-    "partition_verdicts": "judging and writing partition_verdicts and deletion_candidates",
-    "deletion_candidates": "judging and writing partition_verdicts and deletion_candidates",
-    "group_verdicts": "judging and writing group_verdicts",
-}
+VERDICT_TABLES = ("partition_verdicts", "deletion_candidates", "group_verdicts")
 
 
 def plain_writes(spark, audit: Path) -> dict[str, tuple[int, float]]:
     """The floor of judging (issue: at most 1.5x it): Spark's own Parquet write (snappy) of the rows the
     audit wrote to each verdict table, held in memory first so that only the write is timed; best of
-    three. The rows and the seconds, by table."""
+    three after a warm-up, as bench/floors.py times its floors. The rows and the seconds, by table."""
     from pyspark import StorageLevel
 
     found = {}
-    for table in VERDICT_STAGES:
+    for table in VERDICT_TABLES:
         rows = spark.read.parquet(str(audit / table)).persist(StorageLevel.MEMORY_ONLY)
         count = rows.count()
         target = Path(tempfile.mkdtemp(prefix="fixed-cost-floor-"))
         try:
-            seconds = float("inf")
-            for _ in range(3):
-                started = time.perf_counter()
-                rows.write.mode("overwrite").option("compression", "snappy").parquet(str(target))
-                seconds = min(seconds, time.perf_counter() - started)
+            seconds = best(partial(rows.write.mode("overwrite").option("compression", "snappy").parquet, str(target)))
         finally:
             rows.unpersist()
             shutil.rmtree(target, ignore_errors=True)
         found[table] = (count, seconds)
+    return found
+
+
+def judging_stages(stages: dict) -> dict[str, list[str]]:
+    """The verdict tables by the audit stage that judges and writes them, from the stages' own names (the
+    candidates are written with the partition verdicts, by the same tasks)."""
+    found: dict[str, list[str]] = {}
+    for table in VERDICT_TABLES:
+        stage = next(name for name in stages if name.startswith("judging and writing ") and table in name.split())
+        found.setdefault(stage, []).append(table)
     return found
 
 
@@ -322,8 +324,7 @@ def main() -> None:
     print("| records | stage, warm | its tables' rows | Spark's plain write of them | ratio |")
     print("|---|---|---|---|---|")
     for row in results:
-        for stage in dict.fromkeys(VERDICT_STAGES.values()):
-            tables = [t for t, s in VERDICT_STAGES.items() if s == stage]
+        for stage, tables in judging_stages(row["stages_warm"]).items():
             plain = sum(row["plain_writes"][t]["s"] for t in tables)
             rows = " + ".join(f"{row['plain_writes'][t]['rows']:,}" for t in tables)
             judged = row["stages_warm"][stage]["s"]
