@@ -13,6 +13,7 @@ import base64
 import fcntl
 import functools
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -401,7 +402,7 @@ def delete_offsets(broker: Broker, group: str, topic: str, partitions: list[int]
     retriable = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
     host, port = broker.bootstrap.split(":")
     deadline = time.monotonic() + seconds
-    for correlation in range(1, 1_000):
+    for correlation in itertools.count(1):  # until the deadline
         header = struct.pack(">hhi", 47, 0, correlation) + string("offset-audit-tests")
         with socket.create_connection((host, int(port)), timeout=30) as connection:
             connection.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
