@@ -13,11 +13,13 @@ from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
-from dump_records import DAY, T0, commit, group_record, group_tombstone, offset_tombstone
+from dump_records import DAY, T0, commit, group_record, group_tombstone, modern, offset_tombstone
 from segment_files import TRANSACTIONAL, batch, marker
 
+from offset_audit import constants as K
 from offset_audit.coordinator.partitioner import partition_for
 from offset_audit.errors import UserError
 from offset_audit.generator.writers import SNAPSHOT_SCHEMA
@@ -228,6 +230,52 @@ def test_state_keeps_pending_and_last_records_only(spark, tmp_path):
     assert {p["source_partition"]: p["next_offset"] for p in positions}[partition_for("g0", PARTITIONS)] == 6
     assert all(p["topic_id"] == log.topic_id for p in positions)
     assert pa.compute.sum(stored.column("source_offset")).as_py() == 4 + 5
+
+
+def test_a_resumed_run_takes_carried_group_records_as_kept_decoded_not_decoded_again(spark, tmp_path):
+    log = Log()
+    group = partition_for("g0", PARTITIONS)
+    for entry in (
+        group_record("g0", 1, members=[["orders"], ["orders", "audit"]]),
+        commit("g0", "orders", 0, 5, 1),
+        modern(K.CONSUMER_GROUP_METADATA, {"GroupId": "g0"}, {"Epoch": 5}, 1),
+    ):
+        log.append(group, Entry(*entry))
+    log.write(tmp_path / "data", 2)
+    out = tmp_path / "out"
+    audit(spark, tmp_path / "data", out, "incremental")
+    records_dir = out / "state/records"
+    stored = DeltaTable(str(records_dir)).to_pyarrow_table()
+    kept = {r["decoded_class"]: r for r in stored.to_pylist()}
+    assert set(kept) == {"group_metadata", "modern", None}  # the commit is decoded again each run
+    assert kept["group_metadata"]["group_metadata"]["group_id"] == "g0"
+    assert [m["member_index"] for m in kept["group_metadata"]["group_members"]] == [0, 1]
+    assert kept["group_metadata"]["decoded_value_version"] == 3
+    assert kept["modern"]["modern_group_record"]["epoch"] == 5
+    assert kept["modern"]["group_members"] is None and kept[None]["group_metadata"] is None
+
+    # The kept rows, altered where they lie: a run that decoded the bytes again would not show it.
+    for path in DeltaTable(str(records_dir)).file_uris():
+        rows = pq.read_table(path)
+        altered = []
+        for row in rows.to_pylist():
+            if row.get("decoded_class") == "group_metadata":
+                row["group_metadata"]["generation"] = 4242
+                row["group_members"][1]["client_id"] = "from-the-state"
+            altered.append(row)
+        pq.write_table(pa.Table.from_pylist(altered, schema=rows.schema), path)
+    log.append(group, Entry(*commit("g0", "orders", 1, 9, 2)))
+    log.write(tmp_path / "data", 2)
+    resumed = audit(spark, tmp_path / "data", out, "incremental")
+    assert resumed.report.state == "resumed" and resumed.report.reconciles
+    assert [r["generation"] for r in table(out, "decoded/group_metadata")] == [4242]
+    assert sorted(str(r["client_id"]) for r in table(out, "decoded/group_members"))[-1] == "from-the-state"
+    assert [r["epoch"] for r in table(out, "decoded/modern_group_records")] == [5]
+    # Counted as decoding them counts them: by class, record type, version and layout, as a full read.
+    full = audit(spark, tmp_path / "data", tmp_path / "full", None)
+    assert resumed.report.decoded_by_type == full.report.decoded_by_type
+    assert resumed.report.by_class == full.report.by_class
+    assert full.report.by_class["group_metadata"] == full.report.by_class["modern"] == 1
 
 
 # The rules a state is checked by (runs.incremental.plan) ------------------------------------------------

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offset_audit.decoding.kept_decoded import KEPT_COLUMNS, kept_schema
 from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.kafka_source import Piece, read_piece
 from offset_audit.inputs.last_read import RECORD_FIELDS, LastRow, record_digest
@@ -35,7 +36,10 @@ from offset_audit.storage import LOCAL, Storage, parent
 CARRIED = "carried"
 # The raw columns an incremental run carries from one run to the next: state/records' own
 # (schemas/tables/state_records.json).
-CARRY_SCHEMA = to_arrow_schema(table_schema("state_records").struct())
+STATE_RECORDS_SCHEMA = to_arrow_schema(table_schema("state_records").struct(), timezone="UTC")
+# The records themselves: state/records less the columns of the group records kept decoded, which travel
+# apart (`decoding.kept_decoded`), so that the offset commits, nearly every row, never hold their nulls.
+CARRY_SCHEMA = pa.schema([f for f in STATE_RECORDS_SCHEMA if f.name not in KEPT_COLUMNS])
 # The columns of a file of state/log (schemas/tables/state_log.json): its partition column,
 # log_generation, lives in the Delta log, as Delta keeps partition values.
 LOG_GENERATION = "log_generation"
@@ -123,27 +127,35 @@ def resumed_partitions(groups: list[PartitionFiles], resume: Resume, bytes_per_r
 
 
 def read_resumed_partition(unit: ResumedPartition, topic: str | None = None) -> Iterator[pa.RecordBatch]:
-    """A partition's carried records, then its new ones, labelled by the markers of its opened files."""
+    """A partition's carried records (first the rows of those kept decoded), then its new ones, labelled
+    by the markers of its opened files."""
     from offset_audit.inputs.partition_folders import partition_raw
 
     carried = None
     if unit.record_files:
-        table = carried_records(unit.record_files, unit.partition, unit.storage)
+        table, kept = carried_records(unit.record_files, unit.partition, unit.storage)
+        if kept.num_rows:
+            yield from kept.to_batches()
         carried = partial(carried_raw_batch, table)
     group = PartitionFiles(unit.partition, unit.segments)
     for _, batch in partition_raw(group, topic, carried):
         yield batch
 
 
-def carried_records(files: tuple[str, ...], partition: int, storage: Storage) -> pa.Table:
+def carried_records(files: tuple[str, ...], partition: int, storage: Storage) -> tuple[pa.Table, pa.Table]:
     """One partition's stored records, in offset order, with their partition column (Delta keeps
-    partition values in its log, not in the files)."""
-    parts = [pq.read_table(storage.parquet_source(f)) for f in files]
-    table = pa.concat_tables(parts, promote_options="default") if parts else None
-    if table is None or not table.num_rows:
-        return CARRY_SCHEMA.empty_table()
-    table = table.append_column("source_partition", pa.array(np.full(table.num_rows, partition, np.int32)))
-    return table.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA).sort_by("source_offset")
+    partition values in its log, not in the files); and the rows of those kept decoded, in the
+    columns `decoding.kept_decoded` takes (a file of records none of which is kept has no such column)."""
+    records, kept = [], []
+    for path in files:
+        table = pq.read_table(storage.parquet_source(path))
+        table = table.append_column("source_partition", pa.array(np.full(table.num_rows, partition, np.int32)))
+        records.append(table.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA))
+        if KEPT_COLUMNS[0] in table.column_names:
+            held = table.filter(pc.is_valid(table.column(KEPT_COLUMNS[0])))
+            kept.append(held.select(kept_schema().names).cast(kept_schema()))
+    carried = pa.concat_tables(records).sort_by("source_offset") if records else CARRY_SCHEMA.empty_table()
+    return carried, pa.concat_tables(kept) if kept else kept_schema().empty_table()
 
 
 def carried_raw_batch(carried: pa.Table, markers: transactions.Markers) -> pa.RecordBatch:
@@ -195,9 +207,10 @@ PIECE_COLUMNS = ("source_partition", "source_offset", "record_timestamp_ms", "ke
 
 
 def read_carried(unit: CarriedPartition) -> Iterator[pa.RecordBatch]:
-    """Carried records in the columns of a snapshot's pieces (`read_piece`): a Kafka source reads
-    read_committed, so nothing it carries is transactional."""
-    table = carried_records(unit.record_files, unit.partition, unit.storage)
+    """Carried records in the columns of a snapshot's pieces (`read_piece`), after the rows of those
+    kept decoded: a Kafka source reads read_committed, so nothing it carries is transactional."""
+    table, kept = carried_records(unit.record_files, unit.partition, unit.storage)
+    yield from kept.to_batches()
     if table.num_rows:
         batch = carried_raw_batch(table, transactions.Markers())
         yield batch.select([*PIECE_COLUMNS, CARRIED])

@@ -105,6 +105,8 @@ class Column:
     name: str
     type: str  # Spark SQL type
     doc: str
+    # How the docs name the type, where it is another table's row: "group_metadata row".
+    shown: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,10 +137,26 @@ def coordinate_columns() -> tuple[Column, ...]:
     return tuple(Column(**c) for c in raw["columns"])
 
 
+def _column(raw: dict) -> Column:
+    """A column of a table file. `"rowOf": TABLE` (with `"many": true`, a list of them) holds rows of
+    another table, in its columns: its type is built from that table's file, never written twice."""
+    if "rowOf" not in raw:
+        return Column(**raw)
+    of = table_schema(raw["rowOf"])
+    row = "struct<" + ",".join(f"{c.name}:{c.type}" for c in of.columns) + ">"
+    many = raw.get("many", False)
+    return Column(
+        raw["name"],
+        f"array<{row}>" if many else row,
+        raw["doc"],
+        f"array of `{of.name}` rows" if many else f"`{of.name}` row",
+    )
+
+
 @cache
 def table_schema(name: str) -> TableSchema:
     raw = json.loads((schemas_dir() / "tables" / f"{name}.json").read_text())
-    columns = tuple(Column(**c) for c in raw["columns"])
+    columns = tuple(_column(c) for c in raw["columns"])
     if raw.get("withCoordinates", True):
         columns = coordinate_columns() + columns
     return TableSchema(raw["name"], raw["about"], columns)

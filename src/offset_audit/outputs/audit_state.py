@@ -37,9 +37,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offset_audit.decoding.kept_decoded import KEPT, are_kept, kept_of, kept_schema, with_kept
 from offset_audit.errors import UserError
 from offset_audit.inputs.last_read import BatchHeader, LastRead
-from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, LogFloors
+from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, STATE_RECORDS_SCHEMA, LogFloors
 from offset_audit.inputs.snapshot_files import SeenFile, SeenFiles
 from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
@@ -53,8 +54,9 @@ LOG = f"{STATE}/log"
 FILES = f"{STATE}/files"
 # Raised when the state's layout changes: a run refuses a state of a newer layout and reads one of an
 # older layout again from the start. 2: positions say what identifies the last record read (last_batch_*,
-# last_record_digest), which a state of layout 1 cannot be checked by.
-STATE_FORMAT = 2
+# last_record_digest), which a state of layout 1 cannot be checked by. 3: records keep group records
+# decoded (`decoding.kept_decoded`); raised again whenever group records decode otherwise.
+STATE_FORMAT = 3
 LOCK_FILE = ".lock"
 STATE_TABLES = (RECORDS, POSITIONS, LOG, FILES)
 
@@ -243,12 +245,12 @@ class StateMergedMeanwhile(Exception):
     """Another run merged into the state after this one read it: this run's state is not merged."""
 
 
-def write_records(output: str, records: pa.Table, run_id: str, storage: Storage = LOCAL) -> int:
+def write_records(output: str, state: CarriedState, run_id: str, storage: Storage = LOCAL) -> int:
     """Replace state/records (the first half of a merge); the version made, for `write_positions`."""
     records_dir = join(output, RECORDS)
-    files = _write_record_files(records_dir, records, storage)
+    files = _write_record_files(records_dir, state, storage)
     return commit_files(
-        records_dir, files, CARRY_SCHEMA, "overwrite", ["source_partition"], run_id=run_id, storage=storage
+        records_dir, files, STATE_RECORDS_SCHEMA, "overwrite", ["source_partition"], run_id=run_id, storage=storage
     )
 
 
@@ -307,25 +309,32 @@ def write_positions(
     return DeltaTable(path, storage_options=options).version()
 
 
-def _write_record_files(records_dir: str, records: pa.Table, storage: Storage) -> list[DataFile]:
-    """One Parquet file per partition, in offset order, under a new folder of the table."""
+def _write_record_files(records_dir: str, state: CarriedState, storage: Storage) -> list[DataFile]:
+    """Per partition, in offset order, under a new folder of the table: a Parquet file of the records
+    kept decoded, with every column, and one of the others, without the kept columns (read as null)."""
     run_dir = new_run_dir(records_dir)
-    schema = CARRY_SCHEMA
-    data = schema.remove(schema.get_field_index("source_partition"))
-    files = []
+    records = state.records
     if not records.num_rows:
-        return files
+        return []
     records = records.sort_by([("source_partition", "ascending"), ("source_offset", "ascending")])
-    partitions = records.column("source_partition").to_numpy()
-    cuts = np.flatnonzero(np.diff(partitions)) + 1
-    for start, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(partitions)], strict=True):
-        part = records.slice(start, end - start)
-        partition = int(partitions[start])
-        path = join(run_dir, f"source_partition={partition}", f"part-{uuid.uuid4().hex[:12]}.parquet")
-        with storage.open_output_stream(path) as sink:
-            pq.write_table(part.select(data.names).cast(data), sink, compression="snappy")
-            size = sink.tell()
-        files.append(DataFile(path, part.num_rows, size, {"source_partition": str(partition)}))
+    is_kept = are_kept(state.kept, records)
+    files = []
+    for rows, schema in (
+        (records.filter(pa.array(~is_kept)), CARRY_SCHEMA),
+        (with_kept(records.filter(pa.array(is_kept)), state.kept, STATE_RECORDS_SCHEMA), STATE_RECORDS_SCHEMA),
+    ):
+        data = schema.remove(schema.get_field_index("source_partition"))
+        partitions = rows.column("source_partition").to_numpy()
+        cuts = np.flatnonzero(np.diff(partitions)) + 1
+        for start, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(partitions)], strict=True):
+            if start == end:
+                continue
+            partition = int(partitions[start])
+            path = join(run_dir, f"source_partition={partition}", f"part-{uuid.uuid4().hex[:12]}.parquet")
+            with storage.open_output_stream(path) as sink:
+                pq.write_table(rows.slice(start, end - start).select(data.names).cast(data), sink, compression="snappy")
+                size = sink.tell()
+            files.append(DataFile(path, end - start, size, {"source_partition": str(partition)}))
     return files
 
 
@@ -368,23 +377,31 @@ def check_unlocked(output: str) -> None:
         pass
 
 
-def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> pa.Table:
+@dataclass(frozen=True)
+class CarriedState:
+    """What a merge writes to state/records: the records, and the rows of those kept decoded."""
+
+    records: pa.Table
+    kept: pa.Table
+
+
+def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> CarriedState:
     """The next state from the files of every task's carried rows (`outputs.fast_write`): the last record
     of each key in log order, less tombstones (a tombstone that is its key's last record hides nothing
-    left in the state), and every pending transactional record."""
+    left in the state), and every pending transactional record; with the kept rows of those records."""
     from offset_audit.decoding.compaction import RAW_KEY, last_per_key
 
-    parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files]
-    if not parts:
-        return CARRY_SCHEMA.empty_table()
-    carried = pa.concat_tables(parts)
-    if not carried.num_rows:
-        return CARRY_SCHEMA.empty_table()
+    kept_parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files if f.endswith(KEPT)]
+    kept = pa.concat_tables(kept_parts).cast(kept_schema()) if kept_parts else kept_schema().empty_table()
+    parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files if not f.endswith(KEPT)]
+    carried = pa.concat_tables(parts) if parts else None
+    if carried is None or not carried.num_rows:
+        return CarriedState(CARRY_SCHEMA.empty_table(), kept.slice(0, 0))
     pending = pc.fill_null(pc.equal(carried.column("transaction"), PENDING), False)
     settled = last_per_key(carried.filter(pc.invert(pending)), (RAW_KEY,))
     settled = settled.filter(pc.is_valid(settled.column("value")))
-    kept = pa.concat_tables([settled, carried.filter(pending)])
-    return kept.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA)
+    records = pa.concat_tables([settled, carried.filter(pending)]).select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA)
+    return CarriedState(records, kept_of(kept, records))
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,14 @@ from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, commit_bucke
 from offset_audit.decoding.decoder import (
     SKIPPED_SUPERSEDED,
     TABLES,
+    DecodedBatch,
     arrow_schema,
     decode_batch,
     for_decode,
     source_notes,
 )
 from offset_audit.decoding.fast_commits import key_types
+from offset_audit.decoding.kept_decoded import KEPT, KeptDecoded, decoded_kept, kept_schema
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.inputs.last_read import LastRow
@@ -60,6 +62,8 @@ ROW_GROUP_ROWS = 131_072
 BUCKET_SUFFIX = "-b"
 # The tables the coordinator state is rebuilt from: "latest" as-of is their newest record.
 STATE_TABLES = ("offset_commits", "group_metadata", "modern_group_records")
+# The tables a group record kept decoded has rows in (`decoding.kept_decoded`).
+KEPT_TABLES = ("group_metadata", "group_members", "modern_group_records")
 
 # What each task reports back, one small row each: its files, its record counts, how many raw records
 # it read (kind "read"), the newest record timestamp among its decoded records (kind "newest",
@@ -191,6 +195,7 @@ def _decode_and_write(
         commits = "offset_commits"
         files[commits] = _BucketedFiles(run_dirs[commits], prefix, arrow_schema(commits), storage, buckets)
     latest = LatestPerKey((RAW_KEY,)) if compact else None
+    carried_rows = KeptDecoded()
     kept_apart = ResumeFilter(resume.floors, resume.probes, resume.reread) if resume is not None else None
     log_file = None
     if resume is not None and resume.log is not None:
@@ -202,19 +207,25 @@ def _decode_and_write(
     newest: int | None = None
     read = 0
 
-    def decode(batch: pa.RecordBatch) -> None:
+    def write(tables: dict[str, pa.Table]) -> None:
         nonlocal newest
-        decoded = decode_batch(batch, codec, use_fast_path)
-        counts.update(decoded.counts)
-        for name in TABLES:
-            table = decoded.table(name)
+        for name, table in tables.items():
             if table.num_rows:
                 if name in STATE_TABLES:
                     newest = _newest(table, newest)
                 files[name].add(table)
 
+    def decode(batch: pa.RecordBatch) -> tuple[DecodedBatch, dict[str, pa.Table]]:
+        decoded = decode_batch(batch, codec, use_fast_path)
+        counts.update(decoded.counts)
+        tables = {name: decoded.table(name) for name in TABLES}
+        write(tables)
+        return decoded, tables
+
     for batch in batches:
         if kept_apart is not None:
+            if carried_rows.take(batch):
+                continue
             batch = kept_apart.keep(batch)
             if log_file is not None and (logged := logged_rows(batch, resume.log)) is not None:
                 log_file.add(logged)
@@ -237,13 +248,25 @@ def _decode_and_write(
         if batch.num_rows:
             decode(batch)
     last = latest.result() if latest is not None else None
+    kept_rows = kept_schema().empty_table()
     if last is not None:
         counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
-        for batch in last.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
-            decode(batch)
+        to_decode, taken = carried_rows.split(last)
+        if taken is not None:
+            write(taken.tables)
+            counts.update(taken.counts)
+        classified, decoded_tables = [], []
+        for batch in to_decode.drop_columns([RAW_KEY]).to_batches(max_chunksize=ROW_GROUP_ROWS):
+            decoded, tables = decode(batch)
+            if kept_apart is not None:
+                classified += decoded.classified
+                decoded_tables.append({name: tables[name] for name in KEPT_TABLES})
+        if kept_apart is not None:
+            fresh = decoded_kept(classified, _joined(decoded_tables))
+            kept_rows = pa.concat_tables([taken.kept, fresh]) if taken is not None else fresh
     report = [{"kind": "read", "rows": read}]
     if kept_apart is not None:
-        report += _carry(kept_apart, last, pending, resume.carry_dir, prefix, storage)
+        report += _carry(kept_apart, last, kept_rows, pending, resume.carry_dir, prefix, storage)
     if log_file is not None:
         log_file.close()
         if log_file.rows:
@@ -289,11 +312,26 @@ class Resumed:
     reread: frozenset[str] = frozenset()
 
 
+def _joined(parts: list[dict[str, pa.Table]]) -> dict[str, pa.Table]:
+    """Each of KEPT_TABLES' rows over the batches a task decoded."""
+    return {
+        name: pa.concat_tables([p[name] for p in parts]) if parts else arrow_schema(name).empty_table()
+        for name in KEPT_TABLES
+    }
+
+
 def _carry(
-    kept_apart: ResumeFilter, last: pa.Table | None, pending: list[pa.Table], folder: str, prefix: str, storage: Storage
+    kept_apart: ResumeFilter,
+    last: pa.Table | None,
+    kept: pa.Table,
+    pending: list[pa.Table],
+    folder: str,
+    prefix: str,
+    storage: Storage,
 ) -> list[dict]:
     """A task's report of how far each partition reached, and its file of records to carry: its last
-    record of each key (with the key they replace each other under) and its pending ones."""
+    record of each key (with the key they replace each other under; a group record with its rows,
+    `kept`: `decoding.kept_decoded`) and its pending ones."""
     report: list[dict] = [{"kind": "carried", "rows": kept_apart.carried}]
     for partition, end in sorted(kept_apart.ends.items()):
         last_row = kept_apart.last[partition]
@@ -314,12 +352,14 @@ def _carry(
         parts.append(carry_table(last).append_column(RAW_KEY, last.column(RAW_KEY)))
     for table in pending:
         parts.append(table.append_column(RAW_KEY, table.column("key")))
-    if parts:
-        table = pa.concat_tables(parts)
-        file = _TableFile(join(folder, f"{prefix}.parquet"), table.schema, storage)
-        file.add(table)
-        file.close()
-        report.append({"kind": "file", "table_name": CARRY, "path": file.path, "rows": file.rows, "size": file.size})
+    for name, table in ((f"{prefix}.parquet", pa.concat_tables(parts) if parts else None), (f"{prefix}{KEPT}", kept)):
+        if table is not None and table.num_rows:
+            file = _TableFile(join(folder, name), table.schema, storage)
+            file.add(table)
+            file.close()
+            report.append(
+                {"kind": "file", "table_name": CARRY, "path": file.path, "rows": file.rows, "size": file.size}
+            )
     return report
 
 

@@ -408,10 +408,10 @@ def merge_state(
 ) -> str | None:
     """Replace the state with this run's, after appending its records to state/log; None when merged,
     else why not (another run merged first). `seen`: a snapshot's data files, all read now."""
-    records = compacted_state(carry_files, storage)
+    carried = compacted_state(carry_files, storage)
     positions = new_positions(plan_, facts, ends, newest_ms, input_format, last_rows)
     read_version = plan_.stored.positions_version if plan_.stored is not None else None
-    records_version = write_records(output, records, run_id, storage)
+    records_version = write_records(output, carried, run_id, storage)
     files_version = None if seen is None else write_files(output, seen, run_id, storage)
     if log is not None and report is not None:
         report.records_logged = 0

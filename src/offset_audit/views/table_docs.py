@@ -28,7 +28,7 @@ def table_section(name: str) -> str:
         names = ", ".join(f"`{c.name}`" for c in coords)
         lines.append(f"| {names} | {', '.join(c.type for c in coords)} | where the record is in the dump |")
         columns = schema.without_coordinates()
-    lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in columns]
+    lines += [f"| `{c.name}` | {c.shown or c.type} | {c.doc} |" for c in columns]
     return "\n".join(lines)
 
 
