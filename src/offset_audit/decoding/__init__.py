@@ -9,6 +9,7 @@
     share_columns   __share_group_state values read column-wise with numpy, as fast_commits reads commits
     row_fields   a decoded record's fields whatever holds them (dict, dataclass, Spark Row)
     compaction   each decode task's last raw record per key, as the log cleaner would leave it
+    kept_decoded the group records an incremental state keeps decoded, taken instead of decoding them again
     report       what a run read, decoded, skipped and quarantined (DecodeReport), and the key every
                  reader counts records by (CountKey); plain data, which the views read
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -31,36 +30,19 @@ import pyarrow.compute as pc
 
 from offset_audit.decoding import records
 from offset_audit.decoding.report import CountKey
+from offset_audit.inputs.resumed import KEPT_COLUMNS, KEPT_SCHEMA
 
 # In CountKey's order.
-COUNT_COLUMNS = (
-    "decoded_class",
-    "decoded_record_type",
-    "decoded_value_version",
-    "decoded_layout_era",
-    "decoded_is_tombstone",
-)
+COUNT_COLUMNS = KEPT_COLUMNS[:5]
 # Each kept class's table, and the column of state/records that holds its row.
 ROW_COLUMNS = {
     records.GROUP_METADATA: ("group_metadata", "group_metadata"),
     records.MODERN: ("modern_group_records", "modern_group_record"),
 }
 MEMBERS = "group_members"
-KEPT_COLUMNS = (*COUNT_COLUMNS, "group_metadata", MEMBERS, "modern_group_record")
 _WHERE = ("source_partition", "source_offset")
 # How a file of kept rows is named beside the records to carry (`outputs.fast_write`).
 KEPT = "-kept.parquet"
-
-
-@cache
-def kept_schema() -> pa.Schema:
-    """Where a record is, and its kept columns, typed as state/records types them."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from offset_audit.layouts.tables import table_schema
-
-    full = to_arrow_schema(table_schema("state_records").struct(), timezone="UTC")
-    return pa.schema([full.field(name) for name in (*_WHERE, *KEPT_COLUMNS)])
 
 
 @dataclass
@@ -149,7 +131,7 @@ def decoded_kept(classified: list[dict], tables: dict[str, pa.Table]) -> pa.Tabl
     """The kept columns of the group records a task has just decoded: `classified` is their class and
     count key (`DecodedBatch.classified`), `tables` the rows decoded from them."""
     chosen = [c for c in classified if c["class"] in ROW_COLUMNS]
-    schema = kept_schema()
+    schema = KEPT_SCHEMA
     if not chosen:
         return schema.empty_table()
     where = [(c["payload"]["source_partition"], c["payload"]["source_offset"]) for c in chosen]

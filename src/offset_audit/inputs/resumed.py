@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from offset_audit.decoding.kept_decoded import KEPT_COLUMNS, kept_schema
 from offset_audit.inputs import log_loader, transactions
 from offset_audit.inputs.kafka_source import Piece, read_piece
 from offset_audit.inputs.last_read import RECORD_FIELDS, LastRow, record_digest
@@ -37,6 +36,20 @@ CARRIED = "carried"
 # The raw columns an incremental run carries from one run to the next: state/records' own
 # (schemas/tables/state_records.json).
 STATE_RECORDS_SCHEMA = to_arrow_schema(table_schema("state_records").struct(), timezone="UTC")
+# The columns of state/records that hold a group record kept decoded (`decoding.kept_decoded`): how the
+# decode counts it (in CountKey's order), then its rows.
+KEPT_COLUMNS = (
+    "decoded_class",
+    "decoded_record_type",
+    "decoded_value_version",
+    "decoded_layout_era",
+    "decoded_is_tombstone",
+    "group_metadata",
+    "group_members",
+    "modern_group_record",
+)
+# A table of kept rows: where each record is, and its kept columns.
+KEPT_SCHEMA = pa.schema([STATE_RECORDS_SCHEMA.field(n) for n in ("source_partition", "source_offset", *KEPT_COLUMNS)])
 # The records themselves: state/records less the columns of the group records kept decoded, which travel
 # apart (`decoding.kept_decoded`), so that the offset commits, nearly every row, never hold their nulls.
 CARRY_SCHEMA = pa.schema([f for f in STATE_RECORDS_SCHEMA if f.name not in KEPT_COLUMNS])
@@ -153,9 +166,9 @@ def carried_records(files: tuple[str, ...], partition: int, storage: Storage) ->
         records.append(table.select(CARRY_SCHEMA.names).cast(CARRY_SCHEMA))
         if KEPT_COLUMNS[0] in table.column_names:
             held = table.filter(pc.is_valid(table.column(KEPT_COLUMNS[0])))
-            kept.append(held.select(kept_schema().names).cast(kept_schema()))
+            kept.append(held.select(KEPT_SCHEMA.names).cast(KEPT_SCHEMA))
     carried = pa.concat_tables(records).sort_by("source_offset") if records else CARRY_SCHEMA.empty_table()
-    return carried, pa.concat_tables(kept) if kept else kept_schema().empty_table()
+    return carried, pa.concat_tables(kept) if kept else KEPT_SCHEMA.empty_table()
 
 
 def carried_raw_batch(carried: pa.Table, markers: transactions.Markers) -> pa.RecordBatch:

@@ -37,10 +37,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from offset_audit.decoding.kept_decoded import KEPT, are_kept, kept_of, kept_schema, with_kept
+from offset_audit.decoding.kept_decoded import KEPT, are_kept, kept_of, with_kept
 from offset_audit.errors import UserError
 from offset_audit.inputs.last_read import BatchHeader, LastRead
-from offset_audit.inputs.resumed import CARRY_SCHEMA, LOG_GENERATION, LOG_SCHEMA, STATE_RECORDS_SCHEMA, LogFloors
+from offset_audit.inputs.resumed import (
+    CARRY_SCHEMA,
+    KEPT_SCHEMA,
+    LOG_GENERATION,
+    LOG_SCHEMA,
+    STATE_RECORDS_SCHEMA,
+    LogFloors,
+)
 from offset_audit.inputs.snapshot_files import SeenFile, SeenFiles
 from offset_audit.inputs.transactions import PENDING
 from offset_audit.layouts.tables import table_schema
@@ -392,7 +399,7 @@ def compacted_state(carry_files: list[str], storage: Storage = LOCAL) -> Carried
     from offset_audit.decoding.compaction import RAW_KEY, last_per_key
 
     kept_parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files if f.endswith(KEPT)]
-    kept = pa.concat_tables(kept_parts).cast(kept_schema()) if kept_parts else kept_schema().empty_table()
+    kept = pa.concat_tables(kept_parts).cast(KEPT_SCHEMA) if kept_parts else KEPT_SCHEMA.empty_table()
     parts = [pq.read_table(storage.parquet_source(f)) for f in carry_files if not f.endswith(KEPT)]
     carried = pa.concat_tables(parts) if parts else None
     if carried is None or not carried.num_rows:

@@ -37,11 +37,12 @@ from offset_audit.decoding.decoder import (
     source_notes,
 )
 from offset_audit.decoding.fast_commits import key_types
-from offset_audit.decoding.kept_decoded import KEPT, KeptDecoded, decoded_kept, kept_schema
+from offset_audit.decoding.kept_decoded import KEPT, KeptDecoded, decoded_kept
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.inputs.last_read import LastRow
 from offset_audit.inputs.resumed import (
+    KEPT_SCHEMA,
     LOG_SCHEMA,
     LogFloors,
     ResumeFilter,
@@ -248,7 +249,7 @@ def _decode_and_write(
         if batch.num_rows:
             decode(batch)
     last = latest.result() if latest is not None else None
-    kept_rows = kept_schema().empty_table()
+    kept_rows = KEPT_SCHEMA.empty_table()
     if last is not None:
         counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
         to_decode, taken = carried_rows.split(last)
@@ -329,9 +330,9 @@ def _carry(
     prefix: str,
     storage: Storage,
 ) -> list[dict]:
-    """A task's report of how far each partition reached, and its file of records to carry: its last
-    record of each key (with the key they replace each other under; a group record with its rows,
-    `kept`: `decoding.kept_decoded`) and its pending ones."""
+    """A task's report of how far each partition reached, and its files to carry: its last record of
+    each key (with the key they replace each other under) and its pending ones; and in a file of their
+    own (named `...KEPT`), the rows of its group records kept decoded (`kept`: `decoding.kept_decoded`)."""
     report: list[dict] = [{"kind": "carried", "rows": kept_apart.carried}]
     for partition, end in sorted(kept_apart.ends.items()):
         last_row = kept_apart.last[partition]
