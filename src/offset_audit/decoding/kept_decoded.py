@@ -32,8 +32,8 @@ from offset_audit.decoding import records
 from offset_audit.decoding.report import CountKey
 from offset_audit.inputs.resumed import KEPT_COLUMNS, KEPT_SCHEMA
 
-# In CountKey's order.
-COUNT_COLUMNS = KEPT_COLUMNS[:5]
+# The kept columns that hold the count key, in CountKey's order.
+COUNT_COLUMNS = KEPT_COLUMNS[: len(CountKey._fields)]
 # Each kept class's table, and the column of state/records that holds its row.
 ROW_COLUMNS = {
     records.GROUP_METADATA: ("group_metadata", "group_metadata"),
@@ -131,9 +131,8 @@ def decoded_kept(classified: list[dict], tables: dict[str, pa.Table]) -> pa.Tabl
     """The kept columns of the group records a task has just decoded: `classified` is their class and
     count key (`DecodedBatch.classified`), `tables` the rows decoded from them."""
     chosen = [c for c in classified if c["class"] in ROW_COLUMNS]
-    schema = KEPT_SCHEMA
     if not chosen:
-        return schema.empty_table()
+        return KEPT_SCHEMA.empty_table()
     where = [(c["payload"]["source_partition"], c["payload"]["source_offset"]) for c in chosen]
     columns: dict[str, pa.Array] = {
         "source_partition": pa.array([w[0] for w in where], pa.int32()),
@@ -145,9 +144,9 @@ def decoded_kept(classified: list[dict], tables: dict[str, pa.Table]) -> pa.Tabl
         "decoded_is_tombstone": pa.array([c["key"].is_tombstone for c in chosen], pa.bool_()),
     }
     for table, column in ROW_COLUMNS.values():
-        columns[column] = _rows_at(tables[table], where, schema.field(column).type)
-    columns[MEMBERS] = _members_at(tables[MEMBERS], tables["group_metadata"], where, schema.field(MEMBERS).type)
-    return pa.table([columns[name] for name in schema.names], schema=schema)
+        columns[column] = _rows_at(tables[table], where, KEPT_SCHEMA.field(column).type)
+    columns[MEMBERS] = _members_at(tables[MEMBERS], tables["group_metadata"], where, KEPT_SCHEMA.field(MEMBERS).type)
+    return pa.table([columns[name] for name in KEPT_SCHEMA.names], schema=KEPT_SCHEMA)
 
 
 def _where(table: pa.Table) -> list[tuple[int, int]]:
