@@ -111,6 +111,35 @@ def test_delta_rs_route_writes_no_spark_markers(spark, tmp_path):
     assert not list(path.rglob("_SUCCESS")) and not list(path.rglob(".*.crc"))
 
 
+@pytest.mark.parametrize("snapshot", ["s1", "a b/../c"])
+def test_spark_and_the_python_workers_write_the_same_table(spark, tmp_path, snapshot):
+    """A local table of many rows is written by Spark's own Parquet writer (its rows never leave the JVM),
+    others by the Python workers: the same schema, rows and partition values either way, the folder
+    holding only the files the log names, and no file of no rows (a task with none)."""
+    ids = spark.range(0, 6, numPartitions=3)  # the first task's rows are all left out
+    frame = ids.where(ids.id >= 2).select(
+        ids.id.cast("int").alias("x"),
+        F.when(ids.id < 4, F.lit(None)).otherwise(ids.id.cast("string")).alias("name"),
+        (F.lit(10**9) * ids.id).cast("timestamp").alias("at"),
+        F.lit(snapshot).alias("snap"),
+    )
+    tables = {}
+    for route in ("spark", "python"):
+        path, writer = tmp_path / route, TableWriter(DELTA_RS, LOCAL, spark_parquet=route == "spark")
+        write_delta(frame, str(path), writer, partition_by=["snap"], replace_where={"snap": snapshot})
+        table = DeltaTable(str(path))
+        actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+        named = {str(path / a["path"]) for a in actions}
+        on_disk = {str(f) for f in path.rglob("*") if f.is_file() and "_delta_log" not in f.parts}
+        assert on_disk == named and len(named) == 2, route
+        assert all(n.endswith(".snappy.parquet") == (route == "spark") for n in named)  # Spark names its own
+        assert all(a["num_records"] > 0 for a in actions)
+        tables[route] = table.to_pyarrow_table()
+    assert tables["spark"].schema.equals(tables["python"].schema)
+    assert sorted(map(repr, tables["spark"].to_pylist())) == sorted(map(repr, tables["python"].to_pylist()))
+    assert {r["snap"] for r in tables["spark"].to_pylist()} == {snapshot}
+
+
 def test_tables_checkpoint_every_ten_commits(tmp_path):
     """Scheduled runs add a commit per run: the log must not grow unchecked (delta-rs alone waits for 100)."""
     import pyarrow as pa

@@ -243,6 +243,39 @@ def test_compacted_replay_judges_exactly_like_the_full_commit_history(spark, spl
     assert not list((tmp_path / "compact").glob("_replay-*")), "the scratch folder is removed"
 
 
+def test_a_wide_state_judged_on_every_core_and_written_by_spark_gives_the_same_tables(
+    spark, split_dump, tmp_path, monkeypatch
+):
+    """From WIDE_STATE_ROWS a state replayed in one partition is judged spread over the cores, and the
+    verdicts are written by Spark's own Parquet writer, the candidates read back from their files: the
+    tables (rows and Delta schema) must be those of the Python workers' single pass."""
+    from offset_audit.runs import audit
+
+    settings = load_settings(as_of=AS_OF)
+    spreads = []
+    load_state = state.load_state
+
+    def spy(*args):
+        spreads.append(args[-1])
+        return load_state(*args)
+
+    monkeypatch.setattr(state, "load_state", spy)
+    run_audit(spark, [split_dump], str(tmp_path / "few"), settings, snapshot_id="s")
+    monkeypatch.setattr(state, "WIDE_STATE_ROWS", 0)
+    monkeypatch.setattr(audit, "WIDE_STATE_ROWS", 0)
+    run_audit(spark, [split_dump], str(tmp_path / "wide"), settings, snapshot_id="s")
+    assert spreads == [1, spark.sparkContext.defaultParallelism] and spreads[1] > 1
+    for table in ("partition_verdicts", "group_verdicts", "deletion_candidates"):
+        few, wide = (DeltaTable(f"{tmp_path}/{kind}/{table}") for kind in ("few", "wide"))
+        assert few.schema().to_arrow() == wide.schema().to_arrow(), table
+        rows = [sorted(map(repr, t.to_pyarrow_table().to_pylist())) for t in (few, wide)]
+        assert rows[0] == rows[1] and rows[0], table
+    names = [
+        a["path"] for a in pa.table(DeltaTable(f"{tmp_path}/wide/partition_verdicts").get_add_actions()).to_pylist()
+    ]
+    assert names and all(n.endswith(".snappy.parquet") for n in names)  # Spark's own writer names its files
+
+
 def _unreadable(record):
     """The record with a value whose body is cut short after its version: its key still reads."""
     key, value, stamp = record

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -31,7 +31,7 @@ from offset_audit.runs import clusters, incremental, progress
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
-from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
+from offset_audit.runs.state import WIDE_STATE_ROWS, CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
 from offset_audit.snapshot_ids import AUDIT, SNAPSHOTS_TABLE
@@ -234,7 +234,7 @@ def _judge(
         candidates_of,
         snapshot,
         report,
-        writer,
+        replace(writer, spark_parquet=state.rows >= WIDE_STATE_ROWS),
     )
     groups = written(
         verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval, version), "group_verdicts"

@@ -28,6 +28,7 @@ from offset_audit.outputs.scratch import merge_latest_commits, merge_latest_comm
 from offset_audit.runs import progress
 from offset_audit.runs.decode import Decoded, decode_dump
 from offset_audit.runs.session import scoped_conf
+from offset_audit.session_kind import session_cores
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
@@ -39,6 +40,16 @@ from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 # rows (20M records) one partition was as fast as four. Bigger states stay spread over the executors.
 SMALL_STATE_ROWS = 1_000_000
 SMALL_STATE_CONF = {"spark.sql.adaptive.enabled": "false"}
+# From this many state rows the verdicts are written by Spark's own Parquet writer (outputs.delta.
+# spark_writes_parquet), and a state replayed in one partition has its offsets spread over the cores
+# again to be judged and written (a round-robin shuffle of the offsets alone), as Spark's writer writes
+# in the judging tasks themselves. Measured warm on two cores: 3,357,690 offsets (a 20M-record dump with
+# 30 times as many partitions) took 12.5-17.5 s to judge and write with Spark's writer against 19.5-23.0 s
+# with the Python workers'; 747,523 offsets (5M records, so replayed in one partition) 8.5-9.1 s against
+# 9.2-10.3 s, and 12.1-13.0 s with Spark's writer unspread (7.3 s in one task); 131,944 offsets (the
+# fleet's 20M records) took 0.75 s in one task and 1.16 s spread, and the stage 0.1-0.4 s more with
+# Spark's writer, which writes one table a job.
+WIDE_STATE_ROWS = 500_000
 # Up to this many, the replay's and the verdicts' expressions are also evaluated as they stand instead of
 # compiled: compiling the generated Java cost more than the rows it then runs over. In a fresh process
 # (its JIT still cold) the partition_verdicts query of a 1,000-record audit took 10.0 s compiled, 6.4 s
@@ -77,6 +88,8 @@ class CoordinatorState:
     newest_record: datetime | None
     load_notes: dict[str, int] = field(default_factory=dict)
     """What stops the judged broker version loading this log (`rules.early_commit_note`)."""
+    rows: int = 0
+    """The decoded state's rows the replay read (its group records and commits, one per key when merged)."""
     decoded: Decoded | None = None
     """The decode pass, for an incremental audit's state (`runs.incremental`)."""
 
@@ -96,6 +109,7 @@ def load_state(
     storage: Storage = LOCAL,
     quarantined: bool = True,
     version: BrokerVersion = NEWEST_VERSION,
+    spread: int = 1,
 ) -> CoordinatorState:
     """Replay the decode tables into what the coordinator would hold after loading the log.
 
@@ -104,7 +118,8 @@ def load_state(
     pass already knows it, saves a scan for the newest record; `transactions` says the input can show
     pending transactional commits (log segments, dump-log); `single_partition` replays a small state in
     one partition (see `SMALL_STATE_ROWS`); `quarantined` False says the quarantine table is empty, which
-    spares the replay its look for keys whose last record is unreadable (`replay.unreadable_records`).
+    spares the replay its look for keys whose last record is unreadable (`replay.unreadable_records`);
+    `spread`: the partitions the offsets of a state replayed in one are judged in (WIDE_STATE_ROWS).
     """
     commits = read_table(spark, decoded_dir, "offset_commits", storage) if commits is None else commits
     metadata = read_table(spark, decoded_dir, "group_metadata", storage)
@@ -136,6 +151,10 @@ def load_state(
         )
     if newest is None:
         newest = newest_record(commits, metadata, modern)
+    if spread > 1 and commits_latest:
+        # Judging and writing each offset's verdict is a map over the offsets: on every core, also when
+        # the groups were replayed in one partition.
+        offsets = offsets.repartition(spread)
     return CoordinatorState(offsets, groups, newest, load_notes)
 
 
@@ -245,9 +264,10 @@ def coordinator_state(
                 storage,
                 quarantined,
                 parse_version(dump.settings.kafka.version),
+                session_cores(spark) if small and state_rows >= WIDE_STATE_ROWS else 1,
             )
             report.format_notes.update(state.load_notes)
-            state.decoded = decoded
+            state.decoded, state.rows = decoded, state_rows
             try:
                 yield state
             finally:
