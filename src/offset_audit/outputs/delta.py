@@ -2,11 +2,12 @@
 
 - A session with Delta configured (a cluster started with delta-spark) writes `format("delta")`, unless
   the run chose delta-rs (--writer, [output] writer).
-- Otherwise (the embedded default: no Delta jars needed) the tasks write the Parquet data files in
-  parallel straight into the table folder, and delta-rs then commits them to the Delta log in one
-  transaction. In a local or mounted folder Spark's own Parquet writer writes them; in an
-  S3-compatible store the Python workers do, through pyarrow.fs (no Hadoop connector needed), and
-  report each file's path, rows and size. The data never passes through the driver.
+- Otherwise (the embedded default: no Delta jars needed) the Python workers write the Parquet data
+  files in parallel straight into the table folder, through pyarrow.fs, so local folders, mounted ones
+  and S3-compatible stores alike; delta-rs then commits them to the Delta log in one transaction. The
+  data never passes through the driver; the tasks report each file's path, rows and size. A write of
+  many rows into a local folder (`TableWriter.spark_parquet`) has Spark's own Parquet writer write
+  the files instead, before delta-rs commits them.
 
 Either way a commit is atomic: readers see the previous version of the table until it lands, and each
 writer reads and appends to the other's tables (protocol 1/2, no column mapping, no deletion vectors).
