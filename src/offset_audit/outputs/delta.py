@@ -6,7 +6,7 @@
   files in parallel straight into the table folder, through pyarrow.fs, so local folders, mounted ones
   and S3-compatible stores alike; delta-rs then commits them to the Delta log in one transaction. The
   data never passes through the driver; the tasks report each file's path, rows and size. A write of
-  many rows into a local folder (`TableWriter.spark_parquet`) has Spark's own Parquet writer write
+  many rows into a local folder (`TableWriter.spark_writes`) has Spark's own Parquet writer write
   the files instead, before delta-rs commits them.
 
 Either way a commit is atomic: readers see the previous version of the table until it lands, and each
@@ -100,13 +100,22 @@ class TableWriter:
 
     route: str  # DELTA_SPARK or DELTA_RS
     storage: Storage
-    # delta-rs route: a local table's files written by Spark's own Parquet writer (spark_writes_parquet),
-    # for writes of many rows; the Python workers otherwise.
+    # delta-rs route, a write of many rows: see spark_writes.
     spark_parquet: bool = False
 
     @property
     def delta_spark(self) -> bool:
         return self.route == DELTA_SPARK
+
+    def spark_writes(self, path: str) -> bool:
+        """Whether Spark's own Parquet writer writes the data files of the delta-rs table at `path`: a
+        write of many rows (`spark_parquet`) into a local or mounted folder, whose rows then never leave
+        the JVM. Converting a verdict's 36 columns to Arrow for the Python workers to write cost more
+        than Spark's whole write of them (13.5 s against 11.9 s for 2.7M partition verdicts and their
+        1.3M deletion candidates). An object store stays with pyarrow.fs, which needs no Hadoop
+        connector in Spark (inputs.parquet_files); for a few rows the Python workers are the quicker, as
+        Spark's writer writes one table a job and its commit protocol costs more than the transfer."""
+        return self.spark_parquet and not self.delta_spark and not storage_is_remote(path)
 
 
 def choose_writer(spark: SparkSession, writer: str, storage: Storage) -> TableWriter:
@@ -234,7 +243,7 @@ def write_delta(
         writer.storage,
         within,
         like,
-        writer.spark_parquet,
+        writer.spark_writes(path),
     )
     return result
 
@@ -690,28 +699,14 @@ def write_parquet_parts(
     ]
 
 
-def spark_writes_parquet(path: str) -> bool:
-    """Whether Spark's own Parquet writer can write the data files of a table at `path` (a local or
-    mounted folder): the rows then never leave the JVM. Converting a verdict's 36 columns to Arrow for
-    the Python workers to write cost more than Spark's whole write of them (13.5 s against 11.9 s for
-    2.7M partition verdicts and their 1.3M deletion candidates). An object store stays with pyarrow.fs,
-    which needs no Hadoop connector in Spark (inputs.parquet_files). For a few rows the Python workers
-    are the quicker (`TableWriter.spark_parquet` says which): Spark's writer writes one table a job, and
-    its commit protocol costs more than the transfer it saves."""
-    return not storage_is_remote(path)
-
-
-def _known_partition(
+def _partition_of_every_row(
     partition_by: list[str] | None, replace_where: dict[str, str] | None
-) -> tuple[str, str] | bool | None:
-    """The one (column, value) every row of a write holds: None when the table has no partitions, False
-    when the value is not known before the rows are (a write with a partition column replaces only its
-    partition, `replace_where`, whose value every row then holds)."""
-    if not partition_by:
-        return None
-    if len(partition_by) == 1 and partition_by[0] in (replace_where or {}):
+) -> tuple[str, str] | None:
+    """The (column, value) every row of a write holds, known before the rows are: a table partitioned by
+    one column, of which the write replaces one partition (`replace_where`)."""
+    if partition_by and len(partition_by) == 1 and partition_by[0] in (replace_where or {}):
         return partition_by[0], replace_where[partition_by[0]]
-    return False
+    return None
 
 
 def write_spark_parquet(df: DataFrame, part: Part, partition: tuple[str, str] | None) -> list[DataFile]:
@@ -760,19 +755,20 @@ def write_delta_rs_parts(
     storage: Storage,
     within: Within | None = None,
     like: StructType | None = None,
-    spark_parquet: bool = False,
+    spark_writes: bool = False,
 ) -> list[WriteResult]:
     """Several Delta tables written from one Spark pass over `df` (`write_parquet_parts`), each table
     (path, its columns as `Part.columns`, the column picking its rows) committed on its own, in order;
-    their schema `df`'s, or `like`'s (see write_delta). `spark_parquet`: one table in a local folder is
-    written by Spark's own writer (`write_spark_parquet`)."""
+    their schema `df`'s, or `like`'s (see write_delta). `spark_writes` (`TableWriter.spark_writes`): one
+    table of all the rows, with no partition or the one `replace_where` names, is written by Spark's own
+    writer (`write_spark_parquet`)."""
     for path, _, _ in tables:
         check_table_dir(path, storage)
     parts = [Part(new_run_dir(path), columns, rows) for path, columns, rows in tables]
-    known = _known_partition(partition_by, replace_where)
-    alone = len(parts) == 1 and parts[0].rows is None and known is not False
-    if spark_parquet and alone and spark_writes_parquet(parts[0].run_dir):
-        written = [write_spark_parquet(df, parts[0], known)]
+    partition = _partition_of_every_row(partition_by, replace_where)
+    alone = len(parts) == 1 and parts[0].rows is None and (not partition_by or partition is not None)
+    if spark_writes and alone:
+        written = [write_spark_parquet(df, parts[0], partition)]
     else:
         written = write_parquet_parts(df, parts, partition_by, storage)
     arrow = to_arrow_schema(like or df.schema, timezone="UTC")

@@ -25,7 +25,6 @@ from offset_audit.outputs.delta import (
     Within,
     WriteResult,
     again_on_conflict,
-    spark_writes_parquet,
     write_delta,
     write_delta_rs_parts,
 )
@@ -170,10 +169,10 @@ def write_along_and_read_back(
     """`write_and_read_back` of `table` and of the table `along` it, in one Spark pass where delta-rs
     commits (`outputs.delta.write_delta_rs_parts`): the second table's rows are written by the tasks that
     write the first's, instead of a Spark job over the first table's rows read back; where Spark's own
-    writer writes them (`TableWriter.spark_parquet`), and with delta-spark, the second table's rows are
+    writer writes them (`TableWriter.spark_writes`), and with delta-spark, the second table's rows are
     read back from the first's files. `table` is noted in `report`; `along` is left for the caller to
     note, where its tables are listed."""
-    if writer.delta_spark or (writer.spark_parquet and spark_writes_parquet(output)):
+    if writer.delta_spark or writer.spark_writes(output):
         first = write_and_read_back(spark, frame, output, table, snapshot_id, report, writer)
         picked = first.frame.where(along.rows).select(*along.expressions())
         # The schema the second table had when its rows came from the judged rows themselves.

@@ -41,7 +41,7 @@ from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
 SMALL_STATE_ROWS = 1_000_000
 SMALL_STATE_CONF = {"spark.sql.adaptive.enabled": "false"}
 # From this many state rows the verdicts are written by Spark's own Parquet writer (outputs.delta.
-# spark_writes_parquet), and a state replayed in one partition has its offsets spread over the cores
+# TableWriter.spark_writes), and a state replayed in one partition has its offsets spread over the cores
 # again to be judged and written (a round-robin shuffle of the offsets alone), as Spark's writer writes
 # in the judging tasks themselves. Measured warm on two cores: 3,357,690 offsets (a 20M-record dump with
 # 30 times as many partitions) took 12.5-17.5 s to judge and write with Spark's writer against 19.5-23.0 s
