@@ -25,11 +25,13 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -363,8 +365,7 @@ def state_lock(output: str) -> Iterator[None]:
         except OSError as err:
             if err.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            holder = _holder(handle)
             raise UserError(
                 f"another incremental audit ({holder}) is merging into the state of '{output}'; run again when "
                 "it has finished"
@@ -376,6 +377,18 @@ def state_lock(output: str) -> Iterator[None]:
         yield
     finally:
         handle.close()
+
+
+def _holder(handle: IO[str]) -> str:
+    """Who holds the lock, as it wrote itself down: it writes just after taking the lock, so a run
+    refused in that instant waits a moment for the line rather than naming no one."""
+    for _ in range(50):
+        handle.seek(0)
+        holder = handle.read().strip()
+        if holder:
+            return holder
+        time.sleep(0.02)
+    return "another process"
 
 
 def check_unlocked(output: str) -> None:
