@@ -57,6 +57,12 @@ def is_remote(path: str) -> bool:
     return path.startswith(REMOTE_SCHEMES)
 
 
+def is_local(path: str) -> bool:
+    """A path of this machine's file system (`normalize` left it without a scheme): not an object store,
+    nor a scheme only a session's delta-spark reaches (hdfs://, abfss://)."""
+    return "://" not in path
+
+
 def normalize(path: str) -> str:
     """A path as the tool keeps it: absolute local, or s3://."""
     if path.startswith("s3a://"):

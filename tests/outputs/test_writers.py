@@ -132,6 +132,26 @@ def table_dicts(path: Path) -> list[dict]:
 
 
 @pytest.mark.delta_spark
+def test_a_session_with_delta_reads_local_decode_tables_through_delta_rs_listing(spark, dump, tmp_path):
+    """docs/cluster.md: the rows delta-spark reads, without the two Spark jobs its snapshot of each table
+    costs. (Tables delta-spark wrote are read this way by every audit this session runs, whose verdicts
+    the tests above compare with a delta-rs run's.)"""
+    from offset_audit.decoding.decoder import TABLES
+    from offset_audit.outputs.read_back import read_table
+
+    audit(dump, tmp_path, "delta-rs", "--keep-decoded")
+    tracker = spark.sparkContext.statusTracker()
+    for name in TABLES:
+        jobs = len(tracker.getJobIdsForGroup(None))
+        frame = read_table(spark, str(tmp_path / "decoded"), name)
+        assert len(tracker.getJobIdsForGroup(None)) == jobs, name
+        expected = spark.read.format("delta").load(str(tmp_path / "decoded" / name)).select(*frame.columns)
+        got = sorted(map(repr, frame.collect()))
+        assert got == sorted(map(repr, expected.collect())), name
+        assert got or name in ("quarantine", "other_records", "modern_group_records"), name
+
+
+@pytest.mark.delta_spark
 def test_each_writer_appends_to_the_tables_the_other_wrote(spark, dump, tmp_path):
     out = tmp_path / "mixed"
     writers = {"one": "delta-rs", "two": "delta-spark", "three": "delta-rs", "four": "delta-spark"}
