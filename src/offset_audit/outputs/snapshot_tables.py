@@ -109,7 +109,7 @@ class Written:
             pq.read_table(self.storage.parquet_source(f), columns=names, read_dictionary=list(dictionaries))
             for f in files
         ]
-        return pa.concat_tables(read).unify_dictionaries() if dictionaries else pa.concat_tables(read)
+        return pa.concat_tables(read).unify_dictionaries()
 
 
 def write_and_read_back(

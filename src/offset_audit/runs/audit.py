@@ -284,7 +284,7 @@ def _summarise(result: AuditResult, partitions: Written, groups: Written, candid
     keys = ("priority", "reason", "group_id", "topic")
     top = (
         _plain(
-            candidates.columns([*keys, "lag"], keys[1:])  # priority is a number
+            candidates.columns([*keys, "lag"], ("reason", "group_id", "topic"))  # the string keys
             .group_by(list(keys), use_threads=False)
             .aggregate([([], "count_all"), ("lag", "sum")])
         )
