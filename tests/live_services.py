@@ -239,6 +239,9 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
         "JAVA_TOOL_OPTIONS": SHORT_LIVED_JVM,
     }
     env.pop("PYSPARK_GATEWAY_PORT", None)
+    # The master drops a worker it has not heard from in spark.worker.timeout (60 s), and its executors
+    # with it: on two cores starved by the rest of the suite a worker's heartbeat came late once in CI.
+    master_env = {**env, "SPARK_MASTER_OPTS": "-Dspark.worker.timeout=600"}
     port, ui = free_port(), free_port()
     master = f"spark://{LOOPBACK}:{port}"
     processes = []
@@ -248,7 +251,7 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
                  "--host", LOOPBACK, "--port", str(port), "--webui-port", str(ui)],
                 folder / "master.log",
-                env,
+                master_env,
             )
         )  # fmt: skip
         _wait_for(folder / "master.log", "I have been elected leader", processes[0], "the Spark master")
