@@ -276,6 +276,38 @@ def test_a_wide_state_judged_on_every_core_and_written_by_spark_gives_the_same_t
     assert names and all(n.endswith(".snappy.parquet") for n in names)  # Spark's own writer names its files
 
 
+def test_the_route_is_chosen_on_the_state_merged_across_decode_tasks(spark, tmp_path, monkeypatch):
+    """Each decode task keeps its last commit of a key, so a key both tasks read is counted twice until
+    the driver merges them: the expressions' evaluation (TINY_STATE_ROWS), the spread and the writer
+    (WIDE_STATE_ROWS) follow the merged state, one record per key."""
+    from offset_audit.runs import audit
+
+    keys = [(group, topic) for group in ("a", "b", "c") for topic in ("orders", "clicks")]
+    table = snapshot_table([commit(g, t, 0, day, day) for day in (1, 2) for g, t in keys])
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    pq.write_table(table.slice(0, len(keys)), dump / "first.parquet")  # one decode task each
+    pq.write_table(table.slice(len(keys)), dump / "second.parquet")
+    # the six keys merged lie below the bound, the twelve records the two tasks kept above it
+    for module in (state, audit):
+        monkeypatch.setattr(module, "WIDE_STATE_ROWS", 2 * len(keys) - 2)
+    monkeypatch.setattr(state, "TINY_STATE_ROWS", 2 * len(keys) - 2)
+    seen = []
+    load_state = state.load_state
+
+    def spy(*args):
+        seen.append((args[-1], spark.conf.get("spark.sql.codegen.factoryMode")))
+        return load_state(*args)
+
+    monkeypatch.setattr(state, "load_state", spy)
+    result = run_audit(spark, [str(dump)], str(tmp_path / "out"), load_settings(as_of=AS_OF), snapshot_id="s")
+    # no task held two records of a key: both tasks kept all six of theirs
+    assert "superseded" not in result.report.skipped_by_reason and result.offsets == len(keys)
+    assert seen == [(1, "NO_CODEGEN")]  # one partition, evaluated as it stands
+    added = DeltaTable(f"{tmp_path}/out/partition_verdicts").get_add_actions()
+    assert not any(name.endswith(".snappy.parquet") for name in pa.table(added).column("path").to_pylist())
+
+
 def _unreadable(record):
     """The record with a value whose body is cut short after its version: its key still reads."""
     key, value, stamp = record

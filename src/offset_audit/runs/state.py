@@ -239,7 +239,11 @@ def coordinator_state(
         commits, latest = None, False
         if files is not None:
             if small and files:
-                files, latest = [merge_latest_commits(files, scratch, storage)[0]], True
+                merged, merged_rows = merge_latest_commits(files, scratch, storage)
+                files, latest = [merged], True
+                # Each decode task kept its last commit of a key; across tasks a key can be counted
+                # several times, so the route (TINY_STATE_ROWS, WIDE_STATE_ROWS) is chosen on the merge.
+                state_rows = group_rows + merged_rows
             elif files:
                 # A state too big for the driver is merged a bucket per task; one record per key
                 # left, it may now be small enough for one partition.
