@@ -238,16 +238,16 @@ def coordinator_state(
         progress.begin("rebuilding the coordinator's groups and offsets")
         commits, latest = None, False
         if files is not None:
-            if small and files:
-                merged, merged_rows = merge_latest_commits(files, scratch, storage)
-                files, latest = [merged], True
-                # Each decode task kept its last commit of a key; across tasks a key can be counted
-                # several times, so the route (TINY_STATE_ROWS, WIDE_STATE_ROWS) is chosen on the merge.
-                state_rows = group_rows + merged_rows
-            elif files:
-                # A state too big for the driver is merged a bucket per task; one record per key
-                # left, it may now be small enough for one partition.
-                merged = merge_latest_commits_by_bucket(spark, files, scratch, storage)
+            if files:
+                # Each decode task kept its own last commit of a key, so a key read by several tasks was
+                # counted once per task: the route (one partition, TINY_STATE_ROWS, WIDE_STATE_ROWS) is
+                # chosen on the merge, one record per key. A small state is merged on the driver, a
+                # larger one a bucket per task, which may leave it small enough for one partition.
+                merged = (
+                    dict([merge_latest_commits(files, scratch, storage)])
+                    if small
+                    else merge_latest_commits_by_bucket(spark, files, scratch, storage)
+                )
                 files, latest = sorted(merged), True
                 state_rows = group_rows + sum(merged.values())
                 small = state_rows <= SMALL_STATE_ROWS
