@@ -308,6 +308,34 @@ def test_the_route_is_chosen_on_the_state_merged_across_decode_tasks(spark, tmp_
     assert not any(name.endswith(".snappy.parquet") for name in pa.table(added).column("path").to_pylist())
 
 
+@pytest.mark.parametrize("wide", [True, False], ids=["wide", "small"])
+def test_a_wide_state_has_its_groups_built_before_the_verdicts_are_judged(spark, tmp_path, monkeypatch, wide):
+    """From WIDE_STATE_ROWS the rebuilding stage builds the groups into their cache, so that judging and
+    writing partition_verdicts is that alone; below it the verdicts' query replays them (one job less)."""
+    from offset_audit.coordinator import verdicts
+    from offset_audit.runs import audit
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    pq.write_table(snapshot_table([commit("g", "orders", p, 5, 1) for p in range(3)]), dump / "one.parquet")
+    bound = 1 if wide else 10**6
+    for module in (state, audit):
+        monkeypatch.setattr(module, "WIDE_STATE_ROWS", bound)
+    cached = spark._jsparkSession.sharedState().cacheManager()
+    built = []
+    judged_offsets = verdicts.judged_offsets
+
+    def spy(offsets, groups, version):
+        found = cached.lookupCachedData(groups._jdf)
+        builder = found.isDefined() and found.get().cachedRepresentation().cacheBuilder()
+        built.append(bool(builder) and builder.isCachedColumnBuffersLoaded())
+        return judged_offsets(offsets, groups, version)
+
+    monkeypatch.setattr(verdicts, "judged_offsets", spy)
+    result = run_audit(spark, [str(dump)], str(tmp_path / "out"), load_settings(as_of=AS_OF), snapshot_id="s")
+    assert result.offsets == 3 and built == [wide]
+
+
 def _unreadable(record):
     """The record with a value whose body is cut short after its version: its key still reads."""
     key, value, stamp = record

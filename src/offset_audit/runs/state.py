@@ -272,6 +272,11 @@ def coordinator_state(
             )
             report.format_notes.update(state.load_notes)
             state.decoded, state.rows = decoded, state_rows
+            if state_rows >= WIDE_STATE_ROWS:
+                # Built here, into the cache load_state gave them: otherwise the partition_verdicts query
+                # replays the groups (a broadcast's jobs) inside its own stage. A smaller state's replay
+                # stays in that query, which spares it a Spark job.
+                state.groups.count()
             try:
                 yield state
             finally:
