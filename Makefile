@@ -28,7 +28,7 @@ YARN_JARS := .jars/yarn
 PROMETHEUS_DIR := .prometheus
 PROMETHEUS_DEBS := prometheus prometheus-node-exporter prometheus-pushgateway
 
-.PHONY: setup check-java jvm-archive kafka spark-jars browser prometheus demo test lint bench package package-driver clean
+.PHONY: setup check-java jvm-archive kafka spark-jars browser prometheus demo test check lint bench package package-driver clean
 
 setup: $(STAMP) kafka spark-jars jvm-archive
 
@@ -149,9 +149,15 @@ TEST_WORKERS ?= 4
 test: setup browser prometheus
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-lint: setup
+lint: $(STAMP)
 	$(BIN)/ruff check src tests jobs bench
 	$(BIN)/ruff format --check src tests jobs bench
+
+# The inner loop, in a few minutes: lint, the type check of src/ (mypy, pyproject.toml), and the tests that
+# need no JVM, service or browser (tests/quick_run.py). make test runs every test.
+check: lint
+	$(BIN)/mypy
+	$(BIN)/pytest -n 2 --quick
 
 bench: setup
 	$(BIN)/python bench/run_bench.py --sizes $(SIZES) --codecs $(CODECS) --wide-sizes $(WIDE_SIZES)

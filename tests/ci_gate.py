@@ -2,7 +2,8 @@
 set, as `.ci/run` sets it,
 - turns every skip and every xfail this file does not list into a failure;
 - runs no test, and says why, when slow tests it collected were deselected (`-m`, `-k`,
-  `--deselect`, from the command line or PYTEST_ADDOPTS), when an xfail marker it does not list is on a
+  `--deselect`, from the command line or PYTEST_ADDOPTS; `--quick`, make check's run, leaves them to
+  make test), when an xfail marker it does not list is on a
   test, when KAFKA_VERSIONS names another Kafka version matrix than the Makefile's, or when a plugin
   would rerun failed tests;
 and prints every skip with its reason at the end of the run (and into $OFFSET_AUDIT_SKIP_SUMMARY, which
@@ -112,10 +113,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (marked delta_spark) are not left out: the launcher in tests/test_spark_jars.py runs them."""
     if not in_ci() or _selects_for_itself():
         return
+    # make check (--quick) leaves out the heavy tests, the slow among them: make test runs them.
+    quick = config.getoption("quick", False)
     dropped = [
         item.nodeid
         for item in config.stash.get(_deselected, [])
-        if item.get_closest_marker("slow") and not item.get_closest_marker("delta_spark")
+        if item.get_closest_marker("slow") and not item.get_closest_marker("delta_spark") and not quick
     ]
     marked = [item.nodeid for item in items if item.get_closest_marker("xfail") and not allowed_xfail(item.nodeid)]
     refusals = []

@@ -13,8 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 # ci_gate: in CI, a skip, an xfail or a deselected slow test fails the run; ci_timings: each test's wall
 # and CPU seconds; xdist_units: which tests share a pytest-xdist worker, and in what order; pytester:
-# tests of those plugins run pytest itself.
-pytest_plugins = ["ci_gate", "ci_timings", "xdist_units", "pytester"]
+# tests of those plugins run pytest itself; quick_run: make check's run of the tests that need no JVM.
+pytest_plugins = ["ci_gate", "ci_timings", "xdist_units", "quick_run", "pytester"]
 # Spark hands timestamps to Python as naive local times; make local time UTC so tests read the same anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()

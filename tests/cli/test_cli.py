@@ -337,6 +337,7 @@ def test_the_dataframe_route_checks_the_same_types(spark):
         to_raw_records(frame)
 
 
+@pytest.mark.heavy
 def test_a_quiet_audit_in_a_fresh_process_writes_nothing_on_stderr(small_dump, tmp_path):
     """What cron mails: a `--quiet` run of the installed command, its own JVM started (no warm session),
     says nothing on stderr, neither the JDK's nor Spark's start-up lines, and its summary on stdout."""

@@ -117,6 +117,7 @@ def _oracle(version: str, values: list[tuple[str, str, bytes]]) -> dict[str, str
     return dict(line.split(" ", 1) for line in run.stdout.splitlines())
 
 
+@pytest.mark.heavy
 def test_the_newest_broker_reads_every_vector_as_we_do():
     import json
 

@@ -20,6 +20,7 @@ from offset_audit.outputs.audit_state import LOCK_FILE, STATE, check_unlocked
 REFUSED = "another incremental audit (pid "
 
 
+@pytest.mark.heavy
 def test_of_two_incremental_audits_started_together_one_is_refused_before_its_spark_starts(tmp_path):
     """The lock is taken, and held, before Spark starts: the run that comes second says so in one line
     and never starts a JVM, however close together the two were started (docs/incremental.md)."""

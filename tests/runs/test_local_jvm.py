@@ -38,6 +38,7 @@ def _jvm_of_a_small_run(tmp_path, *args: str) -> str:
     return shown.stdout
 
 
+@pytest.mark.heavy
 def test_the_java_version_line_is_the_one_naming_the_version_whatever_the_jvm_prints_first(monkeypatch):
     """With JAVA_TOOL_OPTIONS set, `java -version` starts with "Picked up JAVA_TOOL_OPTIONS: ...": the
     archive is still named after the version line, so such a run finds the archive `make setup` built."""
@@ -47,6 +48,7 @@ def test_the_java_version_line_is_the_one_naming_the_version_whatever_the_jvm_pr
     assert 'version "' in plain
 
 
+@pytest.mark.heavy
 def test_the_archive_is_used_only_once_built_and_only_for_small_dumps(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     java = check_java()
@@ -60,6 +62,7 @@ def test_the_archive_is_used_only_once_built_and_only_for_small_dumps(tmp_path, 
     assert local_jvm.archive_path(java + " another build") != archive
 
 
+@pytest.mark.heavy
 def test_a_jvm_given_an_archive_it_cannot_use_starts_without_it_and_says_nothing(tmp_path):
     stale = tmp_path / "stale.jsa"
     stale.write_bytes(b"not an archive" * 100)
@@ -72,6 +75,7 @@ def test_a_jvm_given_an_archive_it_cannot_use_starts_without_it_and_says_nothing
     assert all("version" in line or "Runtime" in line or "VM" in line for line in ran.stderr.splitlines())
 
 
+@pytest.mark.heavy
 def test_a_built_archive_is_mapped_by_the_next_small_audit(tmp_path, monkeypatch):
     """Built as make setup builds it, then a run over a small dump maps it (the JVM says so itself)."""
     if shutil.which("jcmd") is None:
@@ -92,6 +96,7 @@ def test_a_small_dump_gets_a_jvm_that_compiles_with_c1_only_and_a_large_or_live_
     assert driver_java_options(log, None) == f"-Dlog4j2.configurationFile={log}"  # a live topic
 
 
+@pytest.mark.heavy
 def test_a_run_over_a_small_dump_starts_its_jvm_with_c1_only(tmp_path):
     """The option must reach the JVM the run starts, not only the settings."""
     assert QUICK_JVM_OPTIONS in _jvm_of_a_small_run(tmp_path).splitlines()[0]

@@ -23,6 +23,7 @@ from offset_audit.warm import place
 PROGRAM = str(Path(sys.executable).parent / "offset-audit")
 TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
 DECLINED = "running without the warm session"
+pytestmark = pytest.mark.heavy  # every test here runs through the warm session's JVM
 
 
 @pytest.fixture(scope="module")

@@ -191,6 +191,7 @@ def _balanced_versions() -> list[str]:
     return [v for v in kafka_versions() if version_tuple(v) >= (4, 2)]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("version", _balanced_versions() or ["4.4.0"])
 def test_random_groups_get_the_released_brokers_assignment(version):
     """400 random groups: homogeneous and not, previous assignments past the partition count, topics no

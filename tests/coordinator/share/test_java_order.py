@@ -65,6 +65,7 @@ def test_keys_sharing_a_slot_walk_from_the_last_that_came():
     assert list(keys) == ["d", "c", "b"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("version", kafka_versions())
 def test_random_joins_and_leaves_walk_as_the_brokers_timeline_hash_map(version):
     rng = random.Random(20261127)
