@@ -51,13 +51,14 @@ def _type_checking(node: ast.AST) -> bool:
 
 
 @cache
-def imports(path: Path) -> tuple[str, ...]:
-    """Every module `path` imports when it runs (full dotted names; `from a import b` gives a.b and a)."""
+def imports(path: Path, type_only: bool = False) -> tuple[str, ...]:
+    """Every module `path` imports when it runs (full dotted names; `from a import b` gives a.b and a);
+    with `type_only`, also those it imports for the type checker alone (`if TYPE_CHECKING:`)."""
     tree = ast.parse(path.read_text())
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        if _type_checking(node):
+        if _type_checking(node) and not type_only:
             return
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
@@ -114,10 +115,11 @@ def _module_file(name: str) -> Path | None:
 
 def _import_graph() -> dict[Path, set[Path]]:
     """Module -> the package modules it imports, at module level or inside functions alike: a lazy import
-    is a cycle all the same, only one that fails later."""
+    is a cycle all the same, only one that fails later, and an import for the type checker alone is one
+    that a reader follows all the same."""
     graph: dict[Path, set[Path]] = {}
     for path in modules():
-        targets = {_module_file(name) for name in imports(path)}
+        targets = {_module_file(name) for name in imports(path, type_only=True)}
         graph[path] = {t for t in targets if t is not None and t != path}
     return graph
 
@@ -158,8 +160,8 @@ def _cycles(graph: dict[Path, set[Path]]) -> list[list[Path]]:
 
 
 def test_no_module_imports_itself_back():
-    """No cycles, lazy imports and package __init__ files included: a package that re-exports its modules
-    while they import it back is one too."""
+    """No cycles, lazy and type-only imports and package __init__ files included: a package that
+    re-exports its modules while they import it back is one too."""
     cycles = [[str(p.relative_to(PACKAGE)) for p in cycle] for cycle in _cycles(_import_graph())]
     assert not cycles, cycles
 
@@ -167,6 +169,22 @@ def test_no_module_imports_itself_back():
 def test_the_cycle_check_sees_a_cycle():
     a, b, c = (PACKAGE / f"{name}.py" for name in "abc")
     assert _cycles({a: {b}, b: {c}, c: {a}}) == [[a, b, c]] and _cycles({a: {b}, b: {c}}) == []
+
+
+def _global_statements(text: str) -> list[int]:
+    return [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Global)]
+
+
+def test_no_module_keeps_state_that_a_function_sets():
+    """No `global` statement: what a run needs is handed to it as a value (the warm server hands its
+    session to each run it starts), not left in a module for whoever imports it next."""
+    found = [f"{p.relative_to(PACKAGE)}:{line}" for p in modules() for line in _global_statements(p.read_text())]
+    assert not found, found
+
+
+def test_the_global_check_sees_a_global_statement():
+    assert _global_statements("_kept = None\ndef keep(v):\n    global _kept\n    _kept = v\n") == [3]
+    assert _global_statements("def count():\n    n = 0\n    def up():\n        nonlocal n\n") == []
 
 
 def test_no_subpackage_imports_another_ones_private_names():

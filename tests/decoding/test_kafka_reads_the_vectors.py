@@ -21,7 +21,8 @@ from vector_files import Vector, all_vectors, load
 
 from offset_audit.decoding import records
 from offset_audit.layouts.codec import RecordCodec
-from offset_audit.layouts.spec import FieldSpec, record_layouts, share_state_layouts
+from offset_audit.layouts.field_spec import FieldSpec
+from offset_audit.layouts.spec import record_layouts, share_state_layouts
 from offset_audit.layouts.wire import DecodeError
 
 NEWEST = max(kafka_versions(), key=version_tuple)

@@ -16,9 +16,8 @@ import pytest
 from kafka_broker import kafka_versions, libs, version_tuple
 from live_services import Unavailable
 
+from offset_audit.layouts.field_spec import FieldSpec, Versions
 from offset_audit.layouts.spec import (
-    FieldSpec,
-    Versions,
     _default_text,
     protocol_layout,
     record_layouts,

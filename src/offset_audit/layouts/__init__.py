@@ -1,5 +1,6 @@
 """Every layout the tool reads or writes, as data (the files in schemas/), and the wire format they drive.
 
+    field_spec a field of a layout: its name, type and version ranges
     spec       schemas/records, schemas/share_state and schemas/protocol parsed into field specs
     wire       Kafka's primitive encodings read from bytes, with errors a person can act on
     defaults   what a field holds when the bytes leave it out, as Kafka's message generator defines it

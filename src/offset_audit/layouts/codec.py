@@ -59,6 +59,7 @@ class RecordCodec:
         if reader is None:
             raise UnknownRecordType(record_type)
         name = self.layouts[record_type].name
+        assert key is not None  # record_type_of raised on a null key
         # Kafka's readers accept trailing bytes in a key, so we do too.
         return record_type, reader(WireReader(key, 2, f"key of {name}"))
 

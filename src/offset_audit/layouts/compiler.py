@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offset_audit.layouts.defaults import default_value, fresh, is_mutable
-from offset_audit.layouts.spec import FieldSpec
+from offset_audit.layouts.field_spec import FieldSpec
 from offset_audit.layouts.wire import DecodeError, WireReader
 
 FieldReader = Callable[[WireReader], Any]

@@ -16,10 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from offset_audit.layouts.spec import FieldSpec
+from offset_audit.layouts.field_spec import FieldSpec
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 

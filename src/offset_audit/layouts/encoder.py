@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import struct
 import uuid as uuidlib
-from typing import Any
+from typing import Any, cast
 
 from offset_audit.layouts.defaults import default_value
-from offset_audit.layouts.spec import FieldSpec, RecordLayout, ValueLayout, protocol_layout
+from offset_audit.layouts.field_spec import FieldSpec
+from offset_audit.layouts.spec import RecordLayout, ValueLayout, protocol_layout
 
 _FIXED = {
     "bool": ">b",
@@ -93,7 +94,8 @@ def encode_struct(
             same_kind = (value is None) == (default is None)
             if same_kind and payload == _encode_field(spec, default, version, True, tagged=True):
                 continue  # Kafka does not write a tagged field equal to its default.
-            tags.append((spec.tag, payload))
+            # A field tagged in a version has a tag in every layout (compile_struct refuses one without).
+            tags.append((cast(int, spec.tag), payload))
             continue
         out += _encode_field(spec, value, version, flexible, tagged=False)
     if flexible:
