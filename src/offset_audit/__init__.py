@@ -20,9 +20,10 @@ The modules beside them are the vocabulary every stage shares, and import no sub
 (Kafka's numbers), errors (user errors), settings, storage (paths and object stores), durations,
 timestamps (Kafka's milliseconds), escaping (names from the dump made inert for each medium),
 snapshot_ids (the ids a run's rows carry), delta_files (a Delta table read through its live files,
-without Spark), jvm (what a session's JVM holds), session_kind (classic and Spark Connect sessions told
-apart, and the mark of code that only a classic one runs) and python_tasks (Python work on items the
-driver names, one Spark task per slice, on either kind of session).
+without Spark), share_findings_rows (the share_findings row both coordinators' findings fill), jvm
+(what a session's JVM holds), session_kind (classic and Spark Connect sessions told apart, and the mark
+of code that only a classic one runs) and python_tasks (Python work on items the driver names, one
+Spark task per slice, on either kind of session).
 """
 
 # The one version: pyproject.toml reads it (setuptools' dynamic version), `offset-audit --version` prints it.

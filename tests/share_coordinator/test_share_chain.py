@@ -17,13 +17,14 @@ from draft_chain_records import (
     state,
 )
 
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.share_coordinator import cover, draft_chain
 from offset_audit.share_coordinator.draft_chain import (
     ChainResult,
     parse_control_record,
     replay_chain,
 )
-from offset_audit.share_coordinator.share_partition import StateBatch, cover_by_priority, merge_batches
+from offset_audit.share_coordinator.share_partition import cover_by_priority, merge_batches
 
 
 @pytest.fixture(autouse=True, params=[cover_by_priority, cover.cover_ranked], ids=["exact", "vectorised"])

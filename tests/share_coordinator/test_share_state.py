@@ -7,10 +7,10 @@ from itertools import pairwise
 
 import pytest
 
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.share_coordinator import cover
 from offset_audit.share_coordinator.share_partition import (
     ShareRecord,
-    StateBatch,
     cover_by_priority,
     end_offset,
     merge_batches,

@@ -34,7 +34,6 @@ from offset_audit.coordinator.share_groups import (
     TOO_MANY_GROUPS,
     UNASSIGNED_PARTITION,
     UNREAD_BROKER_SETTING,
-    Severity,
     ShareGroup,
     partition_labels,
 )
@@ -50,6 +49,7 @@ from offset_audit.coordinator.share_limits import (
     check_groups,
 )
 from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
+from offset_audit.share_findings_rows import Severity, finding_row
 
 
 @dataclass(frozen=True)
@@ -365,24 +365,3 @@ def _limit_kind(finding: Finding) -> str:
 def _finding_row(finding: Finding, kind: str) -> dict[str, Any]:
     topic, partition = finding.partition if finding.partition is not None else (None, None)
     return finding_row(finding.group_id, kind, finding.severity, finding.message, topic=topic, partition=partition)
-
-
-def finding_row(
-    group_id: str | None,
-    kind: str,
-    severity: Severity,
-    message: str,
-    *,
-    member_id: str | None = None,
-    topic: str | None = None,
-    partition: int | None = None,
-) -> dict[str, Any]:
-    return {
-        "group_id": group_id,
-        "member_id": member_id,
-        "topic": topic,
-        "partition": partition,
-        "kind": kind,
-        "severity": severity,
-        "message": message,
-    }

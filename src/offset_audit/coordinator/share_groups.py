@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, cast
 
 from offset_audit import constants as K
 from offset_audit.coordinator.java_order import TimelineKeys, string_hash
@@ -60,8 +60,6 @@ SHARE_LIMIT = "SHARE_LIMIT"
 BAD_BROKER_SETTING = "BAD_BROKER_SETTING"
 UNREAD_BROKER_SETTING = "UNREAD_BROKER_SETTING"
 """check_settings warnings: a group.share.* name the audit does not read (Kafka 4.1's renames, typos)."""
-
-Severity = Literal["error", "warning", "info"]
 
 
 @dataclass(frozen=True)
@@ -241,19 +239,20 @@ def _apply_tombstone(
     group = groups.get(group_id)
     if group is None:
         return
+    # The member records' keys hold their MemberId, a string that cannot be null: their rows always have one.
     if record_type == K.SHARE_GROUP_METADATA:
         del groups[group_id]
     elif record_type == K.SHARE_GROUP_MEMBER_METADATA:
-        group.members.pop(member_id, None)
+        group.members.pop(cast(str, member_id), None)
         group.member_walk.remove(member_id)
     elif record_type == K.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT:
-        member = group.members.get(member_id)
+        member = group.members.get(cast(str, member_id))
         if member is not None:
             group.member_walk.add(member_id)  # updateMember: a put, which may grow the table
             member.member_epoch = member.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
             member.current_partitions = frozenset()
     elif record_type == K.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
-        group.target_assignment.pop(member_id, None)
+        group.target_assignment.pop(cast(str, member_id), None)
     elif record_type == K.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
         group.assignment_epoch = None
     elif record_type == K.SHARE_GROUP_PARTITION_METADATA:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from offset_audit.errors import UserError
 
 if TYPE_CHECKING:
-    from offset_audit.share_coordinator.share_partition import StateBatch
+    from offset_audit.decoding.share_records import StateBatch
 
 DELIVERY_COUNT_LIMIT = "group.share.delivery.count.limit"
 RECORD_LOCK_DURATION_MS = "group.share.record.lock.duration.ms"
@@ -315,7 +315,7 @@ class ShareGroupObservation:
     partitions: tuple[SharePartitionObservation, ...] = ()
 
 
-AT_DELIVERY_LIMIT = {
+AT_DELIVERY_LIMIT: dict[int, str] = {
     DeliveryState.AVAILABLE: (
         "available with a delivery count at or over the limit (was the limit lowered?): "
         "its next delivery is its last, and if that is released or times out it is archived"

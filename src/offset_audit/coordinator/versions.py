@@ -151,7 +151,7 @@ NEWEST_VERSION = parse_version(".".join(map(str, NEWEST[:2])))
 
 # The first release that writes each record type and value version (reference 7.4): a dump holding
 # them was written by that release or a later one. Absent: written since before 2.0.
-_FIRST_WRITTEN_BY_VALUE = {
+_FIRST_WRITTEN_BY_VALUE: dict[tuple[int, int | None], tuple[int, int, str]] = {
     (0, 2): (2, 1, "offset commits v2"),
     (0, 3): (2, 1, "offset commits v3"),
     (1, 2): (2, 1, "offset commits v2"),

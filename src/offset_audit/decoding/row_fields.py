@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
+from typing import TypeGuard
 
 
 def as_fields(raw: object) -> Mapping[str, object] | None:
@@ -22,6 +23,6 @@ def as_fields(raw: object) -> Mapping[str, object] | None:
     return None
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     """An int that is not a bool: Python counts True as 1, a record field never does."""
     return isinstance(value, int) and not isinstance(value, bool)

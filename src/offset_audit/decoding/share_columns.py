@@ -253,11 +253,11 @@ class ShareStateReader:
         )
         for record_type, era in self._fast_era.items():
             of_type = key_type[rows] == record_type
-            for tombstone in (False, True):
-                n = int((of_type & (~live if tombstone else live)).sum())
+            for is_tombstone in (False, True):
+                n = int((of_type & (~live if is_tombstone else live)).sum())
                 if n:
-                    layout = (None, None) if tombstone else (0, era)
-                    self.counts[CountKey(SHARE_STATE, record_type, *layout, tombstone)] += n
+                    layout: tuple[int | None, str | None] = (None, None) if is_tombstone else (0, era)
+                    self.counts[CountKey(SHARE_STATE, record_type, *layout, is_tombstone)] += n
         return ok
 
     def _read_generic(self, batch: pa.RecordBatch, rows: np.ndarray) -> None:

@@ -8,6 +8,7 @@ never held, is quarantined with the reason.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from offset_audit.decoding.records import QUARANTINE, SHARE_STATE
@@ -25,6 +26,21 @@ TOMBSTONE = "tombstone"
 # Unlike the start offset, an update's -1 is not "not updated": the merge copies it as it is.
 NO_DELIVERY_COMPLETE_COUNT = -1
 KINDS = {SHARE_SNAPSHOT: SNAPSHOT, SHARE_UPDATE: UPDATE}
+
+
+@dataclass(frozen=True)
+class StateBatch:
+    """A run of offsets sharing one delivery state and count (PersisterStateBatch): what a record's
+    StateBatches hold, which the share coordinator replays and the group coordinator's share limits count."""
+
+    first_offset: int
+    last_offset: int
+    state: int
+    delivery_count: int
+
+    @property
+    def record_count(self) -> int:
+        return self.last_offset - self.first_offset + 1
 
 
 def _batches(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ def assignment_bytes(world: World, group: Group) -> bytes:
 
 def group_metadata(
     world: World, group: Group, ts: int, members: int, version: int, protocol_type: str
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, bytes | None]:
     rng = world.rng
     member_list = []
     for m in range(members):

@@ -4,6 +4,7 @@ layouts and 4.1's), and their share-partitions' state in __share_group_state."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from offset_audit import constants as K
 from offset_audit.coordinator.partitioner import java_string_hash
@@ -103,8 +104,10 @@ def generate_share_state(
     if not keys:
         raise ValueError("the generated cluster has no share groups")
     start = END_MS - SPAN_MS
-    states = {k: {"start": 0, "batches": [], "epoch": 0, "updates": 0, "created": start} for k in keys}
-    events: list[tuple[int, int, bytes, bytes | None]] = []
+    states: dict[tuple[str, str, int], dict[str, Any]] = {
+        k: {"start": 0, "batches": [], "epoch": 0, "updates": 0, "created": start} for k in keys
+    }
+    events: list[tuple[int, tuple[str, str, int], bytes, bytes | None]] = []
 
     def key_bytes(kind: int, k: tuple[str, str, int]) -> bytes:
         return encode_key(layouts[kind], {"GroupId": k[0], "TopicId": k[1], "Partition": k[2]})
@@ -138,7 +141,7 @@ def generate_share_state(
             n = rng.randint(1, 50)
             batch = {"FirstOffset": first, "LastOffset": first + n - 1, "DeliveryState": 2, "DeliveryCount": 1}
             s["start"] = first + n
-            update = {"StartOffset": s["start"], "StateBatches": [batch]}
+            update: dict[str, Any] = {"StartOffset": s["start"], "StateBatches": [batch]}
         elif roll < 0.9:  # released or lock timed out: available again, one delivery more
             lo = first + rng.randint(0, 40)
             last, count = lo + rng.randint(0, 5), rng.randint(1, 4)

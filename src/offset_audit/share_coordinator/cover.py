@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from offset_audit.share_coordinator.share_partition import StateBatch, prune_before
+from offset_audit.decoding.share_records import StateBatch
+from offset_audit.share_coordinator.share_partition import prune_before
 
 # Priority of Kafka's merge (PersisterStateBatchCombiner): the delivery count, then the state number.
 # A state is an int8 (-128..127), so count * 256 + state + 128 orders exactly as (count, state).

@@ -46,11 +46,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import TypeGuard, TypeVar, cast
 
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.share_coordinator.share_partition import (
     DELIVERY_STATE_NAMES,
     TERMINAL_STATES,
-    StateBatch,
     as_fields,
     check_batch,
     cover_by_priority,
@@ -65,6 +66,7 @@ SHARE_CHECKPOINT = "SHARE_CHECKPOINT"
 SHARE_DELTA = "SHARE_DELTA"
 CHECKPOINT_EPOCH_MAX = 0xFFFF  # CheckpointEpoch is a uint16 in ShareDeltaValue
 DELIVERY_COUNT_MAX = 0x7FFF  # DeliveryCount is an int16
+_T = TypeVar("_T")
 # Ranked batches -> the sorted, non-overlapping pieces where each offset takes its highest-ranked batch.
 Cover = Callable[[Iterable[tuple[tuple[int, ...], StateBatch]]], tuple[StateBatch, ...]]
 
@@ -144,6 +146,7 @@ def replay_chain(records: Iterable[object], cover: Cover = cover_by_priority) ->
     share_partition = next((r.share_partition for r in parsed if None not in r.share_partition), (None, None, None))
     problems: list[ChainProblem] = []
     chain: _Chain | None = None
+    reason: str | None
     for record in sorted(parsed, key=lambda r: (r.offset is None, r.offset or 0)):
         if None not in record.share_partition and record.share_partition != share_partition:
             reason = f"belongs to share-partition {record.share_partition}, not {share_partition}"
@@ -153,7 +156,8 @@ def replay_chain(records: Iterable[object], cover: Cover = cover_by_priority) ->
         else:
             reason = _refusal(record, chain)
             if reason is None:
-                chain = _apply_delta(chain, record, cover)
+                # _refusal refuses every record while there is no chain.
+                chain = _apply_delta(cast(_Chain, chain), record, cover)
             else:
                 problems.append(_problem(record, reason))
                 chain = _after_refusal(chain, record)
@@ -164,16 +168,17 @@ def replay_chain(records: Iterable[object], cover: Cover = cover_by_priority) ->
 
 
 def _start_chain(checkpoint: ControlRecord, cover: Cover) -> _Chain:
-    batches = cover(((0,), b) for b in prune_before(checkpoint.batches, checkpoint.start_offset))
-    start, batches = _advance(checkpoint.start_offset, batches)
+    # Only a readable checkpoint starts a chain, and _field_reasons let none through without these ints.
+    batches = cover(((0,), b) for b in prune_before(checkpoint.batches, cast(int, checkpoint.start_offset)))
+    start, batches = _advance(cast(int, checkpoint.start_offset), batches)
     return _Chain(
-        epoch=checkpoint.checkpoint_epoch,
-        checkpoint_offset=checkpoint.offset,
+        epoch=cast(int, checkpoint.checkpoint_epoch),
+        checkpoint_offset=cast(int, checkpoint.offset),
         start_offset=start,
-        end_offset=max(checkpoint.end_offset, end_offset(start, batches)),
+        end_offset=max(cast(int, checkpoint.end_offset), end_offset(start, batches)),
         batches=batches,
         previous_offset=checkpoint.offset,
-        recovered_through=checkpoint.offset,
+        recovered_through=cast(int, checkpoint.offset),
     )
 
 
@@ -187,7 +192,7 @@ def _apply_delta(chain: _Chain, delta: ControlRecord, cover: Cover) -> _Chain:
         end_offset=max(chain.end_offset, end_offset(start, batches)),
         batches=batches,
         previous_offset=delta.offset,
-        recovered_through=delta.offset,
+        recovered_through=cast(int, delta.offset),  # a delta _refusal let through is readable: it has one
     )
 
 
@@ -261,7 +266,7 @@ def parse_control_record(raw: object) -> ControlRecord:
     values = as_fields(raw)
     if values is None:
         return ControlRecord(None, None, None, None, None, None, None, None, None, (), f"not a record: {raw!r}")
-    kind = values.get("type") if values.get("type") in (SHARE_CHECKPOINT, SHARE_DELTA) else None
+    kind = cast(str, values.get("type")) if values.get("type") in (SHARE_CHECKPOINT, SHARE_DELTA) else None
     batches, batch_reasons = _read_states(values.get("States"))
     reasons = _field_reasons(values, kind) + batch_reasons
     return ControlRecord(
@@ -337,9 +342,9 @@ def _integer(value: object) -> int | None:
     return value if is_int(value) else None
 
 
-def _natural(value: object) -> bool:
+def _natural(value: object) -> TypeGuard[int]:
     return is_int(value) and value >= 0
 
 
-def _typed(value: object, expected: type) -> object:
+def _typed(value: object, expected: type[_T]) -> _T | None:
     return value if isinstance(value, expected) else None

@@ -31,6 +31,7 @@ from itertools import pairwise
 import numpy as np
 
 from offset_audit.decoding.share_columns import SNAPSHOT, TOMBSTONE, UNKNOWN, UPDATE, ShareColumns
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.share_coordinator import cover
 from offset_audit.share_coordinator.share_partition import (
     DELIVERY_STATE_NAMES,
@@ -40,7 +41,6 @@ from offset_audit.share_coordinator.share_partition import (
     ReplayProblem,
     ShareReplay,
     ShareState,
-    StateBatch,
     check_batch,
     merge_update,
     unknown_state_problem,

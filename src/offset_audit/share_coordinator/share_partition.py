@@ -29,9 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
+from typing import cast
 
 from offset_audit.decoding.row_fields import as_fields, is_int
-from offset_audit.decoding.share_records import NO_DELIVERY_COMPLETE_COUNT, SNAPSHOT, TOMBSTONE, UPDATE
+from offset_audit.decoding.share_records import NO_DELIVERY_COMPLETE_COUNT, SNAPSHOT, TOMBSTONE, UPDATE, StateBatch
 
 # DeliveryState values a share coordinator persists (ShareSnapshotValue.StateBatches, reference 2.9).
 # Archiving (3) only from Kafka 4.4, with share.version 2 and an errors dead-letter topic for the group:
@@ -66,20 +67,6 @@ _REQUIRED_INTS = {
 # The decoded rows (decoding/share_records.py) spell two names as the tables do; the dataclasses here as Kafka's
 # PersisterStateBatch does. Both are read.
 _ALIASES = {"batches": "state_batches", "state": "delivery_state"}
-
-
-@dataclass(frozen=True)
-class StateBatch:
-    """A run of offsets sharing one delivery state and count (PersisterStateBatch)."""
-
-    first_offset: int
-    last_offset: int
-    state: int
-    delivery_count: int
-
-    @property
-    def record_count(self) -> int:
-        return self.last_offset - self.first_offset + 1
 
 
 @dataclass(frozen=True)
@@ -216,19 +203,21 @@ def replay_checked(records: Iterable[object]) -> ShareReplay:
 def moves_start_back(current_start: int, record: ShareRecord) -> bool:
     """Whether this record is a ShareUpdate whose start offset prunes less than `current_start` (a
     negative start offset prunes nothing, like 0; -1 leaves the start offset as it is)."""
+    # An update's start offset is an int: _check_record lets none through without one.
     return (
         record.kind == UPDATE
         and record.start_offset != NOT_UPDATED
-        and max(record.start_offset, 0) < max(current_start, 0)
+        and max(cast(int, record.start_offset), 0) < max(current_start, 0)
     )
 
 
 def _moved_back_problem(record: ShareRecord, current_start: int) -> ReplayProblem:
+    start_offset = cast(int, record.start_offset)  # an update's, which _check_record required
     return ReplayProblem(
         record.partition,
         record.offset,
         f"update moves the start offset back from {current_start} to {record.start_offset}; applied as the "
-        f"broker applies it: a leader loading it delivers records {max(record.start_offset, 0)}-{current_start - 1} "
+        f"broker applies it: a leader loading it delivers records {max(start_offset, 0)}-{current_start - 1} "
         "not in its batches again (brokers before 4.4 persist an out-of-order state write as it comes; 4.4 keeps the "
         "higher start offset)",
     )
@@ -238,11 +227,12 @@ def _apply(state: ShareState | None, record: ShareRecord) -> ShareState | None:
     if record.kind == TOMBSTONE:
         return None
     if record.kind == SNAPSHOT:
+        # A snapshot has all four as ints: _check_record lets none through without them.
         return ShareState(
-            snapshot_epoch=record.snapshot_epoch,
-            state_epoch=record.state_epoch,
-            leader_epoch=record.leader_epoch,
-            start_offset=record.start_offset,
+            snapshot_epoch=cast(int, record.snapshot_epoch),
+            state_epoch=cast(int, record.state_epoch),
+            leader_epoch=cast(int, record.leader_epoch),
+            start_offset=cast(int, record.start_offset),
             create_timestamp=record.create_timestamp,
             write_timestamp=record.write_timestamp,
             batches=tuple(record.batches),
@@ -387,7 +377,7 @@ def records_at_or_over(batches: Iterable[StateBatch], delivery_count_limit: int)
 def in_log_order(records: list[Mapping[str, object] | None]) -> list[Mapping[str, object] | None]:
     """Sorted by `offset` when every record has an integer one; otherwise as given (sorting half is worse)."""
     if records and all(r is not None and is_int(r.get("offset")) for r in records):
-        return sorted(records, key=lambda r: r["offset"])
+        return sorted(records, key=lambda r: cast("Mapping[str, int]", r)["offset"])  # all checked just above
     return records
 
 
@@ -397,6 +387,9 @@ def check_batch(first_offset: object, last_offset: object, state: object, delive
     not_ints = [name for name, value in values.items() if not is_int(value)]
     if not_ints:
         return f"batch {values} has non-integer {', '.join(not_ints)}"
+    # All four are ints now, which the checker cannot follow through `values`.
+    first_offset, last_offset = cast(int, first_offset), cast(int, last_offset)
+    state, delivery_count = cast(int, state), cast(int, delivery_count)
     if first_offset < 0:
         return f"batch {first_offset}-{last_offset} has a negative first offset"
     if last_offset < first_offset:
@@ -419,22 +412,24 @@ def _field(raw: Mapping[str, object], name: str) -> object:
 def _check_record(raw: Mapping[str, object] | None) -> ShareRecord | ReplayProblem:
     if raw is None:
         return ReplayProblem(None, None, "not a record (expected a mapping, dataclass or Row)")
-    partition = raw.get("partition") if is_int(raw.get("partition")) else None
-    offset = raw.get("offset") if is_int(raw.get("offset")) else None
+    partition = cast(int, raw.get("partition")) if is_int(raw.get("partition")) else None
+    offset = cast(int, raw.get("offset")) if is_int(raw.get("offset")) else None
     reason = _record_reason(raw)
     if reason is not None:
         return ReplayProblem(partition, offset, reason)
     batches = _check_batches(_field(raw, "batches")) if raw["kind"] != TOMBSTONE else ()
     if isinstance(batches, str):
         return ReplayProblem(partition, offset, batches)
+    # _record_reason checked the kind and the ints it needs; the decoder's rows (and the tables') hold an int
+    # or None in each of these.
     return ShareRecord(
-        kind=raw["kind"],
-        snapshot_epoch=raw.get("snapshot_epoch"),
-        state_epoch=raw.get("state_epoch"),
-        leader_epoch=raw.get("leader_epoch"),
-        start_offset=raw.get("start_offset"),
-        create_timestamp=raw.get("create_timestamp"),
-        write_timestamp=raw.get("write_timestamp"),
+        kind=cast(str, raw["kind"]),
+        snapshot_epoch=cast("int | None", raw.get("snapshot_epoch")),
+        state_epoch=cast("int | None", raw.get("state_epoch")),
+        leader_epoch=cast("int | None", raw.get("leader_epoch")),
+        start_offset=cast("int | None", raw.get("start_offset")),
+        create_timestamp=cast("int | None", raw.get("create_timestamp")),
+        write_timestamp=cast("int | None", raw.get("write_timestamp")),
         batches=batches,
         partition=partition,
         offset=offset,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from offset_audit.coordinator.share_findings import finding_row
 from offset_audit.coordinator.versions import BrokerVersion
+from offset_audit.share_findings_rows import finding_row
 
 START_OFFSET_MOVED_BACK = "START_OFFSET_MOVED_BACK"
 

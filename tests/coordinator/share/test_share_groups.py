@@ -42,9 +42,10 @@ from offset_audit.coordinator.share_limits import (
 )
 from offset_audit.coordinator.versions import parse_version
 from offset_audit.decoding.records import modern_row
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.layouts.codec import DecodedValue
 from offset_audit.layouts.tables import table_schema
-from offset_audit.share_coordinator.share_partition import ARCHIVED, StateBatch
+from offset_audit.share_coordinator.share_partition import ARCHIVED
 from offset_audit.views.share_group_rows import share_group_rows
 
 ORDERS = "11111111-1111-1111-1111-111111111111"

@@ -27,9 +27,9 @@ from offset_audit.coordinator.share_limits import (
     effective_limits,
     java_int,
 )
+from offset_audit.decoding.share_records import StateBatch
 from offset_audit.errors import InputNotFound
 from offset_audit.inputs.broker_properties import MalformedProperties, load_broker_config, parse_properties
-from offset_audit.share_coordinator.share_partition import StateBatch
 
 BROKER_PROPERTIES = r"""# Broker for the share-group audit
 ! a comment in the other style
