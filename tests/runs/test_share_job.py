@@ -178,6 +178,10 @@ def test_share_state_segments_replay_like_the_snapshot(spark, cluster, shared, t
     assert result.report.records_skipped == CLUSTER and result.report.reconciles
     assert result.report.quarantined == shared[0].report.quarantined
     assert _batches_by_topic_id(tmp_path / "out") == _batches_by_topic_id(shared[1])
+    # The record-by-record route reads the segments' copy states too (it once failed on them).
+    by_record = run_share(spark, [str(data_dir)], str(tmp_path / "by-record"), load_settings(fast_path=False))
+    assert by_record.report.reconciles and by_record.report.records_skipped == CLUSTER
+    assert _batches_by_topic_id(tmp_path / "by-record") == _batches_by_topic_id(shared[1])
     decoded = run_decode(spark, [str(data_dir)], str(tmp_path / "decoded"), load_settings())
     assert decoded.records_skipped == result.report.records_read - CLUSTER
     assert decoded.skipped_by_reason == {"other topic": decoded.records_skipped}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -40,14 +40,18 @@ from offset_audit.storage import Storage
 SHARE_STATE_TOPIC = "__share_group_state"
 SKIPPED = "skipped"
 
-# What the decode stage gives the replay: one row per __share_group_state record.
-_DECODED = parse_type(
-    "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
-    "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
-    "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
-    "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
-    "record_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,reason:string,key:binary,"
-    "value:binary,skipped_bytes:bigint>"
+# What the decode stage gives the replay: one row per __share_group_state record (a struct<...> parses to
+# a StructType).
+_DECODED = cast(
+    StructType,
+    parse_type(
+        "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
+        "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
+        "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
+        "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
+        "record_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,reason:string,key:binary,"
+        "value:binary,skipped_bytes:bigint>"
+    ),
 )
 
 
@@ -88,8 +92,8 @@ def decode_share_state(
     # Records another copy of the partition stands for (offset_audit.inputs.copies): counted, not read.
     copy_skip = F.lit(None).cast("string")
     if COPY_STATE in raw.columns:
-        for state, skipped in COPY_SKIPS.items():
-            copy_skip = F.when(F.col(COPY_STATE) == state, F.lit(skipped)).otherwise(copy_skip)
+        for state, reason in COPY_SKIPS.items():
+            copy_skip = F.when(F.col(COPY_STATE) == state, F.lit(reason)).otherwise(copy_skip)
     frame = raw.select(
         "source_partition",
         "source_offset",
@@ -182,7 +186,7 @@ def share_partition_rows(
     key: dict[str, Any],
     result: share_partition.ShareReplay,
     records_replayed: int,
-    last_snapshot: tuple[int | None, int | None] | None,
+    last_snapshot: tuple[int | None, ...] | None,
     delivery_count_limit: int,
 ) -> list[dict[str, Any]]:
     """One share-partition's rows of the wide replay schema: its problems, then (when it has state) its
@@ -254,7 +258,7 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
 
 # The KIP-932 draft's control records as JSON lines ----------------------------------------------------
 
-_KIP932_LINES = parse_type(kip932_lines.KIP932_LINES_TYPE)
+_KIP932_LINES = cast(StructType, parse_type(kip932_lines.KIP932_LINES_TYPE))  # a struct<...>
 
 
 def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage) -> DataFrame:
