@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -147,7 +147,7 @@ class ShareStateSource(DataSource):
         return cls.FORMAT.spark_source
 
     def schema(self) -> StructType:
-        return parse_type(kip932_lines.KIP932_LINES_TYPE)
+        return cast(StructType, parse_type(kip932_lines.KIP932_LINES_TYPE))  # a struct<...>
 
     def reader(self, schema: StructType) -> DataSourceReader:
         storage = _storage(self.options)

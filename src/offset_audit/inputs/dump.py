@@ -120,6 +120,7 @@ def _merged(spark: SparkSession, dump: OpenedDump) -> DataFrame | None:
     def load(path: str, own_format: str) -> DataFrame:
         part = dump.part([path], own_format)
         if own_format == formats.DUMP_LOG.name:
+            assert markers is not None  # the path is one of `texts`, whose markers were gathered
             return log_frames.raw_dataframe(spark, part.log_units, markers)
         return load_raw_records(spark, part)
 
@@ -188,9 +189,9 @@ def resumed_source(spark: SparkSession, dump: OpenedDump, resume: Resume) -> Dat
         if resume.files is None:
             pieces = resumed_pieces(dump.pieces, resume)
         else:
-            opened = pieces_of(list(resume.files.paths), storage=dump.storage)
-            pieces = [p for p in opened if p.path not in resume.reread]
-            pieces += resumed_pieces([p for p in opened if p.path in resume.reread], resume)
+            listed = pieces_of(list(resume.files.paths), storage=dump.storage)
+            pieces = [p for p in listed if p.path not in resume.reread]
+            pieces += resumed_pieces([p for p in listed if p.path in resume.reread], resume)
         opened = len({p.path for p in pieces})
         return FileUnits([*pieces, *carried_units(resume)], partial(read_unit, topic=topic), None, opened)
     if dump.format.live:

@@ -53,11 +53,14 @@ LIBRDKAFKA_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
 # sasl.username and sasl.password for them.
 JAAS_LOGIN = re.compile(r"\b(?:plain\.PlainLoginModule|scram\.ScramLoginModule)\b")
 JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# librdkafka's settings, typed as confluent-kafka's clients take them (they take numbers and flags too; ours
+# are all text).
+ClientConfig = dict[str, str | int | float | bool]
 
 
-def client_config(bootstrap: str, kafka_options: dict[str, str]) -> dict[str, str]:
+def client_config(bootstrap: str, kafka_options: dict[str, str]) -> ClientConfig:
     """The librdkafka settings of the fetch, from --bootstrap-server and the --kafka-option entries."""
-    config = {"bootstrap.servers": bootstrap, "client.id": "offset-audit", "log_level": "0"}
+    config: ClientConfig = {"bootstrap.servers": bootstrap, "client.id": "offset-audit", "log_level": "0"}
     for name, value in kafka_options.items():
         if not name.startswith("kafka."):
             continue
@@ -88,7 +91,7 @@ class PartitionAnswer:
     error: str | None = None
 
 
-def ask_cluster(config: dict[str, str], timeout_s: float) -> list[PartitionAnswer]:
+def ask_cluster(config: ClientConfig, timeout_s: float) -> list[PartitionAnswer]:
     """The client call: the metadata's partitions, then their earliest and latest offsets.
 
     Raises UserError when the library is missing, refuses a setting, or the cluster does not answer

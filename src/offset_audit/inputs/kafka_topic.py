@@ -114,7 +114,8 @@ def _first_line(err: BaseException) -> str:
 def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = False) -> TopicFacts:
     """The topic's partitions (and, with `log_starts`, their log start offsets and the cluster and topic
     ids), asked of the cluster through the connector's Admin client."""
-    jvm = spark._jvm  # type: ignore[union-attr]
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session's (connect_route): SparkSession.__init__ asserts it
     admin = _admin(spark, jvm, settings)
     topics = jvm.java.util.ArrayList()
     topics.add(settings.input.topic)
@@ -147,7 +148,7 @@ def topic_facts(spark: SparkSession, settings: Settings, log_starts: bool = Fals
 def cluster_id(spark: SparkSession, settings: Settings) -> str | None:
     """The cluster's id, as its Admin API gives it (DescribeCluster): what names the cluster of a run
     that reads the live topic (runs.clusters)."""
-    admin = _admin(spark, spark._jvm, settings)  # type: ignore[union-attr]
+    admin = _admin(spark, spark._jvm, settings)
     try:
         return admin.describeCluster().clusterId().get() or None
     except Exception as err:

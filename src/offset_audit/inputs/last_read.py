@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass, replace
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from offset_audit.escaping import stored_text
 from offset_audit.inputs import log_loader
@@ -180,7 +180,7 @@ def _file_holding(files: list[LogFile], offset: int) -> list[LogFile]:
     bases = [log_loader.base_offset(f.path) for f in files]
     if any(b is None for b in bases):
         return files
-    below = [f for f, base in zip(files, bases, strict=True) if base <= offset]
+    below = [f for f, base in zip(files, cast(list[int], bases), strict=True) if base <= offset]  # none is None
     return below[-1:]
 
 

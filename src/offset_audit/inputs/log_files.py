@@ -134,6 +134,7 @@ def read_log_file(unit: LogFile, batch_rows: int = 50_000, only_control: bool = 
         options = {"only_control": only_control, "max_batch_bytes": unit.max_batch_bytes, "fast": unit.fast_path}
     else:
         options = {}
+    assert fmt.read_file is not None  # a unit's format is read as log files: each such format names its reader
     yield from fmt.read_file(unit.path, unit.partition, batch_rows, unit.storage, **options)
 
 

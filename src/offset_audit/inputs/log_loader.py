@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from offset_audit.storage import Storage, basename, join
 
@@ -80,17 +80,18 @@ def plan(files: list[Any], next_offset: Callable[[Any], int]) -> Plan:
     discarded = [(f, NOTE_DELETED) for f in files if suffix(f.path) == DELETED]
     cleaned = [f for f in files if suffix(f.path) == CLEANED]
     discarded += [(f, NOTE_CLEANED) for f in cleaned]
-    lowest_cleaned = min((base_offset(f.path) for f in cleaned), default=None)
+    # A file with a cleaner suffix has a name _SEGMENT matched: its base offset is known.
+    lowest_cleaned = min((cast(int, base_offset(f.path)) for f in cleaned), default=None)
     swaps = []
     for f in files:
         if suffix(f.path) == SWAP:
-            if lowest_cleaned is not None and base_offset(f.path) >= lowest_cleaned:
+            if lowest_cleaned is not None and cast(int, base_offset(f.path)) >= lowest_cleaned:
                 discarded.append((f, NOTE_SPLIT))
             else:
                 swaps.append(f)
     segments = [f for f in files if suffix(f.path) is None]
     if swaps:
-        low = min(base_offset(f.path) for f in swaps)
+        low = min(cast(int, base_offset(f.path)) for f in swaps)
         high = max(next_offset(f) for f in swaps)
         replaced = [f for f in segments if (b := base_offset(f.path)) is not None and low <= b < high]
         discarded += [(f, NOTE_REPLACED) for f in replaced]

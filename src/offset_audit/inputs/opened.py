@@ -230,7 +230,7 @@ def _format_of(path: str, storage: Storage, files_under: Callable[[str], list[st
             if fmt.subfolder and storage.is_dir(join(path, fmt.subfolder)):
                 return fmt.name
         root = path.rstrip("/") + "/"
-        kinds = set()
+        kinds: set[str] = set()
         for file in files_under(path):
             folders = file[len(root) :].split("/")[:-1]
             # Hidden and Spark/Delta bookkeeping folders, but not the broker's __consumer_offsets-N.

@@ -8,7 +8,7 @@ which these machines, like many clusters, cannot reach.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -63,6 +63,12 @@ def read_units(
                 yield from read(units[index])
 
     return spark.range(len(units), numPartitions=max(1, len(units))).mapInArrow(task, schema)
+
+
+@overload
+def nullable(data_type: StructType) -> StructType: ...
+@overload
+def nullable(data_type: DataType) -> DataType: ...
 
 
 def nullable(data_type: DataType) -> DataType:

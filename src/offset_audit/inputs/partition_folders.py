@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -171,6 +172,7 @@ def _covers(files: list[LogFile], rows: pa.Table) -> tuple[tuple[int, int], ...]
     bases = [log_loader.base_offset(unit.path) for unit in files]
     if any(b is None for b in bases) or not rows.num_rows:
         return None
+    known = cast(list[int], bases)  # none is None (checked above)
     last = pc.max(rows.column("source_offset")).as_py()
-    ends = [*bases[1:], (last if last is not None else bases[-1]) + 1]
-    return tuple((b, max(b, e)) for b, e in zip(bases, ends, strict=True))
+    ends = [*known[1:], (last if last is not None else known[-1]) + 1]
+    return tuple((b, max(b, e)) for b, e in zip(known, ends, strict=True))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -123,7 +124,7 @@ def segments_to_open(files: tuple[LogFile, ...], floor: int) -> tuple[LogFile, .
     if any(b is None for b in bases):
         return files
     first = 0
-    for index, base in enumerate(bases):
+    for index, base in enumerate(cast(list[int], bases)):  # none is None (checked above)
         if base <= floor:
             first = index
     return files[first:]
@@ -146,6 +147,7 @@ def read_resumed_partition(unit: ResumedPartition, topic: str | None = None) -> 
 
     carried = None
     if unit.record_files:
+        assert unit.partition is not None  # resumed_partitions carries records of a known partition only
         table, kept = carried_records(unit.record_files, unit.partition, unit.storage)
         if kept.num_rows:
             yield from kept.to_batches()

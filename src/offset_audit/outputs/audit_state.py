@@ -254,8 +254,9 @@ class StateMergedMeanwhile(Exception):
     """Another run merged into the state after this one read it: this run's state is not merged."""
 
 
-def write_records(output: str, state: CarriedState, run_id: str, storage: Storage = LOCAL) -> int:
-    """Replace state/records (the first half of a merge); the version made, for `write_positions`."""
+def write_records(output: str, state: CarriedState, run_id: str, storage: Storage = LOCAL) -> int | None:
+    """Replace state/records (the first half of a merge); the version made, for `write_positions` (None
+    when the run's commit is not found among the table's newest versions: `committed_version`)."""
     records_dir = join(output, RECORDS)
     files = _write_record_files(records_dir, state, storage)
     return commit_files(
@@ -266,7 +267,7 @@ def write_records(output: str, state: CarriedState, run_id: str, storage: Storag
 def write_positions(
     output: str,
     positions: list[Position],
-    records_version: int,
+    records_version: int | None,
     read_version: int | None,
     run_id: str,
     storage: Storage = LOCAL,
@@ -496,10 +497,12 @@ def log_dir(output: str, generation: int) -> str:
     return new_run_dir(join(output, LOG, f"{LOG_GENERATION}={generation}"))
 
 
-def append_log(output: str, files: list[DataFile], generation: int, run_id: str, storage: Storage = LOCAL) -> int:
+def append_log(
+    output: str, files: list[DataFile], generation: int, run_id: str, storage: Storage = LOCAL
+) -> int | None:
     """Append a run's state/log files (one commit), into `generation` where a file names none; the
-    version made. Committed before the positions: a run killed between the two leaves records the next
-    run appends again, which history --audit reads once."""
+    version made (None as `write_records` says). Committed before the positions: a run killed between the
+    two leaves records the next run appends again, which history --audit reads once."""
     marked = [
         f if f.partition_values else replace(f, partition_values={LOG_GENERATION: str(generation)}) for f in files
     ]

@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -422,6 +422,7 @@ NOT_A_DELTA_TABLE = ("DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_ONLY_OPERATION", 
 def is_delta_table(spark: SparkSession, target: str) -> bool:
     """Whether `target` holds a Delta table: delta-spark looks for its log, without a Spark job."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a classic session's (connect_route): its context started the JVM
     return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, target))
 
 
@@ -466,7 +467,7 @@ def commit_files(
     the old rows to the new ones atomically.
     """
     from deltalake import DeltaTable, Schema
-    from deltalake.transaction import AddAction, create_table_with_add_actions
+    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
     root = table_dir.rstrip("/") + "/"
     actions = [
@@ -493,7 +494,7 @@ def commit_files(
         again_on_conflict(
             table_dir,
             lambda: DeltaTable(table_dir, storage_options=options).create_write_transaction(
-                actions,
+                cast("list[AddAction | RemoveAction]", actions),  # adds only; delta-rs only reads the list
                 mode=mode,
                 schema=arrow_schema,
                 partition_by=partition_by,
@@ -622,7 +623,8 @@ def again_on_conflict(path: str, operation: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-_WRITTEN = parse_type("struct<part:int,path:string,rows:bigint,size:bigint,partition_value:string>")
+# A struct<...> parses to a StructType.
+_WRITTEN = cast(StructType, parse_type("struct<part:int,path:string,rows:bigint,size:bigint,partition_value:string>"))
 
 
 @dataclass(frozen=True)
@@ -656,6 +658,7 @@ def write_parquet_parts(
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
+        assert context is not None  # a Spark task's (mapInArrow)
         prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
         writers: dict[tuple[int, str | None], tuple] = {}
         for batch in batches:
@@ -704,7 +707,7 @@ def _partition_of_every_row(
 ) -> tuple[str, str] | None:
     """The (column, value) every row of a write holds, known before the rows are: a table partitioned by
     one column, of which the write replaces one partition (`replace_where`)."""
-    if partition_by and len(partition_by) == 1 and partition_by[0] in (replace_where or {}):
+    if partition_by and len(partition_by) == 1 and replace_where is not None and partition_by[0] in replace_where:
         return partition_by[0], replace_where[partition_by[0]]
     return None
 

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import BinaryIO, cast
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,7 @@ import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, commit_buckets, compactable, compaction_keys
 from offset_audit.decoding.decoder import (
@@ -73,10 +75,13 @@ KEPT_TABLES = ("group_metadata", "group_members", "modern_group_records")
 # "end": where its batch is, and its digest), the digest of each record found at a probe offset (kind
 # "probe"), how many carried records it decoded (kind "carried"), its file of records to carry
 # (table_name CARRY) and its file of records for state/log (table_name LOG).
-TASK_REPORT = parse_type(
-    "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
-    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
-    "source_partition:int,end_offset:bigint,source_file:string,source_position:bigint,record_digest:string>"
+TASK_REPORT = cast(
+    StructType,  # a struct<...>
+    parse_type(
+        "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
+        "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
+        "source_partition:int,end_offset:bigint,source_file:string,source_position:bigint,record_digest:string>"
+    ),
 )
 CARRY = "_carry"
 LOG = "_log"
@@ -95,7 +100,7 @@ class _TableFile:
         self.pending_rows = 0
         self.rows = 0
         self.size = 0
-        self.sink = None
+        self.sink: BinaryIO | None = None  # a local file, or a pyarrow.fs stream
         self.writer: pq.ParquetWriter | None = None
 
     def add(self, table: pa.Table) -> None:
@@ -121,6 +126,7 @@ class _TableFile:
         self.flush()
         if self.writer is not None:
             self.writer.close()
+            assert self.sink is not None  # opened with the writer (flush)
             self.size = self.sink.tell()
             self.sink.close()
 
@@ -187,6 +193,7 @@ def _decode_and_write(
     (the task's last record of each key, and its pending transactional records) goes to a file of its own.
     """
     context = TaskContext.get()
+    assert context is not None  # a Spark task's (decode_to_files runs it in one)
     prefix = f"part-{context.partitionId():05d}-{context.attemptNumber()}-{uuid.uuid4().hex[:12]}"
     codec = RecordCodec(layouts)
     files: dict[str, _TableFile | _BucketedFiles] = {
@@ -200,6 +207,7 @@ def _decode_and_write(
     kept_apart = ResumeFilter(resume.floors, resume.probes, resume.reread) if resume is not None else None
     log_file = None
     if resume is not None and resume.log is not None:
+        assert resume.log_dir is not None  # given with the log (runs.audit takes both from its state log)
         log_file = _TableFile(join(resume.log_dir, f"{prefix}.parquet"), LOG_SCHEMA, storage)
     pending: list[pa.Table] = []
     state_types = np.array(sorted(layouts), np.int64)
@@ -225,10 +233,12 @@ def _decode_and_write(
 
     for batch in batches:
         if kept_apart is not None:
+            assert resume is not None  # kept_apart is made from it
             if carried_rows.take(batch):
                 continue
             batch = kept_apart.keep(batch)
-            if log_file is not None and (logged := logged_rows(batch, resume.log)) is not None:
+            # log_file is made only where resume.log is given.
+            if log_file is not None and (logged := logged_rows(batch, cast(LogFloors, resume.log))) is not None:
                 log_file.add(logged)
             batch = unmarked(batch)
             if (held := pending_rows(batch)) is not None:
@@ -251,6 +261,7 @@ def _decode_and_write(
     last = latest.result() if latest is not None else None
     kept_rows = KEPT_SCHEMA.empty_table()
     if last is not None:
+        assert latest is not None  # last is its result
         counts[CountKey(SKIPPED_SUPERSEDED)] += latest.added - last.num_rows
         to_decode, taken = carried_rows.split(last)
         if taken is not None:
@@ -267,6 +278,7 @@ def _decode_and_write(
             kept_rows = pa.concat_tables([taken.kept, fresh]) if taken is not None else fresh
     report = [{"kind": "read", "rows": read}]
     if kept_apart is not None:
+        assert resume is not None  # kept_apart is made from it
         report += _carry(kept_apart, last, kept_rows, pending, resume.carry_dir, prefix, storage)
     if log_file is not None:
         log_file.close()
@@ -414,14 +426,14 @@ def decode_to_files(
     run_dirs = {name: new_run_dir(join(output, name)) for name in TABLES}
     compact = compact_commits_to is not None
     if compact:
-        run_dirs["offset_commits"] = compact_commits_to
+        run_dirs["offset_commits"] = cast(str, compact_commits_to)  # not None: `compact`
     layouts = record_layouts()
 
     if isinstance(source, FileUnits):
-        read = source.read
+        read_unit = source.read
 
         def unit_task(units: Iterator) -> Iterator[dict]:
-            batches = (batch for unit in units for batch in read(unit))
+            batches = (batch for unit in units for batch in read_unit(unit))
             yield from _decode_and_write(
                 batches, run_dirs, layouts, use_fast_path, compact, storage, commit_buckets, resume
             )
@@ -444,6 +456,7 @@ def decode_to_files(
     newest = None
     notes: Counter = Counter()
     read = 0
+    ends: dict[int, int]
     carried, ends, carry_files, log_files = 0, {}, [], []
     last_rows: dict[int, LastRow] = {}
     probed: dict[int, frozenset[str]] = {}

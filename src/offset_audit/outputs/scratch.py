@@ -43,11 +43,11 @@ def scratch_folder(root: str, storage: Storage) -> Iterator[str]:
     name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
     if is_remote(root):
         clear_stale_remote_scratch(root, storage)
-        folder = join(root, name)
+        remote_folder = join(root, name)
         try:
-            yield folder
+            yield remote_folder
         finally:
-            storage.delete_dir(folder)
+            storage.delete_dir(remote_folder)
         return
     local = Path(root)
     local.mkdir(parents=True, exist_ok=True)

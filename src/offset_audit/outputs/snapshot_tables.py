@@ -8,6 +8,7 @@ its own cluster's rows of that id (`Within`), and the snapshots table is merged 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -194,8 +195,9 @@ def write_along_and_read_back(
     first_columns = {c: c for c in shaped.columns}
     # The snapshot's own columns (snapshot_id, cluster) and those taken as they are come from the first
     # table's columns: no copy of a string column goes to the tasks twice.
-    second_columns = {n: f"_along_{n}" if n in computed else along.columns.get(n, n) for n in names}
-    first, second = write_delta_rs_parts(
+    # What `computed` leaves of along.columns are names (str).
+    second_columns = {n: f"_along_{n}" if n in computed else cast(str, along.columns.get(n, n)) for n in names}
+    first_result, second_result = write_delta_rs_parts(
         fused,
         [(join(output, table), first_columns, None), (join(output, along.table), second_columns, "_along_rows")],
         "overwrite",
@@ -205,11 +207,11 @@ def write_along_and_read_back(
         writer.storage,
         own_rows(report),
     )
-    report.wrote(table, first)
+    report.wrote(table, first_result)
     picked = fused.select(*[F.col(second_columns[n]).alias(n) for n in names])
     return (
-        _read_back(spark, shaped, first, snapshot_id, report, writer),
-        _read_back(spark, picked, second, snapshot_id, report, writer),
+        _read_back(spark, shaped, first_result, snapshot_id, report, writer),
+        _read_back(spark, picked, second_result, snapshot_id, report, writer),
     )
 
 

@@ -97,6 +97,8 @@ def delete_rows(path: str, predicate: str, writer: TableWriter, spark: SparkSess
     if writer.delta_spark:
         from offset_audit.outputs.delta import table_path
 
+        assert spark is not None  # a delta-spark writer is chosen on a session (choose_writer)
+
         def spark_delete() -> int:
             target = table_path(spark_path(path))
             spark.sql(f"DELETE FROM {target} WHERE {predicate}").collect()
@@ -173,6 +175,7 @@ def compact(path: str, writer: TableWriter, spark: SparkSession | None, run_id: 
     if writer.delta_spark:
         from offset_audit.outputs.delta import table_path
 
+        assert spark is not None  # a delta-spark writer is chosen on a session (choose_writer)
         again_on_conflict(path, lambda: spark.sql(f"OPTIMIZE {table_path(spark_path(path))}").collect())
         return
     from deltalake import DeltaTable
@@ -205,6 +208,7 @@ def vacuum(path: str, retention_minutes: int, writer: TableWriter, spark: SparkS
         from offset_audit.outputs.delta import table_path
         from offset_audit.session_kind import session_cores
 
+        assert spark is not None  # a delta-spark writer is chosen on a session (choose_writer)
         spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
         # delta-spark lists the table's folder in spark.sql.sources.parallelPartitionDiscovery.parallelism
         # tasks, 10,000 by default: 20-45 s a table on 2 local cores, against 2 s in as many tasks as the

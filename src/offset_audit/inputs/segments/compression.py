@@ -166,7 +166,8 @@ def _snappy_block(block, out: np.ndarray, max_bytes: int) -> bytes:
     """A raw snappy block into `out`: its header states its size, which cramjam checks against the
     buffer before writing anything."""
     try:
-        size = cramjam.snappy.decompress_raw_into(block, out)
+        # An ndarray is a buffer; numpy's stubs say so (__buffer__) only for Python 3.12 on.
+        size = cramjam.snappy.decompress_raw_into(block, out)  # type: ignore[arg-type]
     except cramjam.DecompressionError as err:
         if "smaller than required" in str(err):
             raise _too_large(max_bytes) from err

@@ -6,6 +6,7 @@ treats every batch alike and a bad batch never leaks half of its records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP: magic 0 messages, and records written without one
@@ -21,7 +22,7 @@ class DecodedBatch:
     a few lists per record is what keeps the reader fast.
     """
 
-    offsets: list[int]
+    offsets: Sequence[int | None]  # None only in a row standing for bytes that could not be read (RowBuffer.add_error)
     timestamps_ms: list[int]  # NO_TIMESTAMP where the record has none
     keys: list[bytes | None]
     values: list[bytes | None]

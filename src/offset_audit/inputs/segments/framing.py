@@ -28,7 +28,7 @@ import io
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -128,7 +128,7 @@ def iter_frames(
     path: str,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     start: int = 0,
-) -> Iterator[Frame | Skipped]:
+) -> Generator[Frame | Skipped, None, None]:
     """The batches of a file of `size` bytes, read from `segment_file`, and a Skipped for each stretch of
     bytes that holds none (reading goes on after it).
 

@@ -160,7 +160,7 @@ def _read_fast(
 
     native = fast_walk.native_functions()
     chunk = np.empty(FAST_CHUNK_BYTES, np.uint8)
-    view = memoryview(chunk)
+    view = memoryview(chunk)  # type: ignore[arg-type]  # numpy's stubs give ndarray __buffer__ from Python 3.12 on
     out = np.empty(0 if only_control else FAST_INFLATED_BYTES, np.uint8)
     position = 0
     held = 0  # bytes at the start of the chunk already read: the end of the previous chunk, not yet walked

@@ -302,6 +302,7 @@ class DumpLogReader:
     # Records ------------------------------------------------------------------------------------
 
     def record_line(self, line_no: int, line: str) -> Row:
+        offset: int | None  # None where a line's text gives no offset
         fast = _RECORD_LINE.match(line)
         if fast:
             offset, ts = int(fast["offset"]), int(fast["ts"])

@@ -92,7 +92,9 @@ def pieces(
     while True:
         # Skip whitespace between pieces.
         while True:
-            buf.advance(_SPACE.match(buf.text, buf.pos).end())
+            space = _SPACE.match(buf.text, buf.pos)
+            assert space is not None  # the pattern matches the empty string, so it matches at any position
+            buf.advance(space.end())
             # Decide object or text only once a whole record start could be seen (or the stream ends).
             if buf.pending >= _START_CHARS or (buf.eof and buf.pending):
                 break

@@ -405,7 +405,7 @@ def value_from_json(record_type: int, version: int, data: Any) -> tuple[bytes, l
     failures: list[str] = []
     loose: tuple[ValueLayout, dict[str, Any], list[str]] | None = None
     for candidate in candidates:
-        unknown: list[str] = []
+        unknown = []
         try:
             fields = fields_from_json(candidate.fields, version, data, "value", unknown)
         except ReencodeError as err:
