@@ -18,7 +18,8 @@ def has_class(spark: SparkSession, name: str) -> bool:
     """Whether the session's JVM can load a class, through the loader that holds spark.jars, --jars and
     --packages (the thread's context loader): the system loader, Class.forName's default, never sees them,
     so a check through it calls delta-spark or the Kafka source absent where they are there."""
-    jvm = spark._jvm  # type: ignore[union-attr]
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session's: SparkSession.__init__ asserts it, and nothing clears it
     try:
         jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
         return True

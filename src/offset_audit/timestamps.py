@@ -12,6 +12,7 @@ date can show still gets the broker's verdict.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TypeGuard
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ def ms_column(name: str) -> str:
     return f"{name}_ms"
 
 
-def in_range(millis: int | None) -> bool:
+def in_range(millis: int | None) -> TypeGuard[int]:
     return millis is not None and MIN_MS <= millis <= MAX_MS
 
 

@@ -300,7 +300,7 @@ def decode(
     from offset_audit.runs import preflight
     from offset_audit.runs.decode import run_decode, written_tables
 
-    given = {"format": format, "partition": partition, "topic": topic}
+    given: dict[str, Any] = {"format": format, "partition": partition, "topic": topic}
     given |= {"cluster": cluster, "fast_path": fast_path, "storage_options": storage_options}
     settings, inputs = _settings(settings, given), _paths(dump)
     folder, temporary = _output(output)
@@ -381,6 +381,7 @@ def run_planned_audit(spark: SparkSession, plan: AuditPlan, *, lock_held: bool =
         if plan.keep_state is not None and not lock_held:
             from offset_audit.outputs.audit_state import state_lock
 
+            assert plan.locked is not None  # plan_audit sets it whenever keep_state is set
             held.enter_context(state_lock(plan.locked))
         with _discarded_on_failure(plan.output, plan.temporary), _run_conf(spark):
             result = run_audit(
@@ -429,7 +430,7 @@ def audit(
     `retention`: offsets.retention.minutes, minutes or a duration (default 7d); `as_of`: latest (the
     newest record), now, or an ISO timestamp; `incremental`: keep the coordinator's state in the output
     folder and read only what is new from the second run on (an `output` is needed)."""
-    given = {"retention": retention, "as_of": as_of, "kafka_version": kafka_version, "cluster": cluster}
+    given: dict[str, Any] = {"retention": retention, "as_of": as_of, "kafka_version": kafka_version, "cluster": cluster}
     given |= {"format": format, "storage_options": storage_options}
     settings = _settings(settings, given)
     if incremental and output is None:
@@ -514,7 +515,7 @@ def history(
     from offset_audit.runs import preflight
     from offset_audit.runs.history import run_history, written_tables
 
-    given = {"retention": retention, "kafka_version": kafka_version, "cluster": cluster}
+    given: dict[str, Any] = {"retention": retention, "kafka_version": kafka_version, "cluster": cluster}
     given |= {"format": format, "storage_options": storage_options}
     settings, inputs = _settings(settings, given), _paths(dump)
     kept = None
@@ -601,7 +602,7 @@ def share(
     from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
     from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 
-    given = {"kafka_version": kafka_version, "cluster": cluster, "format": format}
+    given: dict[str, Any] = {"kafka_version": kafka_version, "cluster": cluster, "format": format}
     given |= {"bootstrap_servers": bootstrap_servers, "storage_options": storage_options}
     if settings is None:
         given["topic"] = SHARE_STATE_TOPIC
@@ -663,6 +664,7 @@ def write(run: Run, output: str | os.PathLike | None = None, *, tables: str | No
     if tables is not None:
         _to_catalog(run, tables)
     else:
+        assert output is not None  # one of the two is given (checked above)
         _to_folder(run, normalize(os.fspath(output)))
 
 

@@ -164,6 +164,7 @@ def audit(
             from offset_audit.runs.incremental import resumed_bytes
 
             # Held from here, before Spark starts: a second run started meanwhile is refused at once.
+            assert plan.locked is not None  # plan_audit sets it whenever keep_state is set
             held.enter_context(state_lock(plan.locked))
             input_size = resumed_bytes(plan.dump, output, plan.keep_state)
         with progress.reporting(not quiet):

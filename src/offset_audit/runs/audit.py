@@ -154,7 +154,12 @@ def audit_with_state(
             log = incremental.log_plan(home, plan, settings)
             report.state, report.state_reason = plan.state, plan.reason
             files = plan.resume.files if plan.resume is not None else None
-            report.files_note = None if files is None else files.note(stored.seen_files, seen)
+            if files is None:
+                report.files_note = None
+            else:
+                # incremental.plan works files out only from the state's listing and this run's.
+                assert stored is not None and stored.seen_files is not None and seen is not None
+                report.files_note = files.note(stored.seen_files, seen)
             newest = stored.newest_record_ms if plan.resume is not None and stored is not None else None
             try:
                 with coordinator_state(
@@ -175,6 +180,7 @@ def audit_with_state(
                     result = _judge(spark, state, writer, output, settings, report, snapshot_id, end_offsets)
                     progress.begin("merging the audit's state")
                     newest_ms = None if state.newest_record is None else millis_of(state.newest_record)
+                    assert state.decoded is not None  # coordinator_state sets it before it yields
                     why_not = incremental.merge_state(
                         home,
                         plan,

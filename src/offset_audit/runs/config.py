@@ -72,7 +72,7 @@ _WHOLE = (_whole, "a whole number")
 _FLAG = (_flag, "true or false")
 _MINUTES = (_minutes_or_duration, "minutes or a duration like 7d")
 _OPTIONS = (_table_of_scalars, "a table of NAME = value")
-_ANY_NAME = (_scalar, "text, a number or true/false")
+_ANY_NAME: tuple[Callable[[Any], bool], str] = (_scalar, "text, a number or true/false")
 _TEXTS = (_texts, 'a list of text, like ["orders-.*"]')
 _KEEP = (_minutes_or_duration, 'a count of snapshots, a duration like "30d", or "" to keep every one')
 

@@ -140,7 +140,7 @@ def decode_dump(
         check_reconciles(report)  # nothing is committed unless every record is accounted for
         if check is not None:
             check(result.ends, result.probed)
-        decoded = Decoded(
+        outcome = Decoded(
             result.newest_record,
             ends=result.ends,
             carry_files=result.carry_files,
@@ -148,13 +148,13 @@ def decode_dump(
             last_rows=result.last_rows,
         )
         if compact_commits_to is not None:
-            decoded.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
-            decoded.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
+            outcome.compacted_commits = [str(f.path) for f in result.files["offset_commits"]]
+            outcome.compacted_rows = sum(f.rows for f in result.files["offset_commits"])
             result.files["offset_commits"] = []
         progress.begin("committing the decode tables")
         for name, written in commit_decoded(output, result.files, run_id=report.run_id, storage=storage).items():
             report.wrote(name, written)
-        return decoded
+        return outcome
     raw = source if isinstance(source, DataFrame) else load_raw_records(spark, dump)
     progress.begin(f"decoding the dump ({settings.input.format})")
     report.records_read = raw.count()
@@ -162,7 +162,7 @@ def decode_dump(
         StorageLevel.MEMORY_AND_DISK
     )
     try:
-        counts = Counter()
+        counts: Counter[CountKey] = Counter()
         for row in decoder.decode_counts(decoded).collect():
             counts[CountKey(row.record_class, row.key_type, row.value_version, row.layout_era, row.is_tombstone)] += (
                 row.records

@@ -230,6 +230,7 @@ def _events(
     audit replays a small state (runs.state, SMALL_STATE_ROWS and TINY_STATE_ROWS)."""
     progress.begin("finding the records each tombstone is judged on")
     judged = log.judged_part()
+    assert judged.incarnations is not None  # judged_part always works them out
     judged_commits, incarnations = hold(judged.commits), hold(judged.incarnations)  # both read every commit
     judged_rows = judged_commits.count() + group_rows
     small = judged_rows <= SMALL_STATE_ROWS

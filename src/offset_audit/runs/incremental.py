@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS, format_minutes
 from offset_audit.errors import UserError
 from offset_audit.inputs import formats
-from offset_audit.inputs.last_read import LastRow, last_read_of, missing_batch
+from offset_audit.inputs.last_read import LastRead, LastRow, last_read_of, missing_batch
 from offset_audit.inputs.opened import OpenedDump
 from offset_audit.inputs.resumed import InputFacts, LogFloors, Resume, segments_to_open
 from offset_audit.inputs.snapshot_files import SeenFiles, files_to_read
@@ -155,10 +156,12 @@ def resumed_bytes(dump: OpenedDump, output: str, mode: str) -> int | None:
     if snapshot:
         if stored.seen_files is None:
             return None
+        assert dump.seen_files is not None  # `snapshot` says so (a cached property: read once)
         sizes = {f.path: f.size for f in dump.seen_files.files}
         opened = sum(sizes[p] for p in files_to_read(dump.seen_files, stored.seen_files).paths)
     else:
-        floors = {p: position.next_offset for p, position in stored.positions.items()}
+        # A group's partition may be unknown (None): it starts at 0, as one the state does not know.
+        floors: dict[int | None, int] = {p: position.next_offset for p, position in stored.positions.items()}
         groups = dump.partition_groups
         opened = sum(f.size for g in groups for f in segments_to_open(g.files, floors.get(g.partition, 0)))
     return opened + sum(storage.size(f) for files in stored.record_files.values() for f in files)
@@ -218,8 +221,11 @@ def plan(
     files = None
     if seen is not None and stored.seen_files is not None:
         files = files_to_read(seen, stored.seen_files)
-        # A record read last is looked for only where its file is not there as it was read.
-        probes = {p: at for p, at in probes.items() if files.look_for(stored.positions[p].last_read.file)}
+        # A record read last is looked for only where its file is not there as it was read (a probe's
+        # partition has a record read last).
+        probes = {
+            p: at for p, at in probes.items() if files.look_for(cast(LastRead, stored.positions[p].last_read).file)
+        }
     return Plan(stored, Resume(floors, stored.record_files, probes=probes, files=files), RESUMED)
 
 
@@ -337,7 +343,8 @@ def check_ends(plan_: Plan, log: LogPlan | None = None):
             return
         for partition, offset in sorted(plan_.resume.probes.items()):
             found = (probed or {}).get(partition, frozenset())
-            if found == {plan_.stored.positions[partition].last_read.record_digest}:
+            # A probe's partition has a record read last (`plan`).
+            if found == {cast(LastRead, plan_.stored.positions[partition].last_read).record_digest}:
                 continue
             if not found:
                 raise ReadAgain(
@@ -422,7 +429,8 @@ def merge_state(
         version = append_log(output, log_files, log.generation, run_id, storage)
         if report is not None:
             report.records_logged = sum(f.rows for f in log_files)
-            report.table_versions[LOG] = version
+            if version is not None:  # as DecodeReport.wrote: a version the commit cannot be found in is not named
+                report.table_versions[LOG] = version
     # A run killed here leaves positions that still name the records of the run before.
     progress.begin("committing the state's positions")
     try:

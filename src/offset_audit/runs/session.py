@@ -103,6 +103,7 @@ def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> No
     global _adopted
     _adopted = (spark, check)
     SparkSession._activeSession = spark
+    assert spark._jvm is not None  # a classic session's: SparkSession.__init__ asserts it, and nothing clears it
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
 
 
@@ -365,6 +366,7 @@ def cluster_cores(spark: SparkSession, poll_seconds: float = 0.5) -> int:
     pending tasks, so there is nothing to wait for."""
     sc = spark.sparkContext
     conf = sc.getConf()
+    assert sc.master is not None  # a started context's: SparkContext refuses to start without spark.master
     if sc.master.startswith("local") or conf.get("spark.dynamicAllocation.enabled", "false") == "true":
         return sc.defaultParallelism
     if conf.contains("spark.default.parallelism"):
@@ -419,11 +421,11 @@ def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[No
     try:
         yield
     finally:
-        for name, value in before.items():
-            if value is None:
+        for name, old in before.items():
+            if old is None:
                 spark.conf.unset(name)
             else:
-                spark.conf.set(name, value)
+                spark.conf.set(name, old)
 
 
 def start_spark(settings: Settings, dump: OpenedDump | list[str], input_size: int | None = None) -> SparkSession:
@@ -449,8 +451,8 @@ def start_spark(settings: Settings, dump: OpenedDump | list[str], input_size: in
     if submitted:
         for name, value in fit_to_cluster(spark, size).items():
             cores = session_cores(spark)
-            dump = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
-            print(f"offset-audit: {name}={value} for {cores} cores and {dump} (set it to choose)", file=sys.stderr)
+            data = "a live topic" if size is None else f"{size / 2**20:,.1f} MiB of input"
+            print(f"offset-audit: {name}={value} for {cores} cores and {data} (set it to choose)", file=sys.stderr)
     return spark
 
 

@@ -261,13 +261,13 @@ def run_share(
     # Everything is worked out before the first table is written: a finding that fails stops the run
     # with every table as it was, not half of them new.
     partition_rows = tables["share_partitions"].to_pylist()
-    groups = share_groups.replay_share_groups(group_rows)
+    found_groups = share_groups.replay_share_groups(group_rows)
     has_state = {r["group_id"] for r in partition_rows}
-    group_table = share_group_rows(groups, has_state, bootstrap)
+    group_table = share_group_rows(found_groups, has_state, bootstrap)
     observations = _observations(partition_rows, tables["share_state_batches"], delivery_count_limit)
     findings = share_findings.broker_setting_findings(setting_findings)
-    findings += share_findings.assignment_findings(groups, version)
-    findings += share_findings.limit_findings(groups, observations, effective)
+    findings += share_findings.assignment_findings(found_groups, version)
+    findings += share_findings.limit_findings(found_groups, observations, effective)
     findings += state_findings.moved_back_findings(partition_rows)
     report.format_notes.update(state_findings.writer_notes(partition_rows, version))
     # The key columns of __consumer_offsets records whose value was unreadable: share state keys are

@@ -18,10 +18,11 @@ import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from offset_audit.decoding.decoder import for_decode
 from offset_audit.decoding.share_columns import ShareStateReader
@@ -32,7 +33,7 @@ from offset_audit.layouts.tables import parse_type
 from offset_audit.runs import share_replay
 from offset_audit.share_coordinator import fold
 
-_TASK_RESULT = parse_type("struct<result:binary>")
+_TASK_RESULT = cast(StructType, parse_type("struct<result:binary>"))
 QUARANTINE_SCHEMA = pa.schema(
     [
         ("source_partition", pa.int32()),
@@ -126,7 +127,7 @@ def replay_dump(
             continue
         group_id, topic_id, partition = share_partition
         key = {"group_id": group_id, "topic_id": topic_id, "partition": partition}
-        last = replayed.last_snapshot
+        last: tuple[int | None, ...] | None = replayed.last_snapshot
         if last is not None:
             last = tuple(None if c == -1 else c for c in last)
         rows += share_replay.share_partition_rows(key, replayed.replay, replayed.records, last, delivery_count_limit)

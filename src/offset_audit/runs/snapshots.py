@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from typing import cast
 
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
@@ -37,9 +38,10 @@ def snapshot_id_for(report: DecodeReport, newest_record: datetime | None, as_of:
     agree on both and are judged at the same time share an id; name them with --snapshot-id."""
     if given:
         return check_snapshot_id(given)
+    # A record's time comes from a UTC TIMESTAMP column, so datetime_of always shows it.
     counts = [
         report.records_read,
-        None if newest_record is None else datetime_of(millis_of(newest_record)).isoformat(),
+        None if newest_record is None else cast(datetime, datetime_of(millis_of(newest_record))).isoformat(),
         as_of.isoformat(),
     ]
     digest = hashlib.sha1(repr(counts).encode())

@@ -243,6 +243,7 @@ def coordinator_state(
                 # counted once per task: the route (one partition, TINY_STATE_ROWS, WIDE_STATE_ROWS) is
                 # chosen on the merge, one record per key. A small state is merged on the driver, a
                 # larger one a bucket per task, which may leave it small enough for one partition.
+                assert scratch is not None  # decode_dump compacts commits only into compact_commits_to
                 merged = (
                     dict([merge_latest_commits(files, scratch, storage)])
                     if small

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import cast
 
 from pyspark.sql import SparkSession
 
@@ -123,9 +124,11 @@ def to_remove(listed: list[Snapshot], keep: KeepSnapshots) -> list[Snapshot]:
         return []
     if keep.count is not None:
         return listed[: max(0, len(listed) - keep.count)]
+    # Snapshots read from the tables: each has its time (only a Snapshot that just names one has none).
     newest = listed[-1].as_of
+    assert newest is not None
     cutoff = newest - timedelta(minutes=keep.minutes or 0)
-    return [s for s in listed[:-1] if s.as_of < cutoff]
+    return [s for s in listed[:-1] if cast(datetime, s.as_of) < cutoff]
 
 
 def prune(
@@ -155,7 +158,7 @@ def prune(
             more = [s for s in snapshots(output, table, storage, listed) if s.key not in known]
             ordered += more
             known |= {s.key for s in more}
-        ordered.sort(key=lambda s: s.as_of)
+        ordered.sort(key=lambda s: cast(datetime, s.as_of))  # read from the tables: each has its time
         # Per cluster: in a fleet's folder one cluster's schedule never pushes out another's snapshots.
         groups = [g for g in by_cluster(ordered).values() if only is None or any(s.same_cluster(only) for s in g)]
         done = Removed(kind, [])
@@ -164,8 +167,8 @@ def prune(
             past = to_remove(group, keep)
             going += past
             for name in dict.fromkeys(s.cluster for s in past):  # a cluster named later: each name's own
-                ids = [s.snapshot_id for s in past if s.cluster == name]
-                done.clusters.append(ClusterRemoved(name, ids, len(group) - len(past)))
+                their_ids = [s.snapshot_id for s in past if s.cluster == name]
+                done.clusters.append(ClusterRemoved(name, their_ids, len(group) - len(past)))
         if not going:
             continue
         ids = {

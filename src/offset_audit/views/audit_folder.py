@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -95,10 +96,11 @@ class Snapshot:
     """One audited snapshot: its id, the time it was judged at, and the retention it was judged with;
     for an audit's snapshot listed in the snapshots table, the totals report's history chart draws
     (offsets, expired, expiring_soon, lag, groups), None otherwise; and the cluster it is of (its name,
-    "" for none or a snapshot written before fleets, and its id where known)."""
+    "" for none or a snapshot written before fleets, and its id where known). `as_of` is None only in a
+    Snapshot that just names one for read_snapshot or same_cluster: one read from a table has its time."""
 
     snapshot_id: str
-    as_of: object
+    as_of: datetime | None
     retention_minutes: int | None
     totals: dict | None = None
     cluster: str = ""

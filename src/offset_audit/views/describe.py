@@ -170,6 +170,8 @@ def render(described: Described) -> str:
     by_group = {g["group_id"]: g for g in described.groups.to_pylist()}
     rows = described.offsets.to_pylist()
     of = f" of cluster {terminal(described.cluster)}" if described.cluster else ""
+    # A snapshot is listed by its files of partition_verdicts, which hold rows: read_described read its as_of.
+    assert described.as_of is not None
     lines = [f"Snapshot {terminal(described.snapshot_id)}{of} as of {exact_utc(described.as_of)}"]
     if not rows:
         return "\n".join([*lines, "", "no committed offsets match"])

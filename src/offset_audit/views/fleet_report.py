@@ -73,6 +73,7 @@ class FleetCluster:
 
     @property
     def urgent(self) -> pa.Array:
+        assert self.snapshot.as_of is not None  # a cluster's newest snapshot, read from the folder: it has its time
         as_of_ms = int(as_utc(self.snapshot.as_of).timestamp() * 1000)
         return DEFAULT_SCOPE.urgent(self.groups, as_of_ms)
 
@@ -98,6 +99,7 @@ def cluster_rows(fleet: Fleet) -> list[dict]:
     rows = []
     for cluster in fleet.clusters:
         groups, totals = cluster.groups, cluster.snapshot.totals or {}
+        assert cluster.snapshot.as_of is not None  # read from the folder: it has its time
         rows.append(
             {
                 "cluster": cluster.name,
@@ -123,6 +125,7 @@ def urgent_groups(fleet: Fleet, limit: int = URGENT_SHOWN) -> list[dict]:
     found = []
     for cluster in fleet.clusters:
         chosen = cluster.groups.filter(cluster.urgent).to_pylist()
+        assert cluster.snapshot.as_of is not None  # read from the folder: it has its time
         as_of_ms = int(as_utc(cluster.snapshot.as_of).timestamp() * 1000)
         for group in chosen:
             due = bool(group["would_delete"]) or bool(group["expired_offset_count"])
@@ -176,7 +179,7 @@ def fleet_chart(rows: list[dict]) -> Chart:
 
 
 # The clusters table's columns, in order, as cluster_rows names them.
-CLUSTER_KEYS = ("cluster", "snapshot", "as_of", "groups", "urgent", "removed", "offsets", "expired")
+CLUSTER_KEYS: tuple[str, ...] = ("cluster", "snapshot", "as_of", "groups", "urgent", "removed", "offsets", "expired")
 CLUSTER_KEYS += ("expiring_soon", "lag", "snapshots")
 
 

@@ -117,6 +117,7 @@ def read_audit(
 
 
 def build_charts(audit: Audit, days: int = DEFAULT_DAYS) -> list[Chart]:
+    assert audit.snapshot.as_of is not None  # picked from the folder: it has its time
     return [
         expiry_chart(audit.partitions, audit.snapshot.as_of, days),
         groups_chart(audit.groups),
@@ -190,6 +191,7 @@ def _header(audit: Audit, drawn: int) -> str:
     expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
     deleted = pc.sum(pc.cast(pc.fill_null(groups["would_delete"], False), pa.int64())).as_py() or 0
     retention = snapshot.retention_minutes
+    assert snapshot.as_of is not None  # picked from the folder: it has its time
     facts = [
         ("audit folder", audit.folder),
         *([("cluster", snapshot.cluster)] if snapshot.cluster else []),

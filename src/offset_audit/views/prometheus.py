@@ -371,9 +371,9 @@ def _python_families(samples: list[Sample]) -> list[Family]:
     for name, mine in by_name.items():
         mine.sort(key=lambda s: tuple((v is None, v) for _, v in s[0]))
         names = [n for n, _ in mine[0][0]]
-        labels = [(n, pa.array([dict(s[0])[n] for s in mine])) for n in names]
+        label_columns = [(n, pa.array([dict(s[0])[n] for s in mine])) for n in names]
         texts = pa.array([str(v) if isinstance(v, int) else repr(float(v)) for _, v in mine], pa.string())
-        families.append(family(name, HELP[name], labels, texts))
+        families.append(family(name, HELP[name], label_columns, texts))
     return families
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import SupportsInt
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,7 +131,7 @@ def _has_values(table: pa.Table, column: str) -> bool:
     return column in table.column_names and table[column].null_count < table.num_rows
 
 
-def _int(value: object) -> int | None:
+def _int(value: SupportsInt | None) -> int | None:  # an int or an exact sum's Decimal
     return None if value is None else int(value)
 
 
@@ -158,6 +159,7 @@ class SnapshotTotals:
 
 def snapshot_totals(snapshot: Snapshot, partitions: pa.Table, soon_days: int = SOON_DAYS) -> SnapshotTotals:
     """Totals of one snapshot's partition_verdicts (columns expires_at, expired, lag)."""
+    assert snapshot.as_of is not None  # only a Snapshot that just names one has no time
     expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
     pending = _pending(partitions)
     soon = pc.less(_ms_after(pending["expires_at"], snapshot.as_of), soon_days * DAY_MS)
@@ -176,6 +178,7 @@ def listed_totals(snapshot: Snapshot) -> SnapshotTotals:
     """The totals of a snapshot as the snapshots table lists them (what `snapshot_totals` gave when the
     audit wrote it): the history chart reads one row per earlier snapshot, not its offsets."""
     totals = snapshot.totals or {}
+    assert snapshot.as_of is not None  # a row of the snapshots table: it has its time
     return SnapshotTotals(
         snapshot.snapshot_id,
         as_utc(snapshot.as_of),

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from typing import cast
 
 from offset_audit.layouts.spec import schemas_dir
 from offset_audit.layouts.tables import coordinate_columns, table_schema
 
 
 def table_names() -> list[str]:
-    return sorted(p.stem for p in (schemas_dir() / "tables").glob("*.json") if p.stem != "coordinates")
+    # Run from the source tree (the docs are generated there), where package data is a real folder: a Path.
+    tables = cast(Path, schemas_dir() / "tables")
+    return sorted(p.stem for p in tables.glob("*.json") if p.stem != "coordinates")
 
 
 def table_section(name: str) -> str:
@@ -37,7 +41,11 @@ def sync(readme: str) -> str:
     for name in table_names():
         pattern = re.compile(rf"(### `{re.escape(name)}`\n\n)(.*?)(\n\n(?=#)|\n*\Z)", re.S)
         body = table_section(name)
-        readme, count = pattern.subn(lambda m, body=body: m.group(1) + body + m.group(3), readme, count=1)
+
+        def section(m: re.Match[str], body: str = body) -> str:
+            return m.group(1) + body + m.group(3)
+
+        readme, count = pattern.subn(section, readme, count=1)
         if not count:
             raise ValueError(f"the README has no section ### `{name}`")
     return readme

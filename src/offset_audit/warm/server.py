@@ -344,7 +344,8 @@ def _take_stdio(fds: list[int]) -> None:
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(open(0, "rb", buffering=0, closefd=False), encoding="utf-8")  # noqa: SIM115
+    # typeshed calls sys.__stdin__ Final; rebound here, as a process started on these descriptors has it.
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(open(0, "rb", buffering=0, closefd=False), encoding="utf-8")  # type: ignore[misc]  # noqa: SIM115
     for name, fd in (("stdout", 1), ("stderr", 2)):
         binary = open(fd, "wb", buffering=0, closefd=False)  # noqa: SIM115
         errors = "backslashreplace" if name == "stderr" else "strict"
@@ -361,6 +362,7 @@ def _own_connections(spark: SparkSession) -> None:
     what it lets go of through a worker thread of its own, as py4j does in any process."""
     from py4j.clientserver import FinalizerWorker
 
+    assert spark.sparkContext._gateway is not None  # set when the first SparkContext started, never cleared
     client = spark.sparkContext._gateway._gateway_client
     client.thread_connection = threading.local()
     client.deque = collections.deque()
@@ -375,6 +377,7 @@ def _own_connections(spark: SparkSession) -> None:
 def _release(spark: SparkSession) -> None:
     """Release in the JVM what the run held, before the child exits and py4j with it."""
     gc.collect()
+    assert spark.sparkContext._gateway is not None  # set when the first SparkContext started, never cleared
     client = spark.sparkContext._gateway._gateway_client
     finalizer = getattr(client, "finalizer_deque", None)
     while finalizer:
