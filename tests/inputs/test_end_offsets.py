@@ -499,7 +499,7 @@ def test_share_writes_the_cluster_into_its_delete_commands_or_the_shell_word(
     from unittest.mock import MagicMock
 
     # A stand-in session: the run sets its time zone for the run and gives it back, then stops here.
-    monkeypatch.setattr(offset_audit.runs.session, "start_spark", lambda *_args: MagicMock())
+    monkeypatch.setattr(offset_audit.runs.session, "start_spark", lambda *_args, **_kwargs: MagicMock())
     monkeypatch.setattr(offset_audit.runs.share, "run_share", run_share)
     result = run("share", "--input", small_dump, "--input-format", "parquet", "--output", str(tmp_path / "o"), *args)
     assert "stopped before the share run" in result.output, result.output

@@ -6,8 +6,11 @@ not a decoded dump), runs (runs/), and prints what the run found (views/).
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +29,9 @@ from offset_audit.cli.options import (
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 KAFKA_VERSION_OPTION = click.option(
     "--kafka-version",
     default=None,
@@ -41,6 +47,15 @@ KEEP_DECODED_HELP = (
 )
 
 
+def spark_starter() -> Callable[..., SparkSession]:
+    """How a run gets its session: `runs.session.start_spark`, given what the warm session handed this
+    run when it runs there (click's obj, which `warm serve` sets)."""
+    from offset_audit.runs.session import WarmSession, start_spark
+
+    handed = click.get_current_context().find_root().obj
+    return functools.partial(start_spark, warm=handed if isinstance(handed, WarmSession) else None)
+
+
 @click.command()
 @dump_options(settings_from=("fast_path",))
 @click.option("--output", required=True, metavar="DIR", help="folder for the Delta tables.")
@@ -52,12 +67,11 @@ def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import api
     from offset_audit.runs import progress
-    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import decode_document
     from offset_audit.views.summary import decode_summary
 
     with progress.reporting(not quiet):
-        decoded = api.decode(start_spark, dump.inputs, output=output, settings=dump.settings)
+        decoded = api.decode(spark_starter(), dump.inputs, output=output, settings=dump.settings)
     report, output = decoded.report, decoded.folder
     emit(as_json, lambda: decode_document(report, output), lambda: decode_summary(report, output))
 
@@ -143,7 +157,6 @@ def audit(
     from offset_audit import api
     from offset_audit.runs import progress
     from offset_audit.runs.audit import alerts
-    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
@@ -168,7 +181,7 @@ def audit(
             held.enter_context(state_lock(plan.locked))
             input_size = resumed_bytes(plan.dump, output, plan.keep_state)
         with progress.reporting(not quiet):
-            spark = start_spark(plan.settings, plan.dump, input_size)
+            spark = spark_starter()(plan.settings, plan.dump, input_size)
             result = api.run_planned_audit(spark, plan, lock_held=True).result
     checked = alerts(result, fail_expiring, fail_expired)
     emit(
@@ -217,13 +230,12 @@ def whatif(
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit import api
     from offset_audit.runs import preflight, progress
-    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import whatif_document
     from offset_audit.views.summary import cluster_lines, upkeep_lines, whatif_summary
 
     with progress.reporting(not quiet):
         scenarios = api.whatif(
-            start_spark,
+            spark_starter(),
             dump.inputs,
             retention=preflight.check_retention_list(retentions),
             as_of=list(as_of_points) or [dump.settings.audit.as_of],
@@ -294,13 +306,12 @@ def share(
     from offset_audit import api
     from offset_audit.cli.options import paths
     from offset_audit.runs import progress
-    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import share_document
     from offset_audit.views.summary import share_summary
 
     with progress.reporting(not quiet):
         shared = api.share(
-            start_spark,
+            spark_starter(),
             dump.inputs,
             output=output,
             groups_dump=paths(groups_inputs),
@@ -373,7 +384,6 @@ def history(
     """
     from offset_audit import api
     from offset_audit.runs import progress
-    from offset_audit.runs.session import start_spark
     from offset_audit.views.json_documents import history_document
     from offset_audit.views.summary import history_summary
 
@@ -385,7 +395,7 @@ def history(
         raise UserError("--log-generation picks a log of --audit; give --audit AUDIT")
     with progress.reporting(not quiet):
         told = api.history(
-            start_spark,
+            spark_starter(),
             dump.inputs,
             output=output,
             groups=groups,

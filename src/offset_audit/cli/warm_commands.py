@@ -130,12 +130,14 @@ def stop() -> None:
 def serve(conf_file: str | None, idle_minutes: int) -> None:
     """The session itself (what `start` launches)."""
     from offset_audit.runs.config import load_settings
+    from offset_audit.runs.session import WarmSession
     from offset_audit.warm.server import serve as run_session
 
     root = click.get_current_context().find_root().command
 
-    def command(argv: list[str]) -> None:
-        root.main(args=argv, prog_name="offset-audit", standalone_mode=True)
+    def command(argv: list[str], warm: WarmSession) -> None:
+        # click's obj: the run commands hand it to start_spark (cli.run_commands.spark_starter)
+        root.main(args=argv, prog_name="offset-audit", standalone_mode=True, obj=warm)
 
     run_session(load_settings(conf_file), conf_file, idle_minutes * 60.0, command)
 

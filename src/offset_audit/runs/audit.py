@@ -101,7 +101,7 @@ def run_audit(
     `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
     dump = opened(dump, settings)
     settings = dump.settings
-    report = run_report("audit", list(dump.inputs), settings)
+    report = run_report(spark, "audit", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     if keep_state is not None:
         result = audit_with_state(spark, dump, output, report, writer, keep_state, snapshot_id, end_offsets, locked)

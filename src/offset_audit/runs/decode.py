@@ -192,7 +192,7 @@ def run_decode(
     `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
     dump = opened(dump, settings)
     settings = dump.settings
-    report = run_report("decode", list(dump.inputs), settings)
+    report = run_report(spark, "decode", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     # Its runs row names the cluster as an audit's does, so a --cluster given here is not lost.
     judge_as(report, resolve(spark, dump, output))

@@ -169,7 +169,7 @@ def run_history(
         dump = OpenedDump((kept.path,), (kept.path,), settings, for_settings(settings))
     dump = opened(dump, settings)
     settings = dump.settings
-    report = run_report("history", list(dump.inputs), settings)
+    report = run_report(spark, "history", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     storage = writer.storage
     # The records an audit kept are of the cluster its state names.

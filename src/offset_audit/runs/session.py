@@ -3,12 +3,13 @@
 Five cases. A run given a Spark Connect server (--remote, SPARK_REMOTE, or [spark] "spark.remote")
 opens a session of its own there: the server keeps its settings, the run sets the ones it relies on and
 sizes its shuffles to the dump and the server's cores (`remote_session`). A warm session's run
-(offset_audit.warm) is given its session before the command starts (`adopt`). Code that already started
-Spark (a notebook, the tests) keeps its session as it is. Under spark-submit the session is built from
-what was submitted, so the cluster's master and every --conf win; the job adds only what it needs and
-what the user did not set (UTC, its own quiet log4j settings, shuffle partitions sized to the input and
-the cluster, see `fit_to_cluster`). Anywhere else a local session is built from the `[spark]` settings
-of the run configuration: a few shuffle partitions and no UI, which suits a laptop, CI and the demo.
+(offset_audit.warm) is handed its session as a value (`WarmSession`), which the command line gives
+`start_spark`. Code that already started Spark (a notebook, the tests) keeps its session as it is.
+Under spark-submit the session is built from what was submitted, so the cluster's master and every
+--conf win; the job adds only what it needs and what the user did not set (UTC, its own quiet log4j
+settings, shuffle partitions sized to the input and the cluster, see `fit_to_cluster`). Anywhere else a
+local session is built from the `[spark]` settings of the run configuration: a few shuffle partitions
+and no UI, which suits a laptop, CI and the demo.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -92,32 +94,42 @@ BYTES_PER_SHUFFLE_PARTITION = 256 << 20
 MAX_SHUFFLE_PARTITIONS = 4096
 
 
-# A warm session's run: its session, and the check that the run's [spark] settings suit it.
-_adopted: tuple[SparkSession, Callable[[Mapping[str, str]], None]] | None = None
+@dataclass(frozen=True)
+class WarmSession:
+    """What the warm session (offset_audit.warm) hands the one run it starts: the run's own session over
+    its JVM, and the check that sees the run's [spark] settings first (it may set them on that session,
+    or raise to refuse the run). The command line passes it to `start_spark`."""
+
+    spark: SparkSession
+    check: Callable[[Mapping[str, str]], None]
+
+
+# Set on the session a warm session hands a run: the run's report says where it ran.
+WARM_SESSION_CONF = "offset_audit.warmSession"
 
 
 @classic_start
-def adopt(spark: SparkSession, check: Callable[[Mapping[str, str]], None]) -> None:
-    """Make `spark` the session of every run in this process; `check` sees each run's [spark] settings
-    first (it may adjust the session, or raise to refuse the run)."""
-    global _adopted
-    _adopted = (spark, check)
+def adopt(warm: WarmSession) -> None:
+    """Make the run's session the active one of its process (pyspark's and the JVM's), for the code that
+    asks for the active session, and mark it as the warm session's."""
+    spark = warm.spark
+    spark.conf.set(WARM_SESSION_CONF, "true")
     SparkSession._activeSession = spark
     assert spark._jvm is not None  # a classic session's: SparkSession.__init__ asserts it, and nothing clears it
     spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
 
 
-def in_warm_session() -> bool:
-    """Whether this process's runs use a session handed in by `adopt`: the warm session's."""
-    return _adopted is not None
+def in_warm_session(spark: SparkSession) -> bool:
+    """Whether `spark` is a session the warm session handed a run (`adopt`)."""
+    return spark.conf.get(WARM_SESSION_CONF, "false") == "true"
 
 
-def run_report(command: str, inputs: list[str], settings: Settings) -> DecodeReport:
+def run_report(spark: SparkSession, command: str, inputs: list[str], settings: Settings) -> DecodeReport:
     """A new run's report, noting whether it runs in the warm session (its --json says so)."""
     from offset_audit.decoding.report import DecodeReport
 
     report = DecodeReport.start(command, inputs, settings.input.format, settings.kafka.bootstrap_servers)
-    report.warm_session = in_warm_session()
+    report.warm_session = in_warm_session(spark)
     return report
 
 
@@ -240,12 +252,6 @@ def get_spark(settings: Mapping[str, str] | None = None, input_bytes: int | None
     url = remote_url(settings or {})
     if url is not None:
         return remote_session(url, input_bytes)
-    if _adopted is not None:
-        adopted, check = _adopted
-        check(settings or {})
-        for name, value in REQUIRED.items():
-            adopted.conf.set(name, value)
-        return adopted
     active = SparkSession.getActiveSession()
     if active is not None:
         for name, value in REQUIRED.items():
@@ -428,21 +434,29 @@ def scoped_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[No
                 spark.conf.set(name, old)
 
 
-def start_spark(settings: Settings, dump: OpenedDump | list[str], input_size: int | None = None) -> SparkSession:
+def start_spark(
+    settings: Settings, dump: OpenedDump | list[str], input_size: int | None = None, warm: WarmSession | None = None
+) -> SparkSession:
     """The run's SparkSession, its progress shown; under spark-submit, with shuffles sized to the dump and
     the cluster (each setting chosen is said on stderr). `dump`: the run's, as preflight opened it (its
     paths, opened here, where a caller has only those); `input_size`: the bytes the run will read, where
-    that is not the whole input (an incremental audit's)."""
+    that is not the whole input (an incremental audit's); `warm`: what the warm session handed this run,
+    whose session it then runs in."""
     from offset_audit.inputs.opened import opened
     from offset_audit.runs import progress
 
-    if _adopted is not None:
-        _adopted[1](settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
-    # A warm session's run starts nothing: the stage says whose Spark it runs in, in place of the start.
-    progress.begin("joining the warm session" if _adopted is not None else "starting Spark")
+    if warm is not None:
+        warm.check(settings.spark)  # before any output: a run the warm session refuses starts again elsewhere
+        # A warm session's run starts nothing: the stage says whose Spark it runs in, in place of the start.
+        progress.begin("joining the warm session")
+        for name, value in REQUIRED.items():
+            warm.spark.conf.set(name, value)
+        progress.attach_spark(warm.spark)
+        return warm.spark
+    progress.begin("starting Spark")
     remote = remote_url(settings.spark) is not None
     submitted = not remote and under_spark_submit()
-    local = not submitted and not remote and _adopted is None and SparkSession.getActiveSession() is None
+    local = not submitted and not remote and SparkSession.getActiveSession() is None
     size = None
     if submitted or local or remote:
         size = input_size if input_size is not None else opened(dump, settings).size

@@ -215,7 +215,7 @@ def run_share(
     groups = opened(groups_inputs, groups_dump_settings(settings)) if groups_inputs else None
     writer = table_writer(spark, settings)
     storage = writer.storage
-    report = run_report("share", list(dump.inputs), settings)
+    report = run_report(spark, "share", list(dump.inputs), settings)
     cluster = clusters.resolve(spark, dump, output)
     judge_as(report, cluster)
     # A fleet's first cluster writes its share tables at DIR itself, every other one under DIR/clusters/NAME.

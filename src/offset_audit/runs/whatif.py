@@ -47,7 +47,7 @@ def run_whatif(
     """`dump`: as `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
     dump = opened(dump, settings)
     settings = dump.settings
-    report = run_report("whatif", list(dump.inputs), settings)
+    report = run_report(spark, "whatif", list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     cluster = resolve(spark, dump, output)
     judge_as(report, cluster)

@@ -41,6 +41,9 @@ from offset_audit.runs import session as sessions
 from offset_audit.settings import Settings
 from offset_audit.warm import place
 
+# Runs a command line in the session handed to it (the command line's own main).
+Command = Callable[[list[str], sessions.WarmSession], None]
+
 # The records of the dump that warms the session: enough for every stage of an audit to run its code.
 WARM_UP_RECORDS = 2000
 WARM_UP_RUNS = 2
@@ -64,7 +67,7 @@ class Session:
     environment: dict[str, str]
     fingerprint: str
     idle_seconds: float
-    command: Callable[[list[str]], None]
+    command: Command
     started: float = field(default_factory=time.time)
     ready_in_s: float = 0.0
     runs: int = 0
@@ -90,9 +93,10 @@ class Session:
         }
 
 
-def serve(settings: Settings, config: str | None, idle_seconds: float, command: Callable[[list[str]], None]) -> None:
-    """Run the session until it is stopped or idle for `idle_seconds`; `command` runs a command line
-    (click's main, given by the command line so that this package does not import it)."""
+def serve(settings: Settings, config: str | None, idle_seconds: float, command: Command) -> None:
+    """Run the session until it is stopped or idle for `idle_seconds`; `command` runs a command line in
+    the session handed to it (click's main, given by the command line so that this package does not
+    import it)."""
     place.make_folder()
     lock = open(place.lock_path(), "w")  # noqa: SIM115 held for the session's life: one session per user and Python
     try:
@@ -297,8 +301,9 @@ def _child(session: Session, conn: socket.socket | None, request: Mapping[str, A
         os.environ.update(request["env"])
         _own_connections(session.spark)
         own = session.spark.newSession()
-        sessions.adopt(own, lambda wanted: _same_settings(own, session.settings.spark, wanted))
-        code = _run(session.command, list(request["argv"]))
+        warm = sessions.WarmSession(own, lambda wanted: _same_settings(own, session.settings.spark, wanted))
+        sessions.adopt(warm)
+        code = _run(session.command, list(request["argv"]), warm)
     except Declined as declined:
         with contextlib.suppress(OSError):
             _reply(conn, {"declined": str(declined)})
@@ -317,10 +322,10 @@ def _child(session: Session, conn: socket.socket | None, request: Mapping[str, A
     os._exit(code)
 
 
-def _run(command: Callable[[list[str]], None], argv: list[str]) -> int:
+def _run(command: Command, argv: list[str], warm: sessions.WarmSession) -> int:
     """The command line's exit status, as the process that ran it would have exited."""
     try:
-        command(argv)
+        command(argv, warm)
     except SystemExit as exit:
         if exit.code is None:
             return 0
