@@ -17,7 +17,8 @@ it may import (tests/test_layout.py holds it to that):
     layouts/      the record layouts and output tables of schemas/ as data, and the wire format
 
 The modules beside them are the vocabulary every stage shares, and import no subpackage: constants
-(Kafka's numbers), errors (user errors), settings, storage (paths and object stores), durations,
+(Kafka's numbers), errors (user errors), broker_versions (what each broker version's coordinators do
+differently), settings, storage (paths and object stores), durations,
 timestamps (Kafka's milliseconds), escaping (names from the dump made inert for each medium),
 snapshot_ids (the ids a run's rows carry), delta_files (a Delta table read through its live files,
 without Spark), share_findings_rows (the share_findings row both coordinators' findings fill), jvm

@@ -58,7 +58,7 @@ class KafkaSettings:
     bootstrap_servers: str = ""
     isolation_level: str = "read_committed"
     options: dict[str, str] = field(default_factory=dict)
-    # The broker version whose expiry rules judge the dump (offset_audit.coordinator.versions).
+    # The broker version whose expiry rules judge the dump (offset_audit.broker_versions).
     version: str = "4.4"
 
 

@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import types as T
 
 from offset_audit import constants as K
+from offset_audit.broker_versions import parse_version
 from offset_audit.coordinator.replay import modern_groups
-from offset_audit.coordinator.versions import parse_version
 
 SCHEMA = T.StructType(
     [

@@ -9,8 +9,8 @@ from audit_frames import AS_OF, WEEK, at, frames, group, offset
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
+from offset_audit.broker_versions import parse_version
 from offset_audit.coordinator import replay, rules, verdicts
-from offset_audit.coordinator.versions import parse_version
 from offset_audit.errors import UserError
 
 
@@ -201,7 +201,7 @@ def test_the_newest_rules_are_the_default(spark):
     from ci_gate import makefile_kafka_versions
     from kafka_broker import version_tuple
 
-    from offset_audit.coordinator.versions import NEWEST_VERSION
+    from offset_audit.broker_versions import NEWEST_VERSION
     from offset_audit.runs.config import load_settings
 
     newest_run = max(makefile_kafka_versions(), key=version_tuple)
@@ -221,7 +221,7 @@ def test_a_version_outside_2_0_to_4_4_is_one_sentence(text):
 
 
 def test_records_newer_than_the_version_make_one_note():
-    from offset_audit.coordinator.versions import newer_than
+    from offset_audit.broker_versions import newer_than
     from offset_audit.decoding.report import TypeCount
 
     dump = [

@@ -3,7 +3,7 @@ where the chosen broker version never writes such an update (4.3 against 4.4).""
 
 from __future__ import annotations
 
-from offset_audit.coordinator.versions import parse_version
+from offset_audit.broker_versions import parse_version
 from offset_audit.share_coordinator.state_findings import START_OFFSET_MOVED_BACK, moved_back_findings, writer_notes
 
 ROWS = [

@@ -41,6 +41,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.coordinator import replay, rules, verdicts
 from offset_audit.coordinator.events import (
     COMMITTED,
@@ -53,7 +54,6 @@ from offset_audit.coordinator.events import (
     TOPIC_DELETED,
     UNKNOWN,
 )
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.timestamps import spark_timestamp
 
 SEP = "\u0000"

@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from offset_audit import constants as K
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion
 
 
 def last_record_wins(records: DataFrame, key: list[str]) -> DataFrame:

@@ -14,7 +14,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from offset_audit import constants as K
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion
 
 EXPLICIT_EXPIRE_TIMESTAMP = "EXPLICIT_EXPIRE_TIMESTAMP"
 """A v1 value carries an explicit expireTimestamp (not -1): the group has an expiration condition, the

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.coordinator.share_assignor import (
     MemberDifference,
     ShareAssignorError,
@@ -48,7 +49,6 @@ from offset_audit.coordinator.share_limits import (
     SharePartitionObservation,
     check_groups,
 )
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.share_findings_rows import Severity, finding_row
 
 

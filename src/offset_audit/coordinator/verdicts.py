@@ -11,9 +11,9 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.coordinator import rules
 from offset_audit.coordinator.replay import GROUP_COLUMNS
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion
 from offset_audit.timestamps import millis_of, spark_timestamp
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from offset_audit.coordinator.versions import parse_version
+from offset_audit.broker_versions import parse_version
 from offset_audit.errors import UserError
 from offset_audit.inputs.formats import by_name
 from offset_audit.settings import (

@@ -14,9 +14,9 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from offset_audit.broker_versions import BrokerVersion, parse_version
 from offset_audit.constants import OFFSETS_TOPIC
 from offset_audit.coordinator.replay import UNREADABLE_COLUMNS
-from offset_audit.coordinator.versions import BrokerVersion, parse_version
 from offset_audit.decoding.decoder import arrow_schema
 from offset_audit.decoding.report import CountKey, DecodeReport
 from offset_audit.decoding.share_records import QUARANTINE, SHARE_STATE

@@ -12,8 +12,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from offset_audit.broker_versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.coordinator import replay, rules
-from offset_audit.coordinator.versions import NEWEST_VERSION, BrokerVersion, newer_than, parse_version
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs import formats

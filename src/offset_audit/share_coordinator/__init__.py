@@ -11,6 +11,6 @@ module sits beside `group-coordinator`.
 A new share-state record version is a layout in schemas/share_state/ and its vectors (decoded in
 decoding/share_records); a new rule of the replay goes in share_partition (and fold, which must agree).
 
-May import: the top-level modules, layouts, decoding, coordinator (broker versions, and the
-share_findings row every finding shares).
+May import: the top-level modules, layouts, decoding. Never the group coordinator, which stands beside it
+(what both need, the broker versions and the share_findings row, sits among the top-level modules).
 """

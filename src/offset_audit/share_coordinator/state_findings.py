@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from offset_audit.coordinator.versions import BrokerVersion
+from offset_audit.broker_versions import BrokerVersion
 from offset_audit.share_findings_rows import finding_row
 
 START_OFFSET_MOVED_BACK = "START_OFFSET_MOVED_BACK"

@@ -9,6 +9,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offset_audit import constants as K
+from offset_audit.broker_versions import parse_version
 from offset_audit.coordinator.java_order import TimelineKeys, string_hash
 from offset_audit.coordinator.share_findings import (
     assignment_findings,
@@ -40,7 +41,6 @@ from offset_audit.coordinator.share_limits import (
     check_settings,
     effective_limits,
 )
-from offset_audit.coordinator.versions import parse_version
 from offset_audit.decoding.records import modern_row
 from offset_audit.decoding.share_records import StateBatch
 from offset_audit.layouts.codec import DecodedValue

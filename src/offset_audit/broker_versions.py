@@ -2,7 +2,8 @@
 
 The group coordinator's expiry rules changed with the broker version, and two releases shipped known
 expiry bugs. Each difference is one property here, and `rules` asks the property, never the version
-(docs/rules.md, "By version", cites the sources: the released Kafka jars of each version).
+(docs/rules.md, "By version", cites the sources: the released Kafka jars of each version). Beside the
+subpackages: the share coordinator asks it too, and imports nothing of the group coordinator.
 
 - before 2.1 (KIP-211): every offset expires at its own expire timestamp, commit + retention, whatever
   its group does (GroupMetadata.removeExpiredOffsets, 2.0.1: `expireTimestamp < now`, strictly);
