@@ -171,6 +171,51 @@ def test_the_cycle_check_sees_a_cycle():
     assert _cycles({a: {b}, b: {c}, c: {a}}) == [[a, b, c]] and _cycles({a: {b}, b: {c}}) == []
 
 
+# The modules that name what the tables carry, importing nothing heavy: every other module imports the
+# name instead of spelling it again.
+NAME_MODULES = ("coordinator/rule_names.py", "coordinator/events.py")
+
+
+def _names_defined(text: str) -> dict[str, str]:
+    """A module's upper-case string constants: value -> constant."""
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id.isupper():
+                    found[node.value.value] = target.id
+    return found
+
+
+def _spelled_again(names: dict[str, str], text: str) -> list[tuple[int, str]]:
+    """Where a module spells one of `names` as a string of its own."""
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+@pytest.mark.parametrize("module", NAME_MODULES)
+def test_a_rule_or_event_name_is_spelled_once(module):
+    names = _names_defined((PACKAGE / module).read_text())
+    assert names, f"{module} defines no names"
+    again = [
+        f"{path.relative_to(PACKAGE)}:{line} spells {value!r}: import {names[value]} from {module}"
+        for path in modules()
+        if path != PACKAGE / module
+        for line, value in _spelled_again(names, path.read_text())
+    ]
+    assert not again, again
+
+
+def test_the_name_check_sees_a_second_spelling():
+    names = _names_defined('EMPTY_GROUP = "EMPTY_GROUP"\nlimit = "x"\n')
+    assert names == {"EMPTY_GROUP": "EMPTY_GROUP"}
+    assert _spelled_again(names, 'if rule == "EMPTY_GROUP":\n    pass\n') == [(1, "EMPTY_GROUP")]
+    assert _spelled_again(names, "if rule == EMPTY_GROUP:\n    pass\n") == []
+
+
 def _global_statements(text: str) -> list[int]:
     return [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Global)]
 

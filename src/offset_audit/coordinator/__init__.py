@@ -4,6 +4,7 @@ expiry sweep and OffsetDelete would do with it. Pure functions of DataFrames (th
     replay       decode tables -> the coordinator's groups and offsets (the last record of a key wins,
                  pending transactional commits set aside)
     rules        the broker's expiry and OffsetDelete rules, one named rule each, in the broker's order
+    rule_names   the rules' and OffsetDelete answers' names, without Spark (views and runs read them)
     verdicts     per offset, per group, deletion candidates, what-if scenarios
     history      the log replayed forward: every commit, state change and deletion, with its cause
     events       offset_history's event and cause names

@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 
 from offset_audit.broker_versions import BrokerVersion
 from offset_audit.coordinator import history
-from offset_audit.coordinator.rules import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES, sweep_reach_ms
+from offset_audit.coordinator.rule_names import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
+from offset_audit.coordinator.rules import sweep_reach_ms
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.durations import MINUTE_MS
 from offset_audit.inputs.opened import OpenedDump, opened

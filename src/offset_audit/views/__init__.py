@@ -23,6 +23,6 @@ folder's tables to text.
 A new output format is a module here. Every name from the dump leaves through `escaping`, once per
 medium. Nothing here imports pyspark, directly or through what it imports.
 
-May import: the top-level modules, layouts, coordinator (its event names and share groups, which load no
-Spark), decoding (report: a run's counts, for type hints).
+May import: the top-level modules, layouts, coordinator (its event and rule names and share groups, which
+load no Spark), decoding (report: a run's counts, for type hints).
 """

@@ -11,6 +11,13 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from offset_audit.coordinator.rule_names import (
+    COMMIT_EXPIRY,
+    EMPTY_GROUP,
+    EXPLICIT_EXPIRE_TIMESTAMP,
+    SIMPLE_GROUP,
+    UNSUBSCRIBED_TOPIC,
+)
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text
 from offset_audit.views.report_numbers import (
@@ -32,10 +39,11 @@ AXIS_LABEL_CHARS = 40
 HOVER_LABEL_CHARS = 300
 # One colour per expiring rule (report_numbers.EXPIRING_RULES) on every chart.
 RULE_COLOURS = {
-    "EXPLICIT_EXPIRE_TIMESTAMP": "#7f7f7f",
-    "EMPTY_GROUP": "#1f77b4",
-    "SIMPLE_GROUP": "#2ca02c",
-    "UNSUBSCRIBED_TOPIC": "#ff7f0e",
+    EXPLICIT_EXPIRE_TIMESTAMP: "#7f7f7f",
+    EMPTY_GROUP: "#1f77b4",
+    SIMPLE_GROUP: "#2ca02c",
+    UNSUBSCRIBED_TOPIC: "#ff7f0e",
+    COMMIT_EXPIRY: "#9467bd",
 }
 DELETED_COLOUR, KEPT_COLOUR, STALE_COLOUR = "#d62728", "#1f77b4", "#ff7f0e"
 

@@ -12,6 +12,7 @@ from typing import SupportsInt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offset_audit.coordinator.rule_names import TIME_RULES
 from offset_audit.views.audit_folder import EXACT, Snapshot, exact, sums_per_group
 
 DEFAULT_DAYS = 28
@@ -19,9 +20,8 @@ DEFAULT_DAYS = 28
 SOON_DAYS = 7
 TOP_ROWS = 20
 DAY_MS = 86_400_000
-# The rules under which an offset expires by time (rules.TIME_RULES, the broker's order). Named here
-# rather than imported: rules.py builds Spark columns, and the report must not load pyspark.
-EXPIRING_RULES = ("EXPLICIT_EXPIRE_TIMESTAMP", "EMPTY_GROUP", "SIMPLE_GROUP", "UNSUBSCRIBED_TOPIC")
+# The rules under which an offset expires by time, in the broker's order.
+EXPIRING_RULES = TIME_RULES
 
 
 def as_utc(moment: datetime) -> datetime:

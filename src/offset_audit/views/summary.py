@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offset_audit.coordinator import events
+from offset_audit.coordinator.rule_names import EMPTY_GROUP
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
 from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
@@ -369,7 +370,7 @@ def timeline_line(event: dict) -> str:
     if kind == events.OFFSET_DELETED:
         cause = event["cause"]
         if cause == events.EXPIRED:
-            clock = "after the group became Empty" if event["rule"] == "EMPTY_GROUP" else "after the commit"
+            clock = "after the group became Empty" if event["rule"] == EMPTY_GROUP else "after the commit"
             return (
                 f"  {when} {where} deleted: expired, {event['rule']}, "
                 f"{_duration(event['event_time_ms'] - event['base_timestamp_ms'])} {clock}"
