@@ -154,8 +154,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests jobs bench
 
 # The inner loop, in a few minutes: lint, the type check of src/ (mypy, pyproject.toml), and the tests that
-# need no JVM, service or browser (tests/quick_run.py). make test runs every test.
-check: lint
+# need no JVM, service or browser (tests/quick_run.py); make kafka first, as the layouts are compared with
+# the message JSON in Kafka's jars (read as files). make test runs every test.
+check: lint kafka
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 --quick
 
