@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 from repo_paths import ROOT
 
-from offset_audit.layouts.tables import arrow_type, parse_type, table_schema
+from offset_audit.layouts.tables import arrow_type, parse_struct, parse_type, table_schema
 
 TABLES = sorted(p.stem for p in (ROOT / "schemas" / "tables").glob("*.json") if p.stem != "coordinates")
 
@@ -25,6 +25,14 @@ def test_nested_types_parse_alike_in_both_type_systems():
 
     assert arrow_type(text) == to_arrow_type(parse_type(text), timezone="UTC")
     assert arrow_type("struct<x:timestamp>") == pa.struct([("x", pa.timestamp("us", tz="UTC"))])
+
+
+def test_a_struct_type_name_parses_to_its_struct_and_no_other_name_does():
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    assert parse_struct("struct<result:binary>") == StructType([StructField("result", BinaryType())])
+    with pytest.raises(ValueError, match="not a struct type: array<int>"):
+        parse_struct("array<int>")
 
 
 def test_an_unknown_type_name_is_refused_by_both():

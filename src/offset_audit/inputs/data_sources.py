@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -38,7 +38,7 @@ from offset_audit.inputs.kafka_source import _expand
 from offset_audit.inputs.log_frames import RAW_LOG_DDL, raw_units
 from offset_audit.inputs.segments.framing import DEFAULT_MAX_BATCH_BYTES
 from offset_audit.inputs.textdumps import kip932_lines
-from offset_audit.layouts.tables import parse_type
+from offset_audit.layouts.tables import parse_struct
 from offset_audit.storage import Storage
 
 _STORAGE_PREFIX = "storage."
@@ -147,7 +147,7 @@ class ShareStateSource(DataSource):
         return cls.FORMAT.spark_source
 
     def schema(self) -> StructType:
-        return cast(StructType, parse_type(kip932_lines.KIP932_LINES_TYPE))  # a struct<...>
+        return parse_struct(kip932_lines.KIP932_LINES_TYPE)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         storage = _storage(self.options)

@@ -89,6 +89,17 @@ def parse_type(text: str) -> DataType:
     )
 
 
+def parse_struct(text: str) -> StructType:
+    """A `struct<...>` type name parsed (parse_type), as the StructType a DataFrame's schema or
+    mapInArrow's result takes."""
+    from pyspark.sql import types as T
+
+    parsed = parse_type(text)
+    if not isinstance(parsed, T.StructType):
+        raise ValueError(f"not a struct type: {text[:60]}")
+    return parsed
+
+
 def arrow_type(text: str) -> pa.DataType:
     """The Arrow type of a table file's type name, as pyspark's to_arrow_type makes it (UTC timestamps)."""
     return _parse(

@@ -44,7 +44,7 @@ from pyspark.sql.types import StructType
 from offset_audit.delta_files import file_stats
 from offset_audit.errors import UserError
 from offset_audit.jvm import has_class
-from offset_audit.layouts.tables import parse_type
+from offset_audit.layouts.tables import parse_struct
 from offset_audit.session_kind import connect_route, is_remote
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.storage import Storage, basename, join, spark_path
@@ -624,7 +624,7 @@ def again_on_conflict(path: str, operation: Callable[[], T]) -> T:
 
 
 # A struct<...> parses to a StructType.
-_WRITTEN = cast(StructType, parse_type("struct<part:int,path:string,rows:bigint,size:bigint,partition_value:string>"))
+_WRITTEN = parse_struct("struct<part:int,path:string,rows:bigint,size:bigint,partition_value:string>")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
 
 from offset_audit.decoding.compaction import RAW_KEY, LatestPerKey, commit_buckets, compactable, compaction_keys
 from offset_audit.decoding.decoder import (
@@ -56,7 +55,7 @@ from offset_audit.inputs.resumed import (
 )
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import record_layouts
-from offset_audit.layouts.tables import parse_type
+from offset_audit.layouts.tables import parse_struct
 from offset_audit.outputs.delta import DELTA_RS, DataFile, WriteResult, check_table_dir, commit_files, new_run_dir
 from offset_audit.storage import Storage, join
 from offset_audit.timestamps import MAX_MS, MIN_MS, datetime_of
@@ -75,13 +74,10 @@ KEPT_TABLES = ("group_metadata", "group_members", "modern_group_records")
 # "end": where its batch is, and its digest), the digest of each record found at a probe offset (kind
 # "probe"), how many carried records it decoded (kind "carried"), its file of records to carry
 # (table_name CARRY) and its file of records for state/log (table_name LOG).
-TASK_REPORT = cast(
-    StructType,  # a struct<...>
-    parse_type(
-        "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
-        "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
-        "source_partition:int,end_offset:bigint,source_file:string,source_position:bigint,record_digest:string>"
-    ),
+TASK_REPORT = parse_struct(
+    "struct<kind:string,table_name:string,path:string,rows:bigint,size:bigint,"
+    "record_class:string,key_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,"
+    "source_partition:int,end_offset:bigint,source_file:string,source_position:bigint,record_digest:string>"
 )
 CARRY = "_carry"
 LOG = "_log"

@@ -18,22 +18,21 @@ import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from offset_audit.decoding.decoder import for_decode
 from offset_audit.decoding.share_columns import ShareStateReader
 from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.layouts.tables import parse_type
+from offset_audit.layouts.tables import parse_struct
 from offset_audit.runs import share_replay
 from offset_audit.share_coordinator import fold
 
-_TASK_RESULT = cast(StructType, parse_type("struct<result:binary>"))
+_TASK_RESULT = parse_struct("struct<result:binary>")
 QUARANTINE_SCHEMA = pa.schema(
     [
         ("source_partition", pa.int32()),

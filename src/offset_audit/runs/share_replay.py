@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import cache
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -33,25 +33,21 @@ from offset_audit.inputs.parquet_files import read_units
 from offset_audit.inputs.textdumps import kip932_lines
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.layouts.tables import parse_type, table_schema
+from offset_audit.layouts.tables import parse_struct, parse_type, table_schema
 from offset_audit.share_coordinator import cover, draft_chain, share_partition
 from offset_audit.storage import Storage
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SKIPPED = "skipped"
 
-# What the decode stage gives the replay: one row per __share_group_state record (a struct<...> parses to
-# a StructType).
-_DECODED = cast(
-    StructType,
-    parse_type(
-        "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
-        "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
-        "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
-        "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
-        "record_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,reason:string,key:binary,"
-        "value:binary,skipped_bytes:bigint>"
-    ),
+# What the decode stage gives the replay: one row per __share_group_state record.
+_DECODED = parse_struct(
+    "struct<source_partition:int,source_offset:bigint,record_timestamp_ms:bigint,record_class:string,"
+    "group_id:string,topic_id:string,partition:int,kind:string,snapshot_epoch:bigint,state_epoch:int,"
+    "leader_epoch:int,start_offset:bigint,create_timestamp:bigint,write_timestamp:bigint,delivery_complete_count:int,"
+    "state_batches:array<struct<first_offset:bigint,last_offset:bigint,delivery_state:tinyint,delivery_count:smallint>>,"
+    "record_type:smallint,value_version:smallint,layout_era:string,is_tombstone:boolean,reason:string,key:binary,"
+    "value:binary,skipped_bytes:bigint>"
 )
 
 
@@ -258,7 +254,7 @@ def replay_share_state(decoded: DataFrame, delivery_count_limit: int) -> DataFra
 
 # The KIP-932 draft's control records as JSON lines ----------------------------------------------------
 
-_KIP932_LINES = cast(StructType, parse_type(kip932_lines.KIP932_LINES_TYPE))  # a struct<...>
+_KIP932_LINES = parse_struct(kip932_lines.KIP932_LINES_TYPE)
 
 
 def read_kip932_lines(spark: SparkSession, files: list[str], storage: Storage) -> DataFrame:
