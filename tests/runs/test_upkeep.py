@@ -95,6 +95,13 @@ def test_retention_keeps_the_newest_count_or_those_within_the_duration_of_the_ne
     assert [s.snapshot_id for s in to_remove(listed, KeepSnapshots(minutes=1))] == ["s0", "s1", "s2", "s5", "s30"]
 
 
+def test_a_snapshot_that_only_names_one_has_no_time_to_judge_by():
+    named = Snapshot("s", None, None, cluster="east")
+    with pytest.raises(ValueError, match="snapshot 's' only names one"):
+        _ = named.judged_at
+    assert _listed([3])[0].judged_at == datetime(2026, 1, 1, 3, tzinfo=UTC)
+
+
 def test_a_retention_of_48_leaves_exactly_the_newest_48_in_every_table_and_every_file_they_list(folder):
     before = snapshots(folder)
     assert len(before) == COPIES + 1

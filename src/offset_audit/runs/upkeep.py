@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import cast
+from datetime import timedelta
 
 from pyspark.sql import SparkSession
 
@@ -124,11 +123,8 @@ def to_remove(listed: list[Snapshot], keep: KeepSnapshots) -> list[Snapshot]:
         return []
     if keep.count is not None:
         return listed[: max(0, len(listed) - keep.count)]
-    # Snapshots read from the tables: each has its time (only a Snapshot that just names one has none).
-    newest = listed[-1].as_of
-    assert newest is not None
-    cutoff = newest - timedelta(minutes=keep.minutes or 0)
-    return [s for s in listed[:-1] if cast(datetime, s.as_of) < cutoff]
+    cutoff = listed[-1].judged_at - timedelta(minutes=keep.minutes or 0)
+    return [s for s in listed[:-1] if s.judged_at < cutoff]
 
 
 def prune(
@@ -158,7 +154,7 @@ def prune(
             more = [s for s in snapshots(output, table, storage, listed) if s.key not in known]
             ordered += more
             known |= {s.key for s in more}
-        ordered.sort(key=lambda s: cast(datetime, s.as_of))  # read from the tables: each has its time
+        ordered.sort(key=lambda s: s.judged_at)
         # Per cluster: in a fleet's folder one cluster's schedule never pushes out another's snapshots.
         groups = [g for g in by_cluster(ordered).values() if only is None or any(s.same_cluster(only) for s in g)]
         done = Removed(kind, [])

@@ -107,6 +107,13 @@ class Snapshot:
     cluster_id: str | None = None
 
     @property
+    def judged_at(self) -> datetime:
+        """`as_of`, of a snapshot read from a table; a Snapshot that only names one has none."""
+        if self.as_of is None:
+            raise ValueError(f"snapshot {self.snapshot_id!r} only names one: it has no as_of")
+        return self.as_of
+
+    @property
     def key(self) -> tuple[str, str]:
         """What names the snapshot in a folder: its cluster's name and its id (two clusters may share an id)."""
         return (self.cluster, self.snapshot_id)

@@ -73,8 +73,7 @@ class FleetCluster:
 
     @property
     def urgent(self) -> pa.Array:
-        assert self.snapshot.as_of is not None  # a cluster's newest snapshot, read from the folder: it has its time
-        as_of_ms = int(as_utc(self.snapshot.as_of).timestamp() * 1000)
+        as_of_ms = int(as_utc(self.snapshot.judged_at).timestamp() * 1000)
         return DEFAULT_SCOPE.urgent(self.groups, as_of_ms)
 
 
@@ -99,13 +98,12 @@ def cluster_rows(fleet: Fleet) -> list[dict]:
     rows = []
     for cluster in fleet.clusters:
         groups, totals = cluster.groups, cluster.snapshot.totals or {}
-        assert cluster.snapshot.as_of is not None  # read from the folder: it has its time
         rows.append(
             {
                 "cluster": cluster.name,
                 "cluster_id": cluster.snapshot.cluster_id,
                 "snapshot": cluster.snapshot.snapshot_id,
-                "as_of": as_utc(cluster.snapshot.as_of),
+                "as_of": as_utc(cluster.snapshot.judged_at),
                 "snapshots": cluster.snapshots,
                 "groups": groups.num_rows,
                 "urgent": pc.sum(pc.cast(cluster.urgent, pa.int64())).as_py() or 0,
@@ -125,8 +123,7 @@ def urgent_groups(fleet: Fleet, limit: int = URGENT_SHOWN) -> list[dict]:
     found = []
     for cluster in fleet.clusters:
         chosen = cluster.groups.filter(cluster.urgent).to_pylist()
-        assert cluster.snapshot.as_of is not None  # read from the folder: it has its time
-        as_of_ms = int(as_utc(cluster.snapshot.as_of).timestamp() * 1000)
+        as_of_ms = int(as_utc(cluster.snapshot.judged_at).timestamp() * 1000)
         for group in chosen:
             due = bool(group["would_delete"]) or bool(group["expired_offset_count"])
             found.append({"cluster": cluster.name, **group, "due_now": due, "as_of_ms": as_of_ms})

@@ -117,9 +117,8 @@ def read_audit(
 
 
 def build_charts(audit: Audit, days: int = DEFAULT_DAYS) -> list[Chart]:
-    assert audit.snapshot.as_of is not None  # picked from the folder: it has its time
     return [
-        expiry_chart(audit.partitions, audit.snapshot.as_of, days),
+        expiry_chart(audit.partitions, audit.snapshot.judged_at, days),
         groups_chart(audit.groups),
         whatif_chart(audit.whatif),
         lag_chart(audit.partitions),
@@ -191,12 +190,11 @@ def _header(audit: Audit, drawn: int) -> str:
     expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
     deleted = pc.sum(pc.cast(pc.fill_null(groups["would_delete"], False), pa.int64())).as_py() or 0
     retention = snapshot.retention_minutes
-    assert snapshot.as_of is not None  # picked from the folder: it has its time
     facts = [
         ("audit folder", audit.folder),
         *([("cluster", snapshot.cluster)] if snapshot.cluster else []),
         ("snapshot", snapshot.snapshot_id),
-        ("as_of", exact_utc(snapshot.as_of)),
+        ("as_of", exact_utc(snapshot.judged_at)),
         ("retention", "–" if retention is None else f"{retention:,} minutes ({format_minutes(retention)})"),
         ("groups", f"{groups.num_rows:,} ({deleted:,} removed by the next sweep)"),
         ("committed offsets", f"{partitions.num_rows:,} ({expired:,} expired)"),

@@ -159,14 +159,13 @@ class SnapshotTotals:
 
 def snapshot_totals(snapshot: Snapshot, partitions: pa.Table, soon_days: int = SOON_DAYS) -> SnapshotTotals:
     """Totals of one snapshot's partition_verdicts (columns expires_at, expired, lag)."""
-    assert snapshot.as_of is not None  # only a Snapshot that just names one has no time
     expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
     pending = _pending(partitions)
-    soon = pc.less(_ms_after(pending["expires_at"], snapshot.as_of), soon_days * DAY_MS)
+    soon = pc.less(_ms_after(pending["expires_at"], snapshot.judged_at), soon_days * DAY_MS)
     lag = _int(pc.sum(partitions["lag"].cast(EXACT)).as_py()) if _has_values(partitions, "lag") else None
     return SnapshotTotals(
         snapshot.snapshot_id,
-        as_utc(snapshot.as_of),
+        as_utc(snapshot.judged_at),
         partitions.num_rows,
         expired,
         pc.sum(pc.cast(soon, pa.int64())).as_py() or 0,
@@ -178,10 +177,9 @@ def listed_totals(snapshot: Snapshot) -> SnapshotTotals:
     """The totals of a snapshot as the snapshots table lists them (what `snapshot_totals` gave when the
     audit wrote it): the history chart reads one row per earlier snapshot, not its offsets."""
     totals = snapshot.totals or {}
-    assert snapshot.as_of is not None  # a row of the snapshots table: it has its time
     return SnapshotTotals(
         snapshot.snapshot_id,
-        as_utc(snapshot.as_of),
+        as_utc(snapshot.judged_at),
         totals.get("offsets") or 0,
         totals.get("expired") or 0,
         totals.get("expiring_soon") or 0,
