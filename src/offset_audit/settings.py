@@ -1,8 +1,10 @@
 """What a run is told, as every stage reads it: the input, the decoder's switches, the broker's settings
 the rules are judged with, Spark's and the object store's options.
 
-runs/config.py fills it from conf/default.toml, `--conf FILE` and the command-line flags; the stages only
-read it.
+Each setting is defined once, here, as a field (`setting_definitions.define`): its type, default, allowed
+values, TOML name, flag and help. runs/config.py fills these from `--conf FILE` and the flags, the flags
+are made from them (cli/options.py), and conf/default.toml and docs/settings.md are written from them.
+The stages only read them.
 """
 
 from __future__ import annotations
@@ -12,26 +14,37 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from offset_audit import constants as K
+from offset_audit.broker_versions import NEWEST_VERSION, parse_version
 from offset_audit.errors import UserError
+from offset_audit.setting_definitions import (
+    ANY_NAMES,
+    DURATION,
+    FLAG,
+    MIB,
+    MINUTES,
+    OPTIONS,
+    TEXT,
+    TEXTS,
+    WHOLE,
+    Kind,
+    Setting,
+    declared_in,
+    define,
+)
 
 # Who writes the Delta tables: auto (delta-spark where the session has Delta configured, else delta-rs),
 # or one of the two, chosen (offset_audit.outputs.delta).
 WRITERS = ("auto", "delta-rs", "delta-spark")
-
-
-@dataclass(frozen=True)
-class InputSettings:
-    """[input]: what the dump is."""
-
-    # A name of offset_audit.inputs.formats.CHOICES (checked where the config is read): auto is worked out
-    # from the inputs (inputs.opened.open_dump); kafka is never guessed.
-    format: str = "auto"
-    # The __consumer_offsets partition of inputs that cannot tell it (flat segment files, console text).
-    partition: int | None = None
-    topic: str = K.OFFSETS_TOPIC
-    # --cluster: the cluster's name in the output folder's tables and metrics; "" names it by its id (the
-    # broker folders' meta.properties, or the Kafka source's Admin API). runs.clusters.
-    cluster: str = ""
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+# metrics' series: per group, per group and topic, or per committed offset (views.metric_scope).
+GRANULARITIES = ("group", "topic", "partition")
+# The snapshot and run gauges take up to five samples, the count of what was left out one, and a group
+# up to ten: less could not hold one.
+MIN_SAMPLES = 16
+# offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).
+MAX_INT = 2**31 - 1
+MAX_RETENTION_MINUTES = MAX_INT
+MAX_LONG = 2**63 - 1
 
 
 # A cluster's name (--cluster) and a cluster id read from a broker (Kafka's are 22 characters of URL-safe
@@ -51,37 +64,179 @@ def check_cluster_name(name: str, option: str) -> str:
     return name
 
 
+def _cluster_name(name: str, option: str) -> None:
+    """[input] cluster: "" in the config leaves the cluster to the input; given as a flag, it names one."""
+    if name or option.startswith("--"):
+        check_cluster_name(name, option)
+
+
+def _kafka_version(text: str, option: str) -> None:
+    parse_version(text)
+
+
+@dataclass(frozen=True)
+class InputSettings:
+    """[input]: what the dump is."""
+
+    # Checked against offset_audit.inputs.formats, the formats' own list, where the config is read.
+    format: str = define(
+        TEXT,
+        "how the dump is kept: auto (worked out from the inputs; kafka, a live cluster, is never guessed) or one "
+        "of the formats docs/inputs.md describes (`offset-audit audit --help` lists them under --input-format).",
+        "auto",
+        dest="input_format",
+        flag="--input-format",
+    )
+    partition: int | None = define(
+        WHOLE,
+        "the __consumer_offsets partition of inputs that do not tell it (flat segment files, console text).",
+        low=0,
+        high=MAX_INT,
+        flag="--partition",
+    )
+    topic: str = define(
+        TEXT,
+        "the topic of the dump; records of other topics in a snapshot are counted as skipped, never decoded.",
+        K.OFFSETS_TOPIC,
+        flag="--topic",
+    )
+    cluster: str = define(
+        TEXT,
+        "the cluster's name in the output folder's tables and metrics: letters, digits, '.', '_' and '-'. "
+        "\"\" names it by its id (the broker folders' meta.properties, or the Kafka source's Admin API); a name "
+        "given once names that id in the folder from then on (docs/fleet.md).",
+        "",
+        check=_cluster_name,
+        flag="--cluster",
+        metavar="NAME",
+    )
+
+
 @dataclass(frozen=True)
 class KafkaSettings:
     """[kafka]: the live cluster read through Spark's Kafka source, and the broker version that judges."""
 
-    bootstrap_servers: str = ""
-    isolation_level: str = "read_committed"
-    options: dict[str, str] = field(default_factory=dict)
-    # The broker version whose expiry rules judge the dump (offset_audit.broker_versions).
-    version: str = "4.4"
+    bootstrap_servers: str = define(
+        TEXT,
+        "the Kafka cluster, as Kafka's tools name it: read with --input-format kafka, asked with --end-offsets "
+        'kafka; share writes it into its delete commands as given (else "$BOOTSTRAP_SERVER").',
+        "",
+        flag="--bootstrap-server",
+        metavar="HOST:PORT[,HOST:PORT]",
+    )
+    isolation_level: str = define(
+        TEXT,
+        "how Spark's Kafka source reads (input format kafka): read_committed keeps aborted transactional offset "
+        "commits out.",
+        "read_committed",
+        choices=ISOLATION_LEVELS,
+    )
+    options: dict[str, str] = define(
+        OPTIONS,
+        "for Spark's Kafka source: its options, and Kafka client settings as kafka.NAME "
+        "(kafka.security.protocol=SASL_SSL). --end-offsets kafka (librdkafka) takes kafka.security.protocol, "
+        "kafka.sasl.mechanism, kafka.sasl.jaas.config (PLAIN, SCRAM), kafka.ssl.keystore.*, kafka.ssl.key.password, "
+        "kafka.ssl.endpoint.identification.algorithm, kafka.client.id, and librdkafka's own names bare "
+        "(sasl.username, ssl.ca.location, ...), which Spark ignores.",
+        {},
+        dest="kafka_options",
+        flag="--kafka-option",
+        metavar="NAME=VALUE",
+    )
+    version: str = define(
+        TEXT,
+        "the broker version whose expiry rules judge the dump, 2.0 to 4.4 (X.Y is the line's newest release). "
+        "Before 2.1 every offset expires from its commit; 2.1-2.3 keep the offsets of groups with members; "
+        '2.1.0-2.1.1 and 2.4.0-3.1.0 verdicts name their known expiry bugs (docs/rules.md, "By version").',
+        NEWEST_VERSION.given,
+        dest="kafka_version",
+        check=_kafka_version,
+        flag="--kafka-version",
+        metavar="X.Y[.Z]",
+    )
 
 
 @dataclass(frozen=True)
 class DecodeSettings:
     """[decode]: the decoder's switches."""
 
-    fast_path: bool = True
-    # decode.max_batch_mib in bytes: the most one log-segment batch may take, stored or inflated.
-    max_batch_bytes: int = 64 << 20
+    fast_path: bool = define(
+        FLAG,
+        "the vectorised reader for offset commits and the compiled walker for log segments; false forces the "
+        "generic layout-driven reader for all records and the Python segment reader (slower, the same tables; "
+        "useful to cross-check).",
+        True,
+        flag="--no-fast-path",
+    )
+    max_batch_bytes: int = define(
+        MIB,
+        "the most one batch of a log segment may take, as stored or inflated. The broker's default "
+        "message.max.bytes is 1 MiB; a batch past this bound (a damaged length, a decompression bomb) is "
+        "quarantined without being read or inflated, so memory stays bounded whatever a batch claims.",
+        64 << 20,
+        key="max_batch_mib",
+        low=1,
+        high=4096,
+        unit="MiB",
+    )
 
 
 @dataclass(frozen=True)
 class AuditSettings:
     """[audit]: the broker's retention settings the rules judge with, and the moment they judge at."""
 
-    retention_minutes: int = K.OFFSETS_RETENTION_MINUTES_DEFAULT
-    check_interval_ms: int = K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT
-    as_of: str = "latest"
-    # audit --incremental: runs further apart than this may have missed tombstones the cleaner removed.
-    delete_retention_ms: int = K.DELETE_RETENTION_MS_DEFAULT
-    # audit --incremental: append every record read to DIR/state/log, for history --audit.
-    keep_log: bool = True
+    retention_minutes: int = define(
+        MINUTES,
+        "the broker's offsets.retention.minutes (7 days since Kafka 2.0): minutes or a duration like 7d.",
+        K.OFFSETS_RETENTION_MINUTES_DEFAULT,
+        low=1,
+        high=MAX_RETENTION_MINUTES,
+        unit="minutes",
+        why="the broker's offsets.retention.minutes is a Java int",
+        flag="--retention-minutes",
+        metavar="DURATION",
+    )
+    check_interval_ms: int = define(
+        WHOLE,
+        "the broker's offsets.retention.check.interval.ms: how often the expiry sweep runs.",
+        K.OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT,
+        low=1,
+        high=MAX_LONG,
+        unit="milliseconds",
+    )
+    as_of: str = define(
+        TEXT,
+        'when to judge: "latest" (the newest record timestamp in the dump), "now", or an ISO timestamp.',
+        "latest",
+        flag="--as-of",
+        metavar="WHEN",
+    )
+    delete_retention_ms: int = define(
+        WHOLE,
+        "the topic's delete.retention.ms: how long the log cleaner keeps a tombstone. An `audit --incremental` "
+        "more than this after the run before may have missed tombstones the cleaner has removed since, and "
+        "reads everything again (docs/incremental.md).",
+        K.DELETE_RETENTION_MS_DEFAULT,
+        low=1,
+        high=MAX_LONG,
+        unit="milliseconds",
+    )
+    keep_log: bool = define(
+        FLAG,
+        "whether `audit --incremental` appends every record it reads to DIR/state/log, so that "
+        "`history --audit DIR` can still explain a deletion once the cleaner has removed its tombstone. The log "
+        "grows by the records each run reads: its first run copies the whole topic there.",
+        True,
+    )
+
+
+KEEP = Kind(
+    "count or duration",
+    'a count of snapshots, a duration like "30d", or "" to keep every one',
+    MINUTES.accepts,
+    lambda v, where: None if v == "" else KeepSnapshots.parse(v, where),
+    lambda v: "" if v is None else v.toml(),
+)
 
 
 @dataclass(frozen=True)
@@ -112,6 +267,12 @@ class KeepSnapshots:
             raise UserError(wrong)
         return cls(minutes=minutes)
 
+    def toml(self) -> int | str:
+        """As the config writes it: 48, or "30d"."""
+        from offset_audit.durations import format_minutes
+
+        return self.count if self.count is not None else format_minutes(self.minutes or 0)
+
     def __str__(self) -> str:
         from offset_audit.durations import format_minutes
 
@@ -122,31 +283,118 @@ class KeepSnapshots:
 
 @dataclass(frozen=True)
 class OutputSettings:
-    """[output]: who writes the Delta tables (WRITERS), how many snapshots they keep, and how long a
-    file they no longer list stays for readers of older versions (Delta's deletedFileRetentionDuration)."""
+    """[output]: who writes the Delta tables, how many snapshots they keep, and how long a file they no
+    longer list stays for readers of older versions."""
 
-    writer: str = "auto"
-    keep_snapshots: KeepSnapshots | None = None
-    deleted_file_retention_minutes: int = 7 * 1440
+    writer: str = define(
+        TEXT,
+        "who writes the Delta tables: auto (delta-spark where the Spark session has Delta configured, else the "
+        "embedded delta-rs), delta-rs, or delta-spark (refused before Spark starts when the session has no Delta).",
+        "auto",
+        choices=WRITERS,
+        flag="--writer",
+    )
+    keep_snapshots: KeepSnapshots | None = define(
+        KEEP,
+        "after each run that writes a snapshot, keep only the newest N snapshots of each command (48), or those "
+        'judged within a duration of the newest ("30d"), and tidy the folder\'s tables (docs/upkeep.md); "" keeps '
+        "every one. The state under DIR/state (its log included) is never removed by it.",
+        flag="--keep-snapshots",
+        metavar="N|DURATION",
+    )
+    deleted_file_retention_minutes: int = define(
+        DURATION,
+        "how long a file the tables no longer list stays for readers of older versions before it is vacuumed: "
+        "Delta's delta.deletedFileRetentionDuration, one week by default as Delta's is. Readers that run longer "
+        "than this (or time travel further back) can find files gone.",
+        7 * 1440,
+        key="deleted_file_retention",
+        low=0,
+        unit="minutes",
+        flag="--deleted-file-retention",
+        metavar="DURATION",
+    )
 
 
 @dataclass(frozen=True)
 class MetricsSettings:
     """[metrics]: which series `metrics` writes (offset_audit.views.metric_scope) and where it pushes them."""
 
-    granularity: str = "group"
-    watch_expiring_within_minutes: int = 24 * 60
-    max_samples: int = 200_000
-    groups: tuple[str, ...] = ()
-    exclude_groups: tuple[str, ...] = ()
-    topics: tuple[str, ...] = ()
-    push_gateway: str = ""
-    push_job: str = "kafka_offset_audit"
+    granularity: str = define(
+        TEXT,
+        "series per group (group), also per group and topic (topic), or per committed offset (partition). "
+        "Offsets expiring within watch_expiring_within (or already expired) and offsets deletable now get their "
+        "partition series at every granularity.",
+        "group",
+        dest="metrics_granularity",
+        choices=GRANULARITIES,
+        flag="--granularity",
+    )
+    watch_expiring_within_minutes: int = define(
+        DURATION,
+        "offsets expiring within this (expired ones too) and deletable ones get partition series at every granularity.",
+        24 * 60,
+        key="watch_expiring_within",
+        dest="metrics_watch_expiring_within_minutes",
+        low=0,
+        unit="minutes",
+        flag="--watch-expiring-within",
+        metavar="DURATION",
+    )
+    max_samples: int = define(
+        WHOLE,
+        "write at most this many samples, the most important first; what is left out is said on stderr "
+        "(docs/dashboards.md).",
+        200_000,
+        dest="metrics_max_samples",
+        low=MIN_SAMPLES,
+        flag="--max-samples",
+    )
+    groups: tuple[str, ...] = define(
+        TEXTS,
+        "only groups matching one of these anchored regular expressions (when any is given).",
+        (),
+        dest="metrics_groups",
+        flag="--group",
+        metavar="REGEX",
+    )
+    exclude_groups: tuple[str, ...] = define(
+        TEXTS,
+        "leave out groups matching one of these anchored regular expressions.",
+        (),
+        dest="metrics_exclude_groups",
+        flag="--exclude-group",
+        metavar="REGEX",
+    )
+    topics: tuple[str, ...] = define(
+        TEXTS,
+        "topic and partition series only of topics matching one of these anchored regular expressions.",
+        (),
+        dest="metrics_topics",
+        flag="--topic",
+        metavar="REGEX",
+    )
+    push_gateway: str = define(
+        TEXT,
+        "a Pushgateway (http://host:9091) to push the series to, besides or instead of a file.",
+        "",
+        dest="metrics_push_gateway",
+        flag="--push-gateway",
+        metavar="URL",
+    )
+    push_job: str = define(
+        TEXT,
+        "the job label to push under.",
+        "kafka_offset_audit",
+        dest="metrics_push_job",
+        flag="--push-job",
+        metavar="NAME",
+    )
 
 
 @dataclass(frozen=True)
 class Settings:
-    """One part per section of the config (conf/default.toml), so a stage reads only its own concern."""
+    """One part per section of the config, so a stage reads only its own concern."""
 
     input: InputSettings = field(default_factory=InputSettings)
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
@@ -154,15 +402,27 @@ class Settings:
     audit: AuditSettings = field(default_factory=AuditSettings)
     output: OutputSettings = field(default_factory=OutputSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
-    spark: dict[str, str] = field(default_factory=dict)
-    # [storage] of the config and --storage-option: object-store options, as delta-rs names them.
-    storage: dict[str, str] = field(default_factory=dict)
+    spark: dict[str, str] = define(
+        ANY_NAMES,
+        "Spark's own settings, used only when the job builds its own local session (the CLI, `make demo`, "
+        "tests); under spark-submit the cluster's settings win.",
+        {"spark.master": "local[*]", "spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4"},
+    )
+    storage: dict[str, str] = define(
+        ANY_NAMES,
+        "options for s3:// (and s3a://) inputs and outputs, by delta-rs's names (AWS_ENDPOINT_URL, AWS_REGION, "
+        "...). They overlay the driver's AWS_* environment variables. Credentials are better left to the "
+        "environment (or an instance role) than written here.",
+        {},
+        flag="--storage-option",
+        metavar="KEY=VALUE",
+    )
 
     def replaced(self, section: str, **changes: Any) -> Settings:
         """These settings with some values of one section changed (`settings.replaced("input", topic=...)`)."""
         return replace(self, **{section: replace(getattr(self, section), **changes)})
 
 
-# offsets.retention.minutes is a Java int; offsets.retention.check.interval.ms a long (reference 4.1).
-MAX_RETENTION_MINUTES = 2**31 - 1
-MAX_LONG = 2**63 - 1
+# Every setting, in the order the config and the docs list them.
+SETTINGS: tuple[Setting, ...] = declared_in(Settings)
+BY_DEST: dict[str, Setting] = {s.dest: s for s in SETTINGS}

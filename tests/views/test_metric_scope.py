@@ -172,11 +172,9 @@ def test_the_run_gauges_come_from_the_runs_row():
 @pytest.mark.parametrize(
     ("scope", "words"),
     [
-        (dict(granularity="member"), "granularity takes group, topic, partition"),
         (dict(groups=("orders-(",)), "--group takes a regular expression"),
         (dict(exclude_groups=("[",)), "--exclude-group takes a regular expression"),
         (dict(topics=("*",)), "--topic takes a regular expression"),
-        (dict(max_samples=15), "max samples takes 16 or more"),
     ],
 )
 def test_a_bad_scope_is_one_sentence(scope, words):

@@ -95,7 +95,7 @@ def options(
     fast_path: bool | None = None,
     storage_options: dict[str, str] | None = None,
 ) -> Settings:
-    """A run's settings as the command builds them: conf/default.toml, then `conf` (a TOML file as
+    """A run's settings as the command builds them: the defaults (docs/settings.md), then `conf` (a TOML file as
     --conf takes), then these (None: the file's value). `retention` is minutes or a duration (7d)."""
     from offset_audit.durations import parse_minutes
     from offset_audit.runs.config import load_settings

@@ -4,6 +4,7 @@ README.md and docs/ (produced from the demo data), and docs/tables.md's table se
     python -m offset_audit.cli.docs examples          # re-run the examples and rewrite their blocks
     python -m offset_audit.cli.docs examples --check  # exit 1 when a block differs from what the commands print
     python -m offset_audit.cli.docs tables            # rewrite docs/tables.md from schemas/tables/
+    python -m offset_audit.cli.docs settings          # rewrite conf/default.toml and docs/settings.md
 
 A block in a Markdown file is marked by the line `<!-- example: NAME -->` right before its fence; the
 fence holds `$ <command>` and what the command printed on stdout. The commands run in a scratch
@@ -273,6 +274,32 @@ def tables(page: str) -> None:
 
     path = Path(page)
     path.write_text(sync(path.read_text()))
+
+
+@main.command()
+@click.option(
+    "--check", is_flag=True, help="exit 1 when either file differs from the definitions, and rewrite nothing."
+)
+def settings(check: bool) -> None:
+    """Rewrite conf/default.toml and docs/settings.md from the settings' definitions (settings.py)."""
+    from offset_audit.runs.config import DEFAULT_CONF
+    from offset_audit.views.settings_docs import default_toml, settings_page
+
+    stale = []
+    for path, text in (
+        (Path(str(DEFAULT_CONF)).resolve(), default_toml()),
+        (ROOT / "docs" / "settings.md", settings_page()),
+    ):
+        if path.exists() and path.read_text() == text:
+            continue
+        if check:
+            stale.append(str(path.relative_to(ROOT)))
+        else:
+            path.write_text(text)
+            click.echo(f"rewrote {path.relative_to(ROOT)}")
+    if stale:
+        click.echo(f"out of date: {', '.join(stale)}: run python -m offset_audit.cli.docs settings", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ import click
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
 from offset_audit.inputs import formats
-from offset_audit.settings import MAX_RETENTION_MINUTES, WRITERS, Settings
+from offset_audit.setting_definitions import ANY_NAMES, FLAG, MINUTES, OPTIONS, TEXTS, WHOLE, Setting
+from offset_audit.setting_definitions import DURATION as DURATION_KIND
+from offset_audit.settings import BY_DEST, Settings
 from offset_audit.storage import Storage, normalize
 
 
@@ -92,24 +94,6 @@ class Duration(click.ParamType):
             self.fail(f"{self.expected}, not '{value}'", param, ctx)
 
 
-class RetentionMinutes(Duration):
-    """offsets.retention.minutes: a duration that is a whole number the broker can hold (a Java int, at
-    least 1 minute)."""
-
-    expected = "takes minutes or a duration like 30m, 24h, 7d"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        minutes = super().convert(value, param, ctx)
-        if not 1 <= minutes <= MAX_RETENTION_MINUTES:
-            self.fail(
-                f"takes 1 to {MAX_RETENTION_MINUTES} (the broker's offsets.retention.minutes is a Java int), "
-                f"not {minutes}",
-                param,
-                ctx,
-            )
-        return minutes
-
-
 class SnapshotId(click.ParamType):
     """A snapshot id in its one form (snapshot_ids), refused before Spark starts."""
 
@@ -123,43 +107,16 @@ class SnapshotId(click.ParamType):
         return value
 
 
-class Keep(click.ParamType):
-    """--keep-snapshots: a count (48) or a duration (30d), refused before Spark starts."""
-
-    name = "count or duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        from offset_audit.settings import KeepSnapshots
-
-        if isinstance(value, KeepSnapshots):
-            return value
-        try:
-            return KeepSnapshots.parse(value, "it")
-        except UserError as err:
-            self.fail(str(err).removeprefix("it "), param, ctx)
-
-
 DURATION = Duration()
-KEEP = Keep()
-KEEP_SNAPSHOTS_OPTION = click.option(
-    "--keep-snapshots",
-    type=KEEP,
-    default=None,
-    metavar="N|DURATION",
-    help="after the run, keep only the newest N snapshots of each command in this folder (48), or those "
-    "judged within DURATION of the newest (30d), and tidy its tables; [output] keep_snapshots. The state "
-    "in DIR/state is never removed (docs/upkeep.md).",
-)
-RETENTION_MINUTES = RetentionMinutes()
 SNAPSHOT_ID = SnapshotId()
 
 
 class ClusterName(click.ParamType):
-    """--cluster: a cluster's name or id (runs.clusters), of the one form names take."""
+    """--cluster of the read commands: a cluster's name or id (runs.clusters), of the one form names take."""
 
     name = "cluster name"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from offset_audit.settings import check_cluster_name
 
         try:
@@ -194,6 +151,97 @@ class HiddenAliases(click.Option):
             self.opts = names
 
 
+# Flags made from the settings' definitions ---------------------------------------------------------
+
+
+class SettingOption(HiddenAliases):
+    """A flag that sets a setting (settings.py): its type, metavar and help come from the definition, and
+    its value reaches `runs.config.load_settings` under the setting's `dest`, which checks it."""
+
+    def __init__(self, *args: Any, setting: Setting, **kwargs: Any) -> None:
+        self.setting = setting
+        super().__init__(*args, **kwargs)
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        value = super().process_value(ctx, value)
+        ctx.meta.setdefault(GIVEN, set()).add(self.name)
+        return value
+
+
+# Where a command's context keeps the names of its setting flags (`settings_given`).
+GIVEN = "offset_audit.setting_flags"
+
+
+class SettingValue(click.ParamType):
+    """A flag's text read as its setting's kind reads the config's value (a whole number, minutes or a
+    duration, a count of snapshots or a duration), and checked by its definition (`Setting.validated`, which
+    `load_settings` asks too), so that a mistake names the flag as click names it."""
+
+    def __init__(self, setting: Setting) -> None:
+        self.setting = setting
+        self.name = setting.kind.name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            flag = param.opts[0] if param is not None else self.setting.flag
+            if self.setting.kind is WHOLE:
+                if not value.strip().lstrip("-").isdigit():
+                    raise UserError(f"{flag} takes a whole number, not '{value}'")
+                return self.setting.validated(int(value), flag)
+            return self.setting.validated(self.setting.kind.read(value, flag), flag)
+        except UserError as err:
+            self.fail(str(err).removeprefix(f"{flag} "), param, ctx)
+
+
+def _given(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """A repeatable flag's values; None when it is not given (the config's value stands)."""
+    return tuple(values) or None
+
+
+def setting_option(
+    dest: str,
+    *,
+    flag: str | None = None,
+    aliases: tuple[str, ...] = (),
+    help: str | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Callable[..., Any]:
+    """The flag of the setting named `dest`, as its definition says; a command may give it another flag
+    name (history's --dump-topic), or help that says what the setting means to it."""
+    setting = BY_DEST[dest]
+    name = flag or setting.flag
+    where = f"[{setting.section}] {setting.key}" if setting.key else f"[{setting.section}]"
+    default = f"; default {setting.default_text}" if setting.default_text not in ("", '""', "none") else ""
+    text = f"{help or setting.help} ({where}{default})"
+    options: dict[str, Any] = {"cls": SettingOption, "setting": setting, "default": None, "help": text}
+    metavar = setting.metavar or {WHOLE: "N", MINUTES: "DURATION", DURATION_KIND: "DURATION"}.get(setting.kind)
+    if metavar:
+        options["metavar"] = metavar
+    if setting.kind is FLAG:
+        options.update(is_flag=True, flag_value=not name.startswith("--no-"))
+    elif setting.kind in (TEXTS, OPTIONS, ANY_NAMES):
+        options.update(multiple=True, default=(), callback=_given)
+    elif choices or setting.choices:
+        options["type"] = click.Choice(choices or setting.choices)
+    else:
+        options["type"] = SettingValue(setting)
+    return click.option(name, *aliases, dest, **options)
+
+
+def settings_given(options: dict[str, Any]) -> dict[str, Any]:
+    """The setting flags' values among a command's arguments, taken out of them (by their `dest`): those of
+    its SettingOptions, not another option of the same name (the read commands' --cluster)."""
+    names = click.get_current_context().meta.get(GIVEN, set())
+    given = {name: options.pop(name) for name in list(options) if name in names}
+    for name, value in given.items():
+        setting = BY_DEST[name]
+        if value is not None and setting.kind in (OPTIONS, ANY_NAMES):
+            given[name] = pairs(value, setting.flag)
+    return given
+
+
 def _apply(command: Callable[..., Any], decorators: list[Callable]) -> Callable[..., Any]:
     for decorator in reversed(decorators):
         command = decorator(command)
@@ -202,20 +250,19 @@ def _apply(command: Callable[..., Any], decorators: list[Callable]) -> Callable[
 
 # The commands that read a dump ---------------------------------------------------------------------
 
-STORAGE_OPTION = click.option(
-    "--storage-option",
-    "storage_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="for s3:// paths, as delta-rs names them (AWS_ENDPOINT_URL, AWS_REGION, ...); over the AWS_* "
-    "environment and the config's [storage] (repeatable).",
+CONF_OPTION = click.option(
+    "--conf",
+    "conf_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML file of settings (conf/default.toml lists each, at its default).",
 )
 
 
 @dataclass(frozen=True)
 class Dump:
     """The dump a run command reads: its paths as the tool keeps them (`paths`), and the run's settings:
-    conf/default.toml, then --conf, then the flags."""
+    the defaults, then --conf, then the flags."""
 
     inputs: list[str]
     settings: Settings
@@ -226,51 +273,24 @@ def dump_options(
     *,
     topic_flag: str = "--topic",
     default_topic: str | None = None,
-    settings_from: tuple[str, ...] = (),
 ) -> Callable[..., Any]:
     """The options every command that reads a dump takes, turned into one `dump: Dump` argument.
 
     `topic_flag` names the dump's topic option where `--topic` means something else (history: a topic
     of the groups); `default_topic` is the dump's topic when neither flag nor config names one (share:
-    __share_group_state); `settings_from` names the command's own options that are settings too (its
-    --as-of, --retention-minutes): they overlay the config like the shared ones."""
+    __share_group_state). The command's own setting flags (`setting_option`: its --as-of,
+    --retention-minutes) overlay the config like the shared ones."""
     if command is None:
-        return functools.partial(
-            dump_options, topic_flag=topic_flag, default_topic=default_topic, settings_from=settings_from
-        )
+        return functools.partial(dump_options, topic_flag=topic_flag, default_topic=default_topic)
 
     @functools.wraps(command)
-    def with_dump(
-        *,
-        inputs: tuple[str, ...],
-        input_format: str | None,
-        partition: int | None,
-        bootstrap_servers: str | None,
-        kafka_options: tuple[str, ...],
-        topic: str | None,
-        cluster: str | None,
-        storage_options: tuple[str, ...],
-        conf_file: str | None,
-        writer: str | None,
-        remote: str | None,
-        **options: Any,
-    ) -> Any:
+    def with_dump(*, inputs: tuple[str, ...], conf_file: str | None, remote: str | None, **options: Any) -> Any:
         from offset_audit.runs.config import load_settings
 
-        overrides = {name: options.pop(name) for name in settings_from}
-        settings = load_settings(
-            conf_file,
-            input_format=input_format,
-            partition=partition,
-            bootstrap_servers=bootstrap_servers,
-            kafka_options=pairs(kafka_options, "--kafka-option"),
-            topic=topic or default_topic,
-            cluster=cluster,
-            storage=pairs(storage_options, "--storage-option"),
-            writer=writer,
-            remote=remote,
-            **overrides,
-        )
+        given = settings_given(options)
+        if given.get("topic") is None:
+            given["topic"] = default_topic
+        settings = load_settings(conf_file, remote=remote, **given)
         if not formats.input_format(settings).live and not inputs and options.get("audit_dir") is None:
             raise UserError("pass --input PATH (or --input-format kafka --bootstrap-server ...)")
         return command(dump=Dump(paths(inputs), settings), **options)
@@ -286,59 +306,14 @@ def dump_options(
                 help="the dump: a Kafka-source snapshot (Parquet/Delta), log segment files or folders, or a "
                 "text dump; file, folder or glob (repeatable).",
             ),
-            click.option(
-                "--input-format",
-                type=click.Choice(formats.CHOICES),
-                default=None,
-                help=formats.help_text(),
-            ),
-            click.option(
-                "--partition",
-                type=click.IntRange(min=0),
-                default=None,
-                help="the __consumer_offsets partition of inputs that do not tell it (flat segment files, "
-                "console text).",
-            ),
-            click.option(
-                "--bootstrap-server",
-                "--bootstrap-servers",  # the earlier name, still read
-                "bootstrap_servers",
-                cls=HiddenAliases,
-                default=None,
-                metavar="HOST:PORT[,HOST:PORT]",
-                help="the Kafka cluster, as Kafka's tools name it: read with --input-format kafka, asked with "
-                '--end-offsets kafka; share writes it into its delete commands as given (else "$BOOTSTRAP_SERVER").',
-            ),
-            click.option(
-                "--kafka-option",
-                "kafka_options",
-                multiple=True,
-                metavar="NAME=VALUE",
-                help="for Spark's Kafka source: its options, and Kafka client settings as kafka.NAME "
-                "(kafka.security.protocol=SASL_SSL). --end-offsets kafka (librdkafka) takes "
-                "kafka.security.protocol, kafka.sasl.mechanism, kafka.sasl.jaas.config (PLAIN, SCRAM), "
-                "kafka.ssl.keystore.*, kafka.ssl.key.password, kafka.ssl.endpoint.identification.algorithm, "
-                "kafka.client.id, and librdkafka's own names bare (sasl.username, ssl.ca.location, ...), which "
-                "Spark ignores (repeatable).",
-            ),
-            click.option(topic_flag, "topic", default=None, help="topic of the dump (default __consumer_offsets)."),
-            click.option(
-                "--cluster",
-                type=CLUSTER,
-                default=None,
-                metavar="NAME",
-                help="the cluster's name in the output folder's tables and metrics ([input] cluster); default its "
-                "id, from the broker folders' meta.properties or the Kafka source. Names that id from then on "
-                "(docs/fleet.md).",
-            ),
-            STORAGE_OPTION,
-            click.option(
-                "--writer",
-                type=click.Choice(WRITERS),
-                default=None,
-                help="who writes the Delta tables: auto (default: delta-spark where the Spark session has Delta "
-                "configured, else delta-rs), delta-rs or delta-spark.",
-            ),
+            setting_option("input_format", help=formats.help_text(), choices=formats.CHOICES),
+            setting_option("partition"),
+            setting_option("bootstrap_servers", aliases=("--bootstrap-servers",)),  # the earlier name, still read
+            setting_option("kafka_options", help=f"{BY_DEST['kafka_options'].help[:-1]} (repeatable)."),
+            setting_option("topic", flag=topic_flag, help="topic of the dump."),
+            setting_option("cluster"),
+            setting_option("storage", help=f"{BY_DEST['storage'].help[:-1]} (repeatable)."),
+            setting_option("writer"),
             click.option(
                 "--remote",
                 envvar="SPARK_REMOTE",
@@ -347,13 +322,7 @@ def dump_options(
                 help="run on this Spark Connect server (default $SPARK_REMOTE): its session reads, decodes and "
                 "writes the tables through Spark (docs/cluster.md).",
             ),
-            click.option(
-                "--conf",
-                "conf_file",
-                default=None,
-                type=click.Path(dir_okay=False),
-                help="TOML file overlaying conf/default.toml.",
-            ),
+            CONF_OPTION,
         ],
     )
 
@@ -417,16 +386,16 @@ class AuditFolder:
 
 
 def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--audit, --storage-option and --conf (its [storage] is used), turned into one `audit: AuditFolder`
-    argument."""
+    """--audit, --storage-option and --conf (its [storage] is used, and the command's own settings),
+    turned into one `audit: AuditFolder` argument; the command's setting flags overlay the config."""
 
     @functools.wraps(command)
-    def with_folder(*, audit_dir: str, storage_options: tuple[str, ...], conf_file: str | None, **options: Any):
+    def with_folder(*, audit_dir: str, conf_file: str | None, **options: Any) -> Any:
         from offset_audit.runs.config import load_settings
         from offset_audit.runs.preflight import check_delta_path
         from offset_audit.storage import for_settings
 
-        settings = load_settings(conf_file, storage=pairs(storage_options, "--storage-option"))
+        settings = load_settings(conf_file, **settings_given(options))
         check_delta_path(normalize(audit_dir), "--audit")
         return command(audit=AuditFolder(normalize(audit_dir), for_settings(settings), settings), **options)
 
@@ -434,13 +403,7 @@ def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
         user_errors(with_folder),
         [
             click.option("--audit", "audit_dir", required=True, metavar="DIR", help="the --output folder of an audit."),
-            STORAGE_OPTION,
-            click.option(
-                "--conf",
-                "conf_file",
-                default=None,
-                type=click.Path(dir_okay=False),
-                help="TOML file overlaying conf/default.toml (its [storage] is used, and metrics' [metrics]).",
-            ),
+            setting_option("storage", help=f"{BY_DEST['storage'].help[:-1]} (repeatable)."),
+            CONF_OPTION,
         ],
     )

@@ -14,6 +14,7 @@ from offset_audit.cli.options import (
     audit_folder_options,
     cluster_option,
     pairs,
+    setting_option,
     snapshot_id_option,
 )
 from offset_audit.errors import UserError
@@ -21,7 +22,6 @@ from offset_audit.escaping import terminal
 from offset_audit.outputs.text_files import write_metrics_file, write_page, write_script
 from offset_audit.storage import normalize
 from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
-from offset_audit.views.metric_scope import GRANULARITIES, MIN_SAMPLES
 from offset_audit.views.report_numbers import DEFAULT_DAYS
 
 # node_exporter's textfile collector reads only files named *.prom.
@@ -180,37 +180,14 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, cluster: st
 )
 @snapshot_id_option("which snapshot (default: the newest).")
 @cluster_option("only this cluster's newest snapshot (default: the newest of each cluster the folder holds).")
-@click.option(
-    "--granularity",
-    type=click.Choice(GRANULARITIES),
-    default=None,
-    help="series per group (default), per group and topic, or per committed offset; [metrics] granularity.",
-)
-@click.option(
-    "--watch-expiring-within",
-    type=DURATION,
-    default=None,
-    metavar="DURATION",
-    help="offsets expiring within DURATION (expired ones too) and deletable ones get partition series at "
-    "every granularity (default 24h).",
-)
-@click.option("--group", "groups", multiple=True, metavar="REGEX", help="only groups matching it whole (repeatable).")
-@click.option(
-    "--exclude-group", "exclude_groups", multiple=True, metavar="REGEX", help="leave out groups matching it whole."
-)
-@click.option(
-    "--topic", "topics", multiple=True, metavar="REGEX", help="topic and partition series only of topics matching it."
-)
-@click.option(
-    "--max-samples",
-    type=click.IntRange(min=MIN_SAMPLES),
-    default=None,
-    help="write at most this many samples, the most important first (default 200000); stderr says what was left.",
-)
-@click.option(
-    "--push-gateway", default=None, metavar="URL", help="also push them to this Pushgateway (http://host:9091)."
-)
-@click.option("--push-job", default=None, metavar="NAME", help="the job label to push under (kafka_offset_audit).")
+@setting_option("metrics_granularity")
+@setting_option("metrics_watch_expiring_within_minutes")
+@setting_option("metrics_groups", help="only groups matching it whole (repeatable).")
+@setting_option("metrics_exclude_groups", help="leave out groups matching it whole (repeatable).")
+@setting_option("metrics_topics", help="topic and partition series only of topics matching it (repeatable).")
+@setting_option("metrics_max_samples")
+@setting_option("metrics_push_gateway")
+@setting_option("metrics_push_job")
 @click.option(
     "--push-grouping-key",
     "grouping_key",
@@ -223,14 +200,6 @@ def metrics(
     output: str | None,
     snapshot_id: str | None,
     cluster: str | None,
-    granularity: str | None,
-    watch_expiring_within: int | None,
-    groups: tuple[str, ...],
-    exclude_groups: tuple[str, ...],
-    topics: tuple[str, ...],
-    max_samples: int | None,
-    push_gateway: str | None,
-    push_job: str | None,
     grouping_key: tuple[str, ...],
 ) -> None:
     """Print an audited snapshot as Prometheus metrics (text format 0.0.4): offsets, lag and expiry per
@@ -244,19 +213,10 @@ def metrics(
     from offset_audit.views.metric_scope import Scope
     from offset_audit.views.prometheus import snapshot_metrics
 
-    conf = audit.settings
-    scope = Scope(
-        granularity=granularity or conf.metrics.granularity,
-        groups=groups or conf.metrics.groups,
-        exclude_groups=exclude_groups or conf.metrics.exclude_groups,
-        topics=topics or conf.metrics.topics,
-        watch_expiring_within_minutes=(
-            conf.metrics.watch_expiring_within_minutes if watch_expiring_within is None else watch_expiring_within
-        ),
-        max_samples=conf.metrics.max_samples if max_samples is None else max_samples,
-    )
-    gateway = push_gateway or conf.metrics.push_gateway
-    push = pushgateway.Push(gateway, push_job or conf.metrics.push_job, pairs(grouping_key, "--push-grouping-key"))
+    conf = audit.settings.metrics
+    scope = Scope.of(conf)
+    gateway = conf.push_gateway
+    push = pushgateway.Push(gateway, conf.push_job, pairs(grouping_key, "--push-grouping-key"))
     if gateway:
         push.check()
     elif grouping_key:

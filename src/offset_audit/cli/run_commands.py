@@ -17,13 +17,12 @@ import click
 from offset_audit.cli.options import (
     DURATION,
     END_OFFSETS_OPTION,
-    KEEP_SNAPSHOTS_OPTION,
-    RETENTION_MINUTES,
     START_OFFSETS_OPTION,
     Dump,
     dump_options,
     emit,
     output_options,
+    setting_option,
     snapshot_id_option,
 )
 from offset_audit.errors import UserError
@@ -32,14 +31,8 @@ from offset_audit.escaping import terminal
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-KAFKA_VERSION_OPTION = click.option(
-    "--kafka-version",
-    default=None,
-    metavar="X.Y[.Z]",
-    help="the broker version whose expiry rules judge the dump, 2.0 to 4.4 (default 4.4; X.Y is the line's "
-    "newest release). Before 2.1 every offset expires from its commit; 2.1-2.3 keep the offsets of groups "
-    "with members; 2.1.0-2.1.1 and 2.4.0-3.1.0 verdicts name their known expiry bugs.",
-)
+KAFKA_VERSION_OPTION = setting_option("kafka_version")
+KEEP_SNAPSHOTS_OPTION = setting_option("keep_snapshots")
 KEEP_DECODED_HELP = (
     "decode (and quarantine) every record and keep the full commit history in DIR/decoded/offset_commits "
     "(by default only the last record of each key is decoded, the others count as superseded, and "
@@ -57,11 +50,9 @@ def spark_starter() -> Callable[..., SparkSession]:
 
 
 @click.command()
-@dump_options(settings_from=("fast_path",))
+@dump_options
 @click.option("--output", required=True, metavar="DIR", help="folder for the Delta tables.")
-@click.option(
-    "--no-fast-path", "fast_path", flag_value=False, default=None, help="decode every record with the generic reader."
-)
+@setting_option("fast_path", help="decode every record with the generic reader.")
 @output_options
 def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
@@ -88,19 +79,13 @@ def state_kept(incremental: bool, full: bool) -> str | None:
 
 
 @click.command()
-@dump_options(settings_from=("as_of", "retention_minutes", "kafka_version", "keep_snapshots"))
+@dump_options
 @click.option(
     "--output", required=True, metavar="DIR", help="folder for the verdict tables (decode tables go to DIR/decoded)."
 )
 @KAFKA_VERSION_OPTION
-@click.option("--as-of", default=None, help="latest (default: newest record in the dump), now, or an ISO timestamp.")
-@click.option(
-    "--retention-minutes",
-    type=RETENTION_MINUTES,
-    default=None,
-    help="offsets.retention.minutes: minutes or a duration like 7d (default 10080 = 7d; at most 2147483647 "
-    "minutes, an int on the broker).",
-)
+@setting_option("as_of")
+@setting_option("retention_minutes")
 @snapshot_id_option(
     "name of this snapshot in the tables: letters, digits, '.', '_', '-' (default: as_of and a digest of the "
     "dump, the same wherever it lies)."
@@ -197,7 +182,7 @@ def audit(
 
 
 @click.command()
-@dump_options(settings_from=("kafka_version", "keep_snapshots"))
+@dump_options
 @click.option("--output", required=True, metavar="DIR", help="folder for the whatif table.")
 @KAFKA_VERSION_OPTION
 @click.option(
@@ -259,14 +244,12 @@ def whatif(
 
 
 @click.command()
-@dump_options(default_topic="__share_group_state", settings_from=("kafka_version",))
+@dump_options(default_topic="__share_group_state")
 @click.option("--output", required=True, metavar="DIR", help="folder for the share tables.")
-@click.option(
-    "--kafka-version",
-    default=None,
-    metavar="X.Y[.Z]",
+@setting_option(
+    "kafka_version",
     help="the broker version whose share-group assignor the stored assignments are checked against, 4.0 to "
-    "4.4 (default 4.4): 4.1 hashes members onto partitions, 4.2+ balance them.",
+    "4.4: 4.1 hashes members onto partitions, 4.2+ balance them.",
 )
 @click.option(
     "--groups-input",
@@ -326,7 +309,7 @@ def share(
 
 
 @click.command()
-@dump_options(topic_flag="--dump-topic", settings_from=("retention_minutes", "kafka_version", "keep_snapshots"))
+@dump_options(topic_flag="--dump-topic")
 @click.option(
     "--output",
     default=None,
@@ -349,12 +332,7 @@ def share(
     help="with --audit: which log, when the topic was recreated (default the newest).",
 )
 @KAFKA_VERSION_OPTION
-@click.option(
-    "--retention-minutes",
-    type=RETENTION_MINUTES,
-    default=None,
-    help="the offsets.retention.minutes the causes are judged with: minutes or a duration (default 10080 = 7d).",
-)
+@setting_option("retention_minutes", help="the offsets.retention.minutes the causes are judged with.")
 @click.option(
     "--group", "groups", multiple=True, metavar="GROUP", help="only this group, with its timeline (repeatable)."
 )

@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import click
 
-from offset_audit.cli.options import DURATION, KEEP, AuditFolder, audit_folder_options, emit
+from offset_audit.cli.options import AuditFolder, audit_folder_options, emit, setting_option
 
 
 @click.command()
 @audit_folder_options
-@click.option(
-    "--keep-snapshots",
-    type=KEEP,
-    default=None,
-    metavar="N|DURATION",
-    help="keep only the newest N snapshots of each command (48), or those judged within DURATION of the "
-    "newest (30d); default [output] keep_snapshots, and without either no snapshot is removed.",
+@setting_option(
+    "keep_snapshots",
+    help="keep only the newest N snapshots of each command (48), or those judged within DURATION of the newest "
+    "(30d); without it no snapshot is removed.",
 )
-@click.option(
-    "--deleted-file-retention",
-    type=DURATION,
-    default=None,
-    metavar="DURATION",
-    help="vacuum the files no table version within DURATION lists (default [output] deleted_file_retention, "
-    "7d as Delta's): a reader on an older version keeps its files that long.",
-)
+@setting_option("deleted_file_retention_minutes")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document instead of the summary.")
-def tidy(audit: AuditFolder, keep_snapshots, deleted_file_retention: int | None, as_json: bool) -> None:
+def tidy(audit: AuditFolder, as_json: bool) -> None:
     """Remove old snapshots and compact, vacuum and checkpoint the tables of an audit's output folder.
 
     Only a folder with a runs table, and only the tables this tool keeps there (docs/upkeep.md); never
@@ -42,9 +32,7 @@ def tidy(audit: AuditFolder, keep_snapshots, deleted_file_retention: int | None,
     from offset_audit.runs.upkeep import tidy as tidy_folder
     from offset_audit.views.summary import upkeep_lines
 
-    settings = audit.settings.output
-    keep = keep_snapshots if keep_snapshots is not None else settings.keep_snapshots
-    retention = settings.deleted_file_retention_minutes if deleted_file_retention is None else deleted_file_retention
+    keep, retention = audit.settings.output.keep_snapshots, audit.settings.output.deleted_file_retention_minutes
     if not audit.storage.exists(audit.path):
         raise InputNotFound(f"'{audit.path}' does not exist: give the --output folder of an audit")
     if not is_audit_folder(audit.path, audit.storage):

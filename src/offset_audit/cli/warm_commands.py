@@ -35,8 +35,8 @@ def warm() -> None:
     "conf_file",
     default=None,
     type=click.Path(dir_okay=False),
-    help="TOML file overlaying "
-    "conf/default.toml: its [spark] settings start the session (runs with other ones run alone).",
+    help="TOML file of settings (docs/settings.md): its [spark] settings start the session (runs with other "
+    "ones run alone).",
 )
 @click.option(
     "--idle",

@@ -17,7 +17,7 @@ stderr, and the checks made before Spark starts.
     session      the one place a SparkSession is built (local, or spark-submit's), and the run's writer
     local_jvm    a local session's JVM options, and the class archive small runs map
     gateway      a local session's JVM started, its stderr passed on without the JDK's incubator warning
-    config       conf/default.toml, --conf and the flags -> Settings
+    config       the defaults, --conf and the flags -> Settings, each value checked
     progress     which stage runs, on stderr
     preflight    every check of options, paths and inputs that runs before Spark starts
 

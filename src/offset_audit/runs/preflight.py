@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 
 from offset_audit.errors import InputNotFound, UserError
 from offset_audit.inputs import formats
-from offset_audit.settings import Settings
+from offset_audit.settings import BY_DEST, Settings
 from offset_audit.storage import LOCAL, Storage, for_settings, is_remote, join, normalize
 
 if TYPE_CHECKING:
@@ -147,14 +147,6 @@ def check_reachable(path: str, storage: Storage) -> None:
         )
 
 
-def check_retention_minutes(minutes: int, option: str = "--retention-minutes") -> None:
-    """offsets.retention.minutes is a Java int on the broker: 1 to 2,147,483,647."""
-    if not 1 <= minutes <= 2**31 - 1:
-        raise UserError(
-            f"{option} takes 1 to 2147483647 minutes (the broker's offsets.retention.minutes is an int), not {minutes}"
-        )
-
-
 def check_as_of(spec: str, input_format: str) -> None:
     """--as-of parses, and `latest` has record timestamps to come from."""
     from offset_audit.runs.audit import resolve_as_of
@@ -228,9 +220,7 @@ def check_retention_list(text: str, option: str = "--retention-minutes") -> list
     values = [parse_minutes(v, option) for v in text.split(",") if v.strip()]
     if not values:
         raise UserError(f"{option} needs at least one number of minutes")
-    for value in values:
-        check_retention_minutes(value, option)
-    return values
+    return [BY_DEST["retention_minutes"].validated(value, option) for value in values]
 
 
 def check_cluster(dump: OpenedDump, output: str) -> None:

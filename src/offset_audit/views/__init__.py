@@ -19,6 +19,7 @@ folder's tables to text.
     audit_folder     an audit's output folder read with delta-rs and pyarrow: snapshots, tables, the
                      deletion plan, sums that cannot overflow
     table_docs       docs/tables.md's table sections, from schemas/tables/
+    settings_docs    conf/default.toml and docs/settings.md, from the settings' definitions
 
 A new output format is a module here. Every name from the dump leaves through `escaping`, once per
 medium. Nothing here imports pyspark, directly or through what it imports.

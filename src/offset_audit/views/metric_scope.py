@@ -36,13 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.errors import UserError
+from offset_audit.settings import MetricsSettings
 
-GRANULARITIES = ("group", "topic", "partition")
-DEFAULT_MAX_SAMPLES = 200_000
-DEFAULT_WATCH_MINUTES = 24 * 60
-# The snapshot and run gauges take up to five samples, the count of what was left out one, and a group
-# up to ten: less could not hold one.
-MIN_SAMPLES = 16
+# What [metrics] holds by default (settings.py defines each, its range checked where the settings are read).
+_DEFAULTS = MetricsSettings()
 
 SNAPSHOT, URGENT_GROUPS, EXPIRING, GROUPS, DELETABLE, DETAIL = range(6)
 TIER_NAMES = {
@@ -64,24 +61,28 @@ class Scope:
     The masks take whole columns (a fleet has up to millions of offsets); a name is matched once however
     many rows carry it."""
 
-    granularity: str = "group"
-    groups: tuple[str, ...] = ()
-    exclude_groups: tuple[str, ...] = ()
-    topics: tuple[str, ...] = ()
-    watch_expiring_within_minutes: int = DEFAULT_WATCH_MINUTES
-    max_samples: int = DEFAULT_MAX_SAMPLES
+    granularity: str = _DEFAULTS.granularity
+    groups: tuple[str, ...] = _DEFAULTS.groups
+    exclude_groups: tuple[str, ...] = _DEFAULTS.exclude_groups
+    topics: tuple[str, ...] = _DEFAULTS.topics
+    watch_expiring_within_minutes: int = _DEFAULTS.watch_expiring_within_minutes
+    max_samples: int = _DEFAULTS.max_samples
     _compiled: dict[str, tuple[re.Pattern[str], ...]] = field(init=False, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, metrics: MetricsSettings) -> Scope:
+        """The scope [metrics] and metrics' flags ask for (their values checked when they were read)."""
+        return cls(
+            granularity=metrics.granularity,
+            groups=metrics.groups,
+            exclude_groups=metrics.exclude_groups,
+            topics=metrics.topics,
+            watch_expiring_within_minutes=metrics.watch_expiring_within_minutes,
+            max_samples=metrics.max_samples,
+        )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_compiled", {})
-        if self.granularity not in GRANULARITIES:
-            raise UserError(f"granularity takes {', '.join(GRANULARITIES)}, not '{self.granularity}'")
-        if not self.max_samples >= MIN_SAMPLES:
-            raise UserError(f"max samples takes {MIN_SAMPLES} or more, not {self.max_samples}")
-        if self.watch_expiring_within_minutes < 0:
-            raise UserError(
-                f"watch expiring within takes a duration of 0 or more, not {self.watch_expiring_within_minutes}"
-            )
         for option, patterns in (
             ("--group", self.groups),
             ("--exclude-group", self.exclude_groups),
