@@ -173,7 +173,15 @@ def test_the_cycle_check_sees_a_cycle():
 
 # The modules that name what the tables carry, importing nothing heavy: every other module imports the
 # name instead of spelling it again.
-NAME_MODULES = ("coordinator/rule_names.py", "coordinator/events.py")
+NAME_MODULES = ("coordinator/rule_names.py", "coordinator/events.py", "table_names.py")
+# The same words where they name no rule, event or table: (module, word) -> what it names there.
+NOT_NAMES = {
+    ("api/__init__.py", "whatif"): "the function, in __all__",
+    ("cli/docs.py", "whatif"): "the command, in the examples' argv",
+    ("cli/warm_commands.py", "runs"): "the warm server's count of runs",
+    ("warm/server.py", "runs"): "the warm server's count of runs",
+    ("views/fleet_report.py", "snapshots"): "a cluster's count of snapshots, a JSON key and a column",
+}
 
 
 def _names_defined(text: str) -> dict[str, str]:
@@ -197,7 +205,7 @@ def _spelled_again(names: dict[str, str], text: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("module", NAME_MODULES)
-def test_a_rule_or_event_name_is_spelled_once(module):
+def test_a_rule_event_or_table_name_is_spelled_once(module):
     names = _names_defined((PACKAGE / module).read_text())
     assert names, f"{module} defines no names"
     again = [
@@ -205,6 +213,7 @@ def test_a_rule_or_event_name_is_spelled_once(module):
         for path in modules()
         if path != PACKAGE / module
         for line, value in _spelled_again(names, path.read_text())
+        if (str(path.relative_to(PACKAGE)), value) not in NOT_NAMES
     ]
     assert not again, again
 

@@ -28,19 +28,6 @@ def check_snapshot_id(value: str, option: str = "--snapshot-id") -> str:
     return value
 
 
-# The table listing every snapshot of a folder (one row per kind and id), and the tables each kind of
-# snapshot has rows in: written by outputs.snapshot_tables, read by views.audit_folder, pruned by
-# runs.upkeep.
-SNAPSHOTS_TABLE = "snapshots"
-AUDIT, WHATIF, HISTORY = "audit", "whatif", "history"
-SNAPSHOT_TABLES = {
-    AUDIT: ("partition_verdicts", "group_verdicts", "deletion_candidates"),
-    WHATIF: ("whatif", "whatif_groups"),
-    HISTORY: ("offset_history",),
-}
-KIND_OF_TABLE = {table: kind for kind, tables in SNAPSHOT_TABLES.items() for table in tables}
-
-
 def id_list(snapshot_ids: list[str]) -> str:
     """SQL text `'a', 'b'` of ids checked to have the form, for a predicate of our own making."""
     return ", ".join(f"'{check_snapshot_id(s, 'a snapshot id')}'" for s in snapshot_ids)

@@ -44,6 +44,14 @@ from offset_audit.errors import UserError
 from offset_audit.session_kind import is_remote, is_session
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join, normalize
+from offset_audit.table_names import (
+    DELETION_CANDIDATES,
+    GROUP_VERDICTS,
+    OFFSET_HISTORY,
+    PARTITION_VERDICTS,
+    WHATIF_GROUPS,
+    WHATIF_TABLE,
+)
 
 if TYPE_CHECKING:
     from offset_audit.inputs.opened import OpenedDump
@@ -238,15 +246,15 @@ class AuditRun(Run):
 
     @property
     def partition_verdicts(self) -> DataFrame:
-        return self.table("partition_verdicts")
+        return self.table(PARTITION_VERDICTS)
 
     @property
     def group_verdicts(self) -> DataFrame:
-        return self.table("group_verdicts")
+        return self.table(GROUP_VERDICTS)
 
     @property
     def deletion_candidates(self) -> DataFrame:
-        return self.table("deletion_candidates")
+        return self.table(DELETION_CANDIDATES)
 
 
 @dataclass
@@ -258,11 +266,11 @@ class WhatIfRun(Run):
 
     @property
     def whatif(self) -> DataFrame:
-        return self.table("whatif")
+        return self.table(WHATIF_TABLE)
 
     @property
     def whatif_groups(self) -> DataFrame:
-        return self.table("whatif_groups")
+        return self.table(WHATIF_GROUPS)
 
 
 @dataclass
@@ -273,7 +281,7 @@ class HistoryRun(Run):
 
     @property
     def offset_history(self) -> DataFrame:
-        return self.table("offset_history")
+        return self.table(OFFSET_HISTORY)
 
 
 def _output(output: str | os.PathLike | None) -> tuple[str, bool]:
@@ -488,7 +496,7 @@ def whatif(
                 spark, opened, folder, settings, minutes, points, snapshot_id, per_group=per_group,
                 keep_decoded=keep_decoded,
             )  # fmt: skip
-    tables = ("whatif", "whatif_groups") if per_group else ("whatif",)
+    tables = (WHATIF_TABLE, WHATIF_GROUPS) if per_group else (WHATIF_TABLE,)
     return WhatIfRun(spark, folder, report, settings, inputs, report.snapshot_id, tables, temporary, scenarios=rows)
 
 
@@ -551,7 +559,7 @@ def history(
             )
     report = result.report
     return HistoryRun(
-        spark, folder, report, settings, inputs, result.snapshot_id, ("offset_history",), temporary, result=result
+        spark, folder, report, settings, inputs, result.snapshot_id, (OFFSET_HISTORY,), temporary, result=result
     )
 
 
@@ -676,10 +684,9 @@ def _to_catalog(run: Run, prefix: str) -> None:
 
 def _to_folder(run: Run, output: str) -> None:
     from offset_audit.outputs.run_copy import snapshot_rows, to_folder
-    from offset_audit.outputs.runs_table import RUNS_TABLE
     from offset_audit.runs import preflight
     from offset_audit.runs.session import table_writer
-    from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
+    from offset_audit.table_names import RUNS_TABLE, SNAPSHOTS_TABLE
 
     if output == run.folder:
         return

@@ -8,6 +8,7 @@ expiry sweep and OffsetDelete would do with it. Pure functions of DataFrames (th
     verdicts     per offset, per group, deletion candidates, what-if scenarios
     history      the log replayed forward: every commit, state change and deletion, with its cause
     events       offset_history's event and cause names
+    retention_bound  the retentions every tombstone the sweep wrote agrees with
     partitioner  which __consumer_offsets partition holds a group
 
 KIP-932 share groups, as the group coordinator holds them (`modern/share` in Kafka's group-coordinator):

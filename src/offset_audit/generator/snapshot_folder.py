@@ -16,10 +16,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offset_audit.delta_files import CLUSTER, file_stats, read_live
-from offset_audit.snapshot_ids import AUDIT, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.storage import join
+from offset_audit.table_names import AUDIT, RUNS_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 
-RUNS_TABLE = "runs"
 # What each run does to the tables it appends a row to (outputs.table_upkeep.compact_when_many): compact
 # them, through delta-rs' own optimize, once they hold this many files.
 COMPACT_AT_FILES = 8

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from offset_audit.decoding.decoder import TABLES
 from offset_audit.outputs.audit_state import STATE_TABLES
-from offset_audit.outputs.runs_table import RUNS_TABLE
 from offset_audit.outputs.share_tables import SHARE_TABLES
-from offset_audit.snapshot_ids import SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.storage import Storage, join
+from offset_audit.table_names import RUNS_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 
 DECODED = "decoded"
 CLUSTERS = "clusters"

@@ -13,8 +13,8 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs.delta import TableWriter, has_delta, write_delta
 from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import own_rows, record_snapshot, write_snapshot
-from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import Storage, join
+from offset_audit.table_names import SNAPSHOTS_TABLE
 
 
 def snapshot_rows(folder: str, snapshot_id: str, report: DecodeReport, storage: Storage) -> list[dict]:

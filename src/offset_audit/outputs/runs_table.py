@@ -14,13 +14,12 @@ from offset_audit.layouts.tables import table_schema
 from offset_audit.outputs.delta import TABLE_PROPERTIES, TableWriter, check_table_dir, commit_properties, write_delta
 from offset_audit.outputs.table_upkeep import compact_when_many
 from offset_audit.storage import join
-
-RUNS_TABLE = "runs"
+from offset_audit.table_names import RUNS_TABLE
 
 
 def write_run(spark: SparkSession, writer: TableWriter, report: DecodeReport, output: str) -> None:
     """Append the run's row to `runs`: one row, so without delta-spark it is written without a Spark job."""
-    schema = table_schema("runs").struct()
+    schema = table_schema(RUNS_TABLE).struct()
     path = join(output, RUNS_TABLE)
     storage = writer.storage
     if not writer.delta_spark:

@@ -30,8 +30,8 @@ from offset_audit.outputs.delta import (
     write_delta_rs_parts,
 )
 from offset_audit.outputs.table_upkeep import compact_when_many
-from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join, spark_path
+from offset_audit.table_names import SNAPSHOTS_TABLE
 
 
 def own_rows(report: DecodeReport) -> Within:

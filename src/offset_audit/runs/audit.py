@@ -19,7 +19,7 @@ from offset_audit.inputs.end_offsets import read_end_offsets
 from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.audit_state import STATE_TABLES, state_lock
 from offset_audit.outputs.delta import TableWriter
-from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import (
     Along,
     Written,
@@ -34,12 +34,20 @@ from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import WIDE_STATE_ROWS, CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
-from offset_audit.snapshot_ids import AUDIT, SNAPSHOTS_TABLE
+from offset_audit.table_names import (
+    AUDIT,
+    DELETION_CANDIDATES,
+    GROUP_VERDICTS,
+    PARTITION_VERDICTS,
+    RUNS_TABLE,
+    SNAPSHOT_TABLES,
+    SNAPSHOTS_TABLE,
+)
 from offset_audit.timestamps import datetime_of, millis_of
 from offset_audit.views.audit_folder import Snapshot
 from offset_audit.views.report_numbers import snapshot_totals
 
-AUDIT_TABLES = ("partition_verdicts", "group_verdicts", "deletion_candidates")
+AUDIT_TABLES = SNAPSHOT_TABLES[AUDIT]
 
 
 def written_tables(keep_state: bool = False) -> list[str]:
@@ -231,21 +239,21 @@ def _judge(
     judged = verdicts.judged_offsets(state.offsets, state.groups, version)
     progress.begin("judging and writing partition_verdicts and deletion_candidates")
     # The candidates are some verdicts, other columns: written by the tasks that write the verdicts.
-    candidates_of = Along("deletion_candidates", *verdicts.candidate_rows_and_columns())
+    candidates_of = Along(DELETION_CANDIDATES, *verdicts.candidate_rows_and_columns())
     partitions, candidates = write_along_and_read_back(
         spark,
         verdicts.partition_verdicts(judged, as_of, retention, interval, ends, version),
         output,
-        "partition_verdicts",
+        PARTITION_VERDICTS,
         candidates_of,
         snapshot,
         report,
         replace(writer, spark_parquet=state.rows >= WIDE_STATE_ROWS),
     )
     groups = written(
-        verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval, version), "group_verdicts"
+        verdicts.group_verdicts(partitions.frame, state.groups, as_of, retention, interval, version), GROUP_VERDICTS
     )
-    report.wrote("deletion_candidates", candidates.result)
+    report.wrote(DELETION_CANDIDATES, candidates.result)
     # Its own stage: the driver reads columns of every verdict written, which at millions of offsets
     # is seconds that are not group_verdicts' (bench/fixed_cost.py sets each stage beside its floor).
     progress.begin("summarising the verdicts")

@@ -18,9 +18,9 @@ from offset_audit.errors import UserError
 from offset_audit.inputs.opened import OpenedDump
 from offset_audit.outputs.audit_state import read_state
 from offset_audit.outputs.folder_layout import CLUSTERS
-from offset_audit.outputs.runs_table import RUNS_TABLE
 from offset_audit.settings import Settings, check_cluster_name
 from offset_audit.storage import for_settings, join
+from offset_audit.table_names import RUNS_TABLE
 from offset_audit.views.audit_folder import has_table, read_table
 
 

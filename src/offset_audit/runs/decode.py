@@ -23,7 +23,7 @@ from offset_audit.inputs.resumed import LogFloors, Resume
 from offset_audit.outputs.delta import DataFile, TableWriter, write_delta
 from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
 from offset_audit.outputs.read_back import bytes_skipped
-from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.runs_table import write_run
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import judge_as, resolve
 from offset_audit.runs.counts import check_reconciles, fill_counts
@@ -31,6 +31,7 @@ from offset_audit.runs.session import run_report, table_writer
 from offset_audit.session_kind import session_cores
 from offset_audit.settings import Settings
 from offset_audit.storage import join
+from offset_audit.table_names import RUNS_TABLE
 
 
 def written_tables() -> list[str]:

@@ -8,7 +8,6 @@ Named as coordinator/history.py is by design: each module of runs/ is named afte
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -17,15 +16,13 @@ from pyspark.sql import functions as F
 
 from offset_audit.broker_versions import BrokerVersion
 from offset_audit.coordinator import history
-from offset_audit.coordinator.rule_names import EXPLICIT_EXPIRE_TIMESTAMP, TIME_RULES
-from offset_audit.coordinator.rules import sweep_reach_ms
+from offset_audit.coordinator.retention_bound import RetentionBound, retention_bound
 from offset_audit.decoding.report import DecodeReport
-from offset_audit.durations import MINUTE_MS
 from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
-from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
@@ -45,59 +42,16 @@ from offset_audit.runs.state import (
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.session_kind import connect_route
 from offset_audit.settings import Settings
-from offset_audit.snapshot_ids import HISTORY, SNAPSHOTS_TABLE
 from offset_audit.storage import for_settings, join
+from offset_audit.table_names import HISTORY, RUNS_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.timestamps import datetime_of
 
-HISTORY_TABLE = "offset_history"
+(HISTORY_TABLE,) = SNAPSHOT_TABLES[HISTORY]
 
 
 def written_tables() -> list[str]:
     """Every table a history run writes under its output folder, checked before Spark starts."""
     return [HISTORY_TABLE, SNAPSHOTS_TABLE, RUNS_TABLE, *decoded_tables()]
-
-
-@dataclass
-class RetentionBound:
-    """offsets.retention.minutes values consistent with every tombstone the sweep wrote (`low` to
-    `high`), and the tombstones that set each end; None ends when no swept tombstone bounds them."""
-
-    low: int | None = None
-    high: int | None = None
-    low_by: dict | None = None
-    high_by: dict | None = None
-    tombstones: int = 0
-
-    @property
-    def consistent(self) -> bool:
-        return self.low is None or self.high is None or self.low <= self.high
-
-
-def retention_bound(swept: list[dict], check_interval_ms: int) -> RetentionBound:
-    """A sweep at retention R writes a time-rule tombstone at T only if T - base >= R and T <= base + R +
-    reach (the interval and a sweep's lateness, rules.sweep_reach_ms): so R lies in [(T - base - reach),
-    (T - base)], in whole minutes. Explicit expiry timestamps do not depend on R and bound nothing. Where
-    the sweep window reaches past expires_at + reach, the group changed later (a member left) and the
-    sweep acted on that change: such a tombstone bounds R from above only."""
-    bound = RetentionBound()
-    reach = sweep_reach_ms(check_interval_ms)
-    for row in swept:
-        if (
-            row["rule"] not in TIME_RULES
-            or row["rule"] == EXPLICIT_EXPIRE_TIMESTAMP
-            or row["base_timestamp_ms"] is None
-        ):
-            continue
-        age = row["event_time_ms"] - row["base_timestamp_ms"]
-        after_a_change = row["sweep_window_end_ms"] - reach > row["expires_at_ms"]
-        low = 1 if after_a_change else max(1, math.ceil((age - reach) / MINUTE_MS))
-        high = age // MINUTE_MS
-        bound.tombstones += 1
-        if bound.low is None or low > bound.low:
-            bound.low, bound.low_by = low, row
-        if bound.high is None or high < bound.high:
-            bound.high, bound.high_by = high, row
-    return bound
 
 
 class Held:

@@ -30,7 +30,7 @@ from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.outputs import share_tables
 from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
-from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.share_tables import SHARE_TABLES
 from offset_audit.runs import clusters, progress, share_fast_replay, share_replay
 from offset_audit.runs.clusters import judge_as
@@ -41,6 +41,7 @@ from offset_audit.runs.state import decoded_tables
 from offset_audit.settings import Settings
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
 from offset_audit.storage import join
+from offset_audit.table_names import RUNS_TABLE
 
 STATE_BY_NAME = {name: number for number, name in DELIVERY_STATE_NAMES.items()}
 

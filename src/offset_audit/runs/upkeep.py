@@ -26,8 +26,8 @@ from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.folder_layout import audit_tables
 from offset_audit.runs import progress
 from offset_audit.settings import KeepSnapshots, Settings
-from offset_audit.snapshot_ids import KIND_OF_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.storage import basename, join
+from offset_audit.table_names import KIND_OF_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE
 from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, listed_snapshots, snapshots
 
 

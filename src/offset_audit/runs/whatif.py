@@ -13,7 +13,7 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.inputs.opened import OpenedDump, opened
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
-from offset_audit.outputs.runs_table import RUNS_TABLE, write_run
+from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
 from offset_audit.runs import progress
 from offset_audit.runs.clusters import home, judge_as, resolve
@@ -22,10 +22,10 @@ from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.settings import Settings
-from offset_audit.snapshot_ids import SNAPSHOTS_TABLE, WHATIF
 from offset_audit.storage import Storage
+from offset_audit.table_names import RUNS_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE, WHATIF, WHATIF_GROUPS, WHATIF_TABLE
 
-WHATIF_TABLES = ("whatif", "whatif_groups")
+WHATIF_TABLES = SNAPSHOT_TABLES[WHATIF]
 
 
 def written_tables() -> list[str]:
@@ -47,7 +47,7 @@ def run_whatif(
     """`dump`: as `inputs.opened.open_dump` opened it before Spark started (else its paths, opened here)."""
     dump = opened(dump, settings)
     settings = dump.settings
-    report = run_report(spark, "whatif", list(dump.inputs), settings)
+    report = run_report(spark, WHATIF, list(dump.inputs), settings)
     writer = table_writer(spark, settings)
     cluster = resolve(spark, dump, output)
     judge_as(report, cluster)
@@ -80,16 +80,16 @@ def _compare(
         storage = writer.storage
         rows = [r.asDict() for r in table.collect()]
         write_snapshot(
-            _with_earlier_scenarios(spark, table, output, "whatif", snapshot, report, storage),
+            _with_earlier_scenarios(spark, table, output, WHATIF_TABLE, snapshot, report, storage),
             output,
-            "whatif",
+            WHATIF_TABLE,
             snapshot,
             report,
             writer,
         )
         if per_group:
-            kept = _with_earlier_scenarios(spark, groups, output, "whatif_groups", snapshot, report, storage)
-            write_snapshot(kept, output, "whatif_groups", snapshot, report, writer)
+            kept = _with_earlier_scenarios(spark, groups, output, WHATIF_GROUPS, snapshot, report, storage)
+            write_snapshot(kept, output, WHATIF_GROUPS, snapshot, report, writer)
     finally:
         groups.unpersist()
     row = {"kind": WHATIF, "snapshot_id": snapshot, "as_of": points[0], "written_at": datetime.now(UTC)}

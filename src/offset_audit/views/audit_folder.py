@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from offset_audit.delta_files import CLUSTER, live_files, read_live
 from offset_audit.errors import InputNotFound, UserError
-from offset_audit.snapshot_ids import AUDIT, KIND_OF_TABLE, SNAPSHOTS_TABLE
 from offset_audit.storage import LOCAL, Storage, join
+from offset_audit.table_names import AUDIT, DELETION_CANDIDATES, GROUP_VERDICTS, KIND_OF_TABLE, SNAPSHOTS_TABLE
 
 
 def has_table(folder: str, name: str, storage: Storage = LOCAL) -> bool:
@@ -163,7 +163,7 @@ TOTALS = ("offsets", "expired", "expiring_soon", "lag", "groups")
 
 def snapshots(
     folder: str,
-    table: str = "group_verdicts",
+    table: str = GROUP_VERDICTS,
     storage: Storage = LOCAL,
     listed: dict[tuple[str, str], Snapshot] | None = None,
 ) -> list[Snapshot]:
@@ -222,7 +222,7 @@ def listed_snapshots(folder: str, kind: str | None, storage: Storage) -> dict[tu
 def pick_snapshot(
     folder: str,
     snapshot_id: str | None,
-    table: str = "group_verdicts",
+    table: str = GROUP_VERDICTS,
     storage: Storage = LOCAL,
     known: list[Snapshot] | None = None,
     cluster: str | None = None,
@@ -272,7 +272,7 @@ def read_snapshot(
     return read_table(folder, table, storage, columns=columns, partition=partition, cluster=snapshot.cluster)
 
 
-def check_audit_dir(audit_dir: str, storage: Storage = LOCAL, table: str = "deletion_candidates") -> None:
+def check_audit_dir(audit_dir: str, storage: Storage = LOCAL, table: str = DELETION_CANDIDATES) -> None:
     """An audit's output folder, holding `table`: checked before anything is read or written."""
     if not has_table(audit_dir, table, storage):
         raise no_table(audit_dir, table, storage)
@@ -287,15 +287,15 @@ def delete_plan(
     The newest snapshot is the newest audit's (group_verdicts holds every audited snapshot), not the
     newest that had candidates: a plan must never come from an older state than the last audit saw."""
     check_audit_dir(audit_dir, storage)
-    table = "group_verdicts"
+    table = GROUP_VERDICTS
     audited = snapshots(audit_dir, table, storage) if has_table(audit_dir, table, storage) else []
     if not audited:  # a folder written before group_verdicts existed
-        table = "deletion_candidates"
+        table = DELETION_CANDIDATES
         audited = snapshots(audit_dir, table, storage)
     if not audited and snapshot_id is None:
         return "", []
     snapshot = pick_snapshot(audit_dir, snapshot_id, table, storage, known=audited, cluster=cluster)
-    rows = read_snapshot(audit_dir, "deletion_candidates", snapshot, storage)
+    rows = read_snapshot(audit_dir, DELETION_CANDIDATES, snapshot, storage)
     ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
     return snapshot.snapshot_id, ordered.to_pylist()
 

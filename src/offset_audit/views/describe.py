@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from offset_audit.errors import UserError
 from offset_audit.escaping import terminal
 from offset_audit.storage import Storage
+from offset_audit.table_names import GROUP_VERDICTS, PARTITION_VERDICTS
 from offset_audit.views import audit_folder
 from offset_audit.views.moments import exact_utc
 
@@ -85,10 +86,10 @@ def read_described(
     """One snapshot of an audit folder (the newest by default, of `cluster` when given), its offsets
     chosen as `select_offsets` does; a group asked for that has no committed offset in the snapshot is an
     error naming it."""
-    audit_folder.check_audit_dir(audit_dir, storage, "partition_verdicts")
-    known = audit_folder.snapshots(audit_dir, "partition_verdicts", storage)
-    snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, "partition_verdicts", storage, known, cluster)
-    offsets = audit_folder.read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, [*COLUMNS, "as_of"])
+    audit_folder.check_audit_dir(audit_dir, storage, PARTITION_VERDICTS)
+    known = audit_folder.snapshots(audit_dir, PARTITION_VERDICTS, storage)
+    snapshot = audit_folder.pick_snapshot(audit_dir, snapshot_id, PARTITION_VERDICTS, storage, known, cluster)
+    offsets = audit_folder.read_snapshot(audit_dir, PARTITION_VERDICTS, snapshot, storage, [*COLUMNS, "as_of"])
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else None
     chosen = select_offsets(offsets.drop_columns(["as_of"]), groups, topic, within_ms)
     unknown = sorted(set(groups) - set(offsets.column("group_id").to_pylist()))
@@ -96,7 +97,7 @@ def read_described(
         raise UserError(
             f"no committed offsets of group '{unknown[0]}' in snapshot '{snapshot.snapshot_id}' of {audit_dir}"
         )
-    group_rows = audit_folder.read_snapshot(audit_dir, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
+    group_rows = audit_folder.read_snapshot(audit_dir, GROUP_VERDICTS, snapshot, storage, GROUP_COLUMNS)
     return Described(snapshot.snapshot_id, as_of, chosen, group_rows, snapshot.cluster)
 
 

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from offset_audit.escaping import html_text
 from offset_audit.storage import LOCAL, Storage
+from offset_audit.table_names import GROUP_VERDICTS
 from offset_audit.views.audit_folder import Snapshot, by_cluster, read_snapshot, snapshots
 from offset_audit.views.html_report import (
     CONSTANT,
@@ -88,7 +89,7 @@ def read_fleet(folder: str, storage: Storage = LOCAL) -> Fleet:
     clusters = []
     for group in by_cluster(snapshots(folder, storage=storage)).values():
         newest = group[-1]
-        rows = read_snapshot(folder, "group_verdicts", newest, storage, GROUP_COLUMNS)
+        rows = read_snapshot(folder, GROUP_VERDICTS, newest, storage, GROUP_COLUMNS)
         clusters.append(FleetCluster(newest, len(group), rows))
     return Fleet(folder, clusters)
 

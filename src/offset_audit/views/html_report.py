@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text, json_for_html
 from offset_audit.storage import LOCAL, Storage
+from offset_audit.table_names import DELETION_CANDIDATES, GROUP_VERDICTS, PARTITION_VERDICTS, WHATIF_TABLE
 from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, pick_snapshot, read_snapshot, snapshots
 from offset_audit.views.moments import exact_utc
 from offset_audit.views.report_charts import (
@@ -93,9 +94,9 @@ def read_audit(
     known = snapshots(folder, storage=storage)
     snapshot = pick_snapshot(folder, snapshot_id, storage=storage, known=known, cluster=cluster)
     known = next(group for group in by_cluster(known).values() if snapshot in group)
-    partitions = read_snapshot(folder, "partition_verdicts", snapshot, storage, PARTITION_COLUMNS)
-    groups = read_snapshot(folder, "group_verdicts", snapshot, storage, GROUP_COLUMNS)
-    candidates = read_snapshot(folder, "deletion_candidates", snapshot, storage, CANDIDATE_COLUMNS)
+    partitions = read_snapshot(folder, PARTITION_VERDICTS, snapshot, storage, PARTITION_COLUMNS)
+    groups = read_snapshot(folder, GROUP_VERDICTS, snapshot, storage, GROUP_COLUMNS)
+    candidates = read_snapshot(folder, DELETION_CANDIDATES, snapshot, storage, CANDIDATE_COLUMNS)
     history = [
         listed_totals(s)
         if s.totals is not None and s.key != snapshot.key
@@ -103,16 +104,16 @@ def read_audit(
             s,
             partitions
             if s.key == snapshot.key
-            else read_snapshot(folder, "partition_verdicts", s, storage, HISTORY_COLUMNS),
+            else read_snapshot(folder, PARTITION_VERDICTS, s, storage, HISTORY_COLUMNS),
         )
         for s in known
     ]
     whatif, whatif_snapshot = None, None
-    scenarios = snapshots(folder, "whatif", storage) if has_table(folder, "whatif", storage) else []
+    scenarios = snapshots(folder, WHATIF_TABLE, storage) if has_table(folder, WHATIF_TABLE, storage) else []
     scenarios = [s for s in scenarios if s.same_cluster(snapshot)]
     if scenarios:
-        newest_whatif = pick_snapshot(folder, None, "whatif", storage, known=scenarios)
-        whatif, whatif_snapshot = read_snapshot(folder, "whatif", newest_whatif, storage), newest_whatif.snapshot_id
+        newest_whatif = pick_snapshot(folder, None, WHATIF_TABLE, storage, known=scenarios)
+        whatif, whatif_snapshot = read_snapshot(folder, WHATIF_TABLE, newest_whatif, storage), newest_whatif.snapshot_id
     return Audit(folder, snapshot, partitions, groups, candidates, history, whatif, whatif_snapshot)
 
 
@@ -251,7 +252,7 @@ def render(audit: Audit, days: int = DEFAULT_DAYS) -> Page:
         f'<section class="pair"><div>{chart_block(by_key["lag"])}</div>'
         f"<div><h2>Top deletion candidates</h2>{candidates_table(audit.candidates)}</div></section>",
         f'<section class="pair"><div>{chart_block(by_key["groups"])}</div>'
-        f"<div>{chart_block(by_key['whatif'])}</div></section>",
+        f"<div>{chart_block(by_key[WHATIF_TABLE])}</div></section>",
         f"<section>{chart_block(by_key['history'])}</section>",
     ]
     html = page_html(f"Offset audit {audit.snapshot.snapshot_id}", _header(audit, drawn), sections, charts)

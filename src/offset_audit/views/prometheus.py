@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.storage import LOCAL, Storage
+from offset_audit.table_names import GROUP_VERDICTS, PARTITION_VERDICTS, RUNS_TABLE
 from offset_audit.views.audit_folder import (
     Snapshot,
     by_cluster,
@@ -253,8 +254,8 @@ def snapshot_metrics(
     each = scope if len(chosen) == 1 else replace(scope, max_samples=max(1, scope.max_samples // len(chosen)))
     parts = []
     for snapshot in chosen:
-        partitions = read_snapshot(audit_dir, "partition_verdicts", snapshot, storage, columns=PARTITION_COLUMNS)
-        groups = read_snapshot(audit_dir, "group_verdicts", snapshot, storage, columns=GROUP_COLUMNS)
+        partitions = read_snapshot(audit_dir, PARTITION_VERDICTS, snapshot, storage, columns=PARTITION_COLUMNS)
+        groups = read_snapshot(audit_dir, GROUP_VERDICTS, snapshot, storage, columns=GROUP_COLUMNS)
         run = _run_of(audit_dir, snapshot, storage)
         parts.append(exposition(partitions, groups, run, each, snapshot.cluster))
     return parts[0] if len(parts) == 1 else fleet_exposition(parts)
@@ -293,9 +294,9 @@ def fleet_exposition(parts: list[Exposition]) -> Exposition:
 def _run_of(audit_dir: str, snapshot: Snapshot, storage: Storage) -> dict | None:
     """The runs row of the audit that wrote the snapshot (a run has a row only once it finished), of its
     cluster (a row written before fleets names none)."""
-    if not has_table(audit_dir, "runs", storage):
+    if not has_table(audit_dir, RUNS_TABLE, storage):
         return None
-    runs = read_table(audit_dir, "runs", storage, columns=[*RUN_COLUMNS, "cluster"]).to_pylist()
+    runs = read_table(audit_dir, RUNS_TABLE, storage, columns=[*RUN_COLUMNS, "cluster"]).to_pylist()
     wrote = [
         r
         for r in runs

@@ -20,6 +20,7 @@ from offset_audit.coordinator.rule_names import (
 )
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text
+from offset_audit.table_names import WHATIF_TABLE
 from offset_audit.views.report_numbers import (
     DAY_MS,
     DEFAULT_DAYS,
@@ -140,7 +141,7 @@ def whatif_chart(whatif: pa.Table | None) -> Chart:
             "no what-if run in this folder: run offset-audit whatif --input DUMP --output THIS_FOLDER "
             "--retention-minutes 1d,7d,30d."
         )
-        return Chart("whatif", title, None, note)
+        return Chart(WHATIF_TABLE, title, None, note)
     traces = []
     moments = list(dict.fromkeys(p.as_of for p in points))
     for moment in moments:
@@ -184,7 +185,7 @@ def whatif_chart(whatif: pa.Table | None) -> Chart:
     }
     total = points[-1]
     note = f"Of {total.offsets_total:,} offsets and {total.groups_total:,} groups, had the broker run with each."
-    return Chart("whatif", title, figure_of(traces, layout), note)
+    return Chart(WHATIF_TABLE, title, figure_of(traces, layout), note)
 
 
 def lag_chart(partitions: pa.Table) -> Chart:

@@ -12,7 +12,7 @@ from offset_audit.coordinator import events
 from offset_audit.coordinator.rule_names import EMPTY_GROUP
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import NotAShellArgument, shell_comment, shell_word, terminal
-from offset_audit.snapshot_ids import SNAPSHOTS_TABLE
+from offset_audit.table_names import RUNS_TABLE, SNAPSHOTS_TABLE
 from offset_audit.views.kafka_commands import delete_offsets
 from offset_audit.views.moments import exact_utc
 
@@ -89,7 +89,7 @@ def decode_summary(report: DecodeReport, output: str) -> str:
     lines += ["", f"  Delta tables under {terminal(output)}:"]
     for name, rows in report.table_rows.items():
         lines.append(f"    {name:<22} {_n(rows):>14} rows")
-    lines.append(f"    {'runs':<22} {'+1':>14} row (run {report.run_id[:12]})")
+    lines.append(f"    {RUNS_TABLE:<22} {'+1':>14} row (run {report.run_id[:12]})")
     return "\n".join(lines)
 
 
