@@ -33,10 +33,10 @@ PROMETHEUS_DEBS := prometheus prometheus-node-exporter prometheus-pushgateway
 setup: $(STAMP) kafka spark-jars jvm-archive
 
 # The classes a small audit's JVM loads, archived once (in ~/.cache/kafka-offset-audit) so that later
-# runs over small dumps map them instead of loading them from the jars: offset_audit.runs.local_jvm.py.
+# runs over small dumps map them instead of loading them from the jars: offset_audit.runtime.local_jvm.py.
 # Quick when the archive is there; where it cannot be built, runs start without it.
 jvm-archive: $(STAMP)
-	@$(BIN)/python -m offset_audit.runs.local_jvm
+	@$(BIN)/python -m offset_audit.runtime.local_jvm
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11+ is needed, found %d.%d: install python3.11 or run make PYTHON=/path/to/python3.11" % v[:2])'

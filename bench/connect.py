@@ -45,7 +45,7 @@ if kind == "connect":
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.remote(sys.argv[5]).getOrCreate()
 else:
-    from offset_audit.runs.session import get_spark
+    from offset_audit.runtime.session import get_spark
     conf = {}
     if kind == "classic-delta":
         jars = sorted(glob.glob(sys.argv[5] + "/*.jar"))

@@ -91,7 +91,7 @@ def best_whole_audit(
 SPARK_ONLY = """
 import sys, time
 started = time.perf_counter()
-from offset_audit.runs.session import get_spark
+from offset_audit.runtime.session import get_spark
 spark = get_spark(None, int(sys.argv[1]))
 print(time.perf_counter() - started)
 spark.stop()
@@ -102,7 +102,7 @@ def spark_start(dump: Path, repeats: int) -> tuple[float, float]:
     """Spark's start for this dump: seconds to a session in-process (imports included), and of the whole
     process that starts it and stops, best of `repeats`."""
     from offset_audit.inputs.opened import open_dump
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     size = open_dump([str(dump)], load_settings()).size
     best_up, best_whole = float("inf"), float("inf")
@@ -152,10 +152,10 @@ def warm_stages(
     and the plain writes of the verdict tables the last one wrote (`plain_writes`)."""
     import io
 
-    from offset_audit.runs import progress
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
-    from offset_audit.runs.session import get_spark
+    from offset_audit.runtime import progress
+    from offset_audit.runtime.config import load_settings
+    from offset_audit.runtime.session import get_spark
 
     spark = get_spark()
     tracker = spark.sparkContext.statusTracker()

@@ -38,7 +38,7 @@ def best(run: Callable[[], object], repeats: int = 3) -> float:
 
 
 def main() -> None:
-    from offset_audit.runs.session import get_spark
+    from offset_audit.runtime.session import get_spark
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=20_000_000)

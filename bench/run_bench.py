@@ -30,9 +30,9 @@ import pyarrow.parquet as pq
 
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
-from offset_audit.runs.session import get_spark
+from offset_audit.runtime.config import load_settings
+from offset_audit.runtime.session import get_spark
 
 # The repository's bench-data, wherever the script is run from (fixed_cost.py shares its dumps).
 DATA = Path(__file__).resolve().parent.parent / "bench-data"

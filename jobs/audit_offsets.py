@@ -3,7 +3,7 @@
 See the README's "Run it on a cluster" for the whole spark-submit line (the executors' Python
 environment, the package zip). Nothing is started here: the arguments and inputs are checked first,
 so a mistake is one sentence (exit 2) before Spark asks the cluster for executors; the session is then
-built from what was submitted (master, --conf), see offset_audit.runs.session.
+built from what was submitted (master, --conf), see offset_audit.runtime.session.
 """
 
 from __future__ import annotations

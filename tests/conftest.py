@@ -40,7 +40,7 @@ def spark():
     from spark_jars import jar_session, spark_jar_settings
 
     from offset_audit.jvm import has_class
-    from offset_audit.runs.session import get_spark
+    from offset_audit.runtime.session import get_spark
 
     settings = {
         "spark.master": "local[2]",
@@ -68,12 +68,12 @@ JAR_CLASSES = ("io.delta.sql.DeltaSparkSessionExtension", "org.apache.spark.sql.
 def no_spark(monkeypatch):
     """Fails the test if the command starts Spark: mistakes are refused, and the read commands answer,
     before any session (a JVM costs seconds)."""
-    import offset_audit.runs.session
+    import offset_audit.runtime.session
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("the command started Spark")
 
-    monkeypatch.setattr(offset_audit.runs.session, "get_spark", refuse)
+    monkeypatch.setattr(offset_audit.runtime.session, "get_spark", refuse)
 
 
 AUDITED_RETENTIONS = [1440, 10080, 43200]
@@ -90,8 +90,8 @@ def audited(spark, tmp_path_factory) -> Path:
 
     from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
     from offset_audit.runs.whatif import run_whatif
+    from offset_audit.runtime.config import load_settings
     from offset_audit.views.audit_folder import read_snapshot, snapshots
 
     root = tmp_path_factory.mktemp("audited")

@@ -162,7 +162,7 @@ def test_a_live_topic_is_read_on_the_server_and_asked_with_the_python_client(ser
     from kafka_broker import commit_offsets, group_consumer, kafka_broker, kafka_versions, version_tuple
 
     from offset_audit.inputs.kafka_topic import _client_topic_facts
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     version = max(kafka_versions(), key=version_tuple)
     with live(kafka_broker(tmp_path / "broker", version, {"offsets.retention.minutes": "10080"})) as broker:

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "src" / "offset_audit"
 CLASSIC_ONLY = {"sparkContext", "_jvm", "_jsparkSession", "_jdf", "_jsc", "_jconf", "_gateway", "rdd", "parallelize"}
 CLASSIC_NAMES = {"SparkContext"}
 # The modules that start sessions, where `@classic_start` may mark a function.
-SESSION_STARTERS = {"offset_audit.runs.session", "offset_audit.runs.gateway"}
+SESSION_STARTERS = {"offset_audit.runtime.session", "offset_audit.runtime.gateway"}
 
 
 def module_file(name: str) -> Path | None:
@@ -116,14 +116,14 @@ def test_the_checker_finds_an_unmarked_use_and_takes_a_marked_one():
     wrong = ast.parse("@connect_route(remote)\ndef count(spark):\n    return spark._jvm\n")
     assert unmarked_uses(wrong) == ["2: count's Connect route remote is no function of its module"]
     started = ast.parse("@classic_start\ndef start(conf):\n    return SparkContext._gateway\n")
-    assert unmarked_uses(started, "offset_audit.runs.session") == []
+    assert unmarked_uses(started, "offset_audit.runtime.session") == []
     assert sorted(unmarked_uses(started, "offset_audit.outputs.delta")) == ["3: SparkContext", "3: _gateway"]
 
 
 def test_the_api_reaches_the_whole_run():
     reached = reached_from("offset_audit.api")
-    for module in ("offset_audit.runs.session", "offset_audit.outputs.delta", "offset_audit.inputs.kafka_topic",
-                   "offset_audit.inputs.log_files", "offset_audit.runs.progress"):  # fmt: skip
+    for module in ("offset_audit.runtime.session", "offset_audit.outputs.delta", "offset_audit.inputs.kafka_topic",
+                   "offset_audit.inputs.log_files", "offset_audit.runtime.progress"):  # fmt: skip
         assert module in reached
 
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from offset_audit.cli.main import main
 from offset_audit.errors import UserError
 from offset_audit.python_tasks import _on_connect, cut, run_tasks
-from offset_audit.runs.progress import ServerProgress
-from offset_audit.runs.session import check_remote
+from offset_audit.runtime.progress import ServerProgress
+from offset_audit.runtime.session import check_remote
 from offset_audit.session_kind import connect_route, is_remote, is_session
 
 
@@ -117,7 +117,7 @@ def test_a_connect_servers_progress_is_the_running_stages_tasks():
 def test_a_server_that_does_not_answer_is_one_sentence_before_any_session():
     import socket
 
-    from offset_audit.runs.session import check_reachable_server
+    from offset_audit.runtime.session import check_reachable_server
 
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))

@@ -1,5 +1,5 @@
 """Paths as users write them, object-store options and their precedence, and the cluster-sized defaults
-(offset_audit.storage, offset_audit.runs.session). The live S3 and cluster runs are in test_object_store.py
+(offset_audit.storage, offset_audit.runtime.session). The live S3 and cluster runs are in test_object_store.py
 and test_cluster.py."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offset_audit.cli.main import main
-from offset_audit.runs.config import load_settings
-from offset_audit.runs.session import cluster_cores, fit_to_cluster, quiet_spark_logs, shuffle_partitions
+from offset_audit.runtime.config import load_settings
+from offset_audit.runtime.session import cluster_cores, fit_to_cluster, quiet_spark_logs, shuffle_partitions
 from offset_audit.storage import Storage, for_settings, join, normalize, parent, spark_path, storage_options
 
 

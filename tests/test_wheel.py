@@ -169,7 +169,7 @@ def run_program(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProces
 def test_the_installed_package_is_the_wheel_in_its_own_venv(installed):
     probe = (
         "import importlib.metadata, os, sys, offset_audit; from offset_audit.layouts.spec import schemas_dir;"
-        "from offset_audit.runs.config import DEFAULT_CONF;"
+        "from offset_audit.runtime.config import DEFAULT_CONF;"
         "print(offset_audit.__file__); print(importlib.metadata.version('kafka-offset-audit'));"
         "print(schemas_dir()); print(DEFAULT_CONF.is_file());"
         "print(*[p for p in sys.path if os.path.isdir(os.path.join(p, 'offset_audit'))], sep=',')"

@@ -9,7 +9,8 @@ it may import (tests/test_layout.py holds it to that):
     share_coordinator/  the share coordinator's model, no I/O: each share-partition's state (KIP-932)
     outputs/      every table and file the job writes (Delta by delta-rs or delta-spark), and reading back
     views/        what people and programs read, no Spark: summaries, describe, JSON, metrics, HTML
-    runs/         each command end to end; the SparkSession, settings, progress, preflight checks
+    runtime/      what every run needs: the SparkSession, settings, progress, preflight checks
+    runs/         each command end to end, one module each, and the helpers they share
     api/          the public Python API: the runs on a session the caller holds, results as DataFrames
     cli/          the click commands: flags -> settings -> a run (through api/) or a view
     warm/         a Spark session kept warm between runs, and the program's hand-over of a run to it

@@ -119,7 +119,7 @@ def server_package_version(spark: SparkSession) -> str | None:
 
 def classic_start(function: F) -> F:
     """Marks a function that starts or sizes a classic session (this process's JVM, spark-submit's, the
-    warm session's): a run on a Spark Connect server never calls it, since `runs.session.get_spark` opens
-    the remote session (`remote_session`) before any of them. Only runs/session.py and runs/gateway.py
+    warm session's): a run on a Spark Connect server never calls it, since `runtime.session.get_spark` opens
+    the remote session (`remote_session`) before any of them. Only runtime/session.py and runtime/gateway.py
     hold such functions (tests/test_connect_routes.py)."""
     return function

@@ -1,7 +1,7 @@
 """How a setting is defined: once, as a field of one section of `settings.Settings`, with its type, default,
 allowed values, TOML name, command-line flag and help (as Kafka's `ConfigDef.define` does).
 
-Everything else is derived from those fields: the config files' validation and reading (runs/config.py),
+Everything else is derived from those fields: the config files' validation and reading (runtime/config.py),
 the flags (cli/options.py), conf/default.toml and docs/settings.md (cli/docs.py writes both; a test
 compares them). A value is checked by `Setting.check`, wherever it comes from.
 """
@@ -76,7 +76,7 @@ ANY_NAMES = Kind("section of any names", "text, a number or true/false", _scalar
 class Setting:
     """One setting. `section`, `field`, `key` and `dest` are filled in from where it is declared
     (`declared_in`): the section is the Settings field it sits under, the key its TOML name (the field's
-    name unless given), `dest` the name flags, `runs.config.load_settings` and the API give it by.
+    name unless given), `dest` the name flags, `runtime.config.load_settings` and the API give it by.
 
     `low`/`high` bound a whole number (after `Kind.toml`, so in the unit the config writes), `choices`
     a text; `check` is what else a value must be, raising a UserError (a cluster's name, a broker

@@ -2,7 +2,7 @@
 the rules are judged with, Spark's and the object store's options.
 
 Each setting is defined once, here, as a field (`setting_definitions.define`): its type, default, allowed
-values, TOML name, flag and help. runs/config.py fills these from `--conf FILE` and the flags, the flags
+values, TOML name, flag and help. runtime/config.py fills these from `--conf FILE` and the flags, the flags
 are made from them (cli/options.py), and conf/default.toml and docs/settings.md are written from them.
 The stages only read them.
 """

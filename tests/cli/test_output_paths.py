@@ -1,4 +1,4 @@
-"""Every writer checks its path the same way before anything is read (runs.preflight.check_output_path)
+"""Every writer checks its path the same way before anything is read (runtime.preflight.check_output_path)
 and writes whole: the output folder, the report page, the metrics file and the delete-plan script."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def test_package_imports_and_reads_its_schemas_from_the_zip(tmp_path):
         "import offset_audit, sys; assert offset_audit.__file__.startswith(sys.argv[1]), offset_audit.__file__;"
         "from offset_audit.layouts.spec import record_layouts, share_state_layouts;"
         "from offset_audit.layouts.tables import table_schema;"
-        "from offset_audit.runs.config import load_settings;"
+        "from offset_audit.runtime.config import load_settings;"
         "print(len(record_layouts()), len(share_state_layouts()), len(table_schema('offset_commits').columns),"
         "load_settings().input.topic)"
     )

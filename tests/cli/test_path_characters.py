@@ -1,6 +1,6 @@
 """A path is a path: characters operators' folders hold are written and read back as exactly that path,
 and the few the Delta writer (delta-rs) cannot take are refused before Spark starts, in one sentence
-naming the character (runs.preflight.check_delta_path)."""
+naming the character (runtime.preflight.check_delta_path)."""
 
 from __future__ import annotations
 

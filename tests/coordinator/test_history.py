@@ -13,8 +13,8 @@ from offset_audit.coordinator import history
 from offset_audit.coordinator.retention_bound import retention_bound
 from offset_audit.layouts.encoder import encode_key, encode_value
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.history import HISTORY_TABLE, run_history
+from offset_audit.runtime.config import load_settings
 from offset_audit.views.audit_folder import read_table
 
 MINUTE = 60_000

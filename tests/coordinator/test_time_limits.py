@@ -15,7 +15,7 @@ from offset_audit import constants as K
 from offset_audit.coordinator import rules, verdicts
 from offset_audit.layouts.encoder import encode_key, encode_value
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 
 FAR_FUTURE = 2**62 - 1
 FAR_PAST = -(2**62)

@@ -202,7 +202,7 @@ def test_the_newest_rules_are_the_default(spark):
     from kafka_broker import version_tuple
 
     from offset_audit.broker_versions import NEWEST_VERSION
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     newest_run = max(makefile_kafka_versions(), key=version_tuple)
     assert NEWEST_VERSION.number[:2] == version_tuple(newest_run)[:2] == (4, 4), newest_run
@@ -274,7 +274,7 @@ def test_a_commit_before_its_groups_records_fails_the_load_of_the_versions_that_
     created is replaced only from the fix on."""
 
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     settings = load_settings(kafka_version=version)
     notes = run_audit(spark, [early_commits], str(tmp_path), settings).report.format_notes

@@ -297,8 +297,8 @@ def test_share_state_segments_of_two_brokers_are_replayed_once(spark, tmp_path):
     copies give the share tables of one copy, and the second copy's records are counted as duplicates."""
     from offset_audit.generator.share_world import generate_share_state
     from offset_audit.generator.writers import snapshot_to_segments
-    from offset_audit.runs.config import load_settings
     from offset_audit.runs.share import run_share
+    from offset_audit.runtime.config import load_settings
 
     generate_share_state(str(tmp_path / "state"), 3_000, seed=3, world_records=2_000)
     snapshot_to_segments(str(tmp_path / "state"), str(tmp_path / "one"), topic="__share_group_state")

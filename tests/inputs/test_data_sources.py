@@ -15,8 +15,8 @@ from offset_audit.generator.writers import snapshot_to_segments
 from offset_audit.inputs import data_sources, formats
 from offset_audit.inputs.dump import load_raw_records
 from offset_audit.inputs.opened import open_dump
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.share_replay import read_kip932_lines
+from offset_audit.runtime.config import load_settings
 from offset_audit.storage import LOCAL
 
 # The formats Spark reads with its own sources: a Kafka-source snapshot's columns, the live topic.

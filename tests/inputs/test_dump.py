@@ -11,7 +11,7 @@ from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.inputs.kafka_source import pieces_of, to_raw_records
 from offset_audit.inputs.kafka_source import read_kafka_source as read_files
 from offset_audit.inputs.opened import open_dump
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 
 
 def read_kafka_source(spark, inputs: list[str], input_format: str):

@@ -21,8 +21,8 @@ from offset_audit.errors import UserError
 from offset_audit.inputs import kafka_end_offsets
 from offset_audit.inputs.end_offsets import load_end_offsets
 from offset_audit.inputs.kafka_end_offsets import PartitionAnswer, client_config, offsets_table
-from offset_audit.runs import preflight
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime import preflight
+from offset_audit.runtime.config import load_settings
 
 INSTALL = "pip install 'kafka-offset-audit[kafka]'"
 
@@ -210,12 +210,12 @@ def test_end_offsets_kafka_asks_the_bootstrap_server_with_the_kafka_options(fake
 
 
 def test_the_old_option_name_still_names_the_cluster(no_spark, fake_cluster, small_dump, tmp_path, monkeypatch):
-    import offset_audit.runs.preflight
+    import offset_audit.runtime.preflight
 
     def stop(*_args, **_kwargs):  # the answer reached the run's checks; stop before any output
         raise UserError("stopped after the fetch")
 
-    monkeypatch.setattr(offset_audit.runs.preflight, "check_output", stop)
+    monkeypatch.setattr(offset_audit.runtime.preflight, "check_output", stop)
     result = run(
         "audit",
         "--input",
@@ -487,8 +487,8 @@ def test_an_audit_folder_of_the_previous_version_takes_the_lag_totals(spark, clu
 def test_share_writes_the_cluster_into_its_delete_commands_or_the_shell_word(
     small_dump, tmp_path, monkeypatch, args, written
 ):
-    import offset_audit.runs.session
     import offset_audit.runs.share
+    import offset_audit.runtime.session
 
     asked = {}
 
@@ -499,7 +499,7 @@ def test_share_writes_the_cluster_into_its_delete_commands_or_the_shell_word(
     from unittest.mock import MagicMock
 
     # A stand-in session: the run sets its time zone for the run and gives it back, then stops here.
-    monkeypatch.setattr(offset_audit.runs.session, "start_spark", lambda *_args, **_kwargs: MagicMock())
+    monkeypatch.setattr(offset_audit.runtime.session, "start_spark", lambda *_args, **_kwargs: MagicMock())
     monkeypatch.setattr(offset_audit.runs.share, "run_share", run_share)
     result = run("share", "--input", small_dump, "--input-format", "parquet", "--output", str(tmp_path / "o"), *args)
     assert "stopped before the share run" in result.output, result.output

@@ -19,7 +19,7 @@ from offset_audit.errors import UserError
 from offset_audit.inputs import formats
 from offset_audit.inputs.log_files import SNIFF_BYTES
 from offset_audit.inputs.opened import open_dump
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 
 PACKAGE = ROOT / "src" / "offset_audit"
 
@@ -311,7 +311,7 @@ def test_the_command_line_and_the_config_take_the_registry_choices():
     import click
 
     from offset_audit.cli.main import main
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     options = [param for command in main.commands.values() for param in command.params if param.name == "input_format"]
     assert options and all(isinstance(option.type, click.Choice) for option in options)

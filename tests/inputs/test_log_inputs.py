@@ -12,8 +12,8 @@ from segment_files import batch, marker
 from offset_audit.coordinator import rules
 from offset_audit.errors import UserError
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
+from offset_audit.runtime.config import load_settings
 
 AS_OF = "2026-01-10T00:00:00Z"
 

@@ -238,7 +238,7 @@ def test_write_arrow_never_takes_over_a_folder_of_other_files(spark, tmp_path):
 
 
 def test_a_run_that_chose_delta_spark_is_never_written_by_delta_rs_instead(spark):
-    """The run's writer is chosen once when it starts (runs.session.table_writer); in a session without
+    """The run's writer is chosen once when it starts (runtime.session.table_writer); in a session without
     Delta, delta-spark is refused again there, rather than quietly written by delta-rs."""
     from offset_audit.errors import UserError
 

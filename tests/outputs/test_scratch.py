@@ -14,7 +14,7 @@ import pytest
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.outputs.scratch import OWNER, PREFIX, UNOWNED_GRACE_SECONDS, clear_dead_scratch
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 
 HOLDER = """
 import sys, time

@@ -17,8 +17,8 @@ from offset_audit.coordinator import rules
 from offset_audit.outputs.fast_write import bucket_of
 from offset_audit.runs import state
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.whatif import run_whatif
+from offset_audit.runtime.config import load_settings
 from offset_audit.views.audit_folder import delete_plan
 
 SCENARIO = [

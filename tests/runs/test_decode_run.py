@@ -7,8 +7,8 @@ from deltalake import DeltaTable
 
 from offset_audit.decoding.decoder import TABLES as DECODE_TABLES
 from offset_audit.generator.demo_dump import generate_dump
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
+from offset_audit.runtime.config import load_settings
 
 
 @pytest.fixture(scope="module")

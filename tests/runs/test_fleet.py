@@ -18,7 +18,7 @@ from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.writers import snapshot_to_segments, write_meta_properties
 from offset_audit.outputs.audit_state import read_state
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 from offset_audit.settings import KeepSnapshots
 from offset_audit.views import fleet_report
 from offset_audit.views.audit_folder import snapshots

@@ -35,8 +35,8 @@ from offset_audit.outputs.audit_state import (
     write_positions,
 )
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.incremental import ReadAgain, check_ends, plan
+from offset_audit.runtime.config import load_settings
 from offset_audit.views.summary import state_lines
 
 PARTITIONS = 3
@@ -412,7 +412,7 @@ def test_another_clusters_dump_keeps_a_state_of_its_own_and_is_refused_the_first
     its own beside the first's (runs.clusters, tests/runs/test_fleet.py)."""
     from click.testing import CliRunner
 
-    import offset_audit.runs.session
+    import offset_audit.runtime.session
     from offset_audit.cli.main import main
 
     log = Log()
@@ -424,7 +424,7 @@ def test_another_clusters_dump_keeps_a_state_of_its_own_and_is_refused_the_first
     (tmp_path / "data" / "meta.properties").write_text("version=1\ncluster.id=BBBBBBBBBBBBBBBBBBBBBB\nnode.id=1\n")
     args = ["audit", "--input", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--incremental"]
     with monkeypatch.context() as patched:
-        patched.setattr(offset_audit.runs.session, "get_spark", lambda *_a, **_k: pytest.fail("Spark started"))
+        patched.setattr(offset_audit.runtime.session, "get_spark", lambda *_a, **_k: pytest.fail("Spark started"))
         unnamed = CliRunner().invoke(main, args)
         result = CliRunner().invoke(main, [*args, "--cluster", "AAAAAAAAAAAAAAAAAAAAAA"])
     assert unnamed.exit_code == 2 and unnamed.output.count("\n") == 1, unnamed.output

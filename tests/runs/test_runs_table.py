@@ -11,10 +11,10 @@ from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.share_world import generate_share_state
 from offset_audit.outputs.delta import RUN_ID_KEY
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.decode import run_decode
 from offset_audit.runs.share import run_share
 from offset_audit.runs.whatif import run_whatif
+from offset_audit.runtime.config import load_settings
 
 
 @pytest.fixture(scope="module")

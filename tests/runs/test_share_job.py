@@ -14,8 +14,8 @@ from draft_chain_records import NEW_CHECKPOINT_137, WORKED_EXAMPLE
 from offset_audit.errors import UserError
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.generator.share_world import generate_share_state
-from offset_audit.runs.config import load_settings
 from offset_audit.runs.share import run_share
+from offset_audit.runtime.config import load_settings
 
 CLUSTER = 30_000  # records of the __consumer_offsets dump whose share groups the state belongs to
 

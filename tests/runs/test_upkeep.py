@@ -35,7 +35,7 @@ def year(spark, tmp_path_factory):
     copies of it an hour apart before it."""
     from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     root = tmp_path_factory.mktemp("year")
     dump, output = str(root / "dump"), str(root / "audit")
@@ -291,7 +291,7 @@ def test_a_config_keep_snapshots_is_checked_before_anything_starts(tmp_path, no_
 def test_an_audit_with_keep_snapshots_removes_the_older_ones_after_itself(spark, tmp_path):
     from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
@@ -318,7 +318,7 @@ def test_retention_through_delta_spark_leaves_the_newest_48_for_both_writers(spa
     from offset_audit.generator.demo_dump import generate_dump
     from offset_audit.outputs.delta import has_delta
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     assert has_delta(spark)
     dump, output = str(tmp_path / "dump"), str(tmp_path / "audit")

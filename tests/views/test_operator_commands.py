@@ -211,7 +211,7 @@ def test_delete_plan_of_an_earlier_snapshot_and_of_one_never_audited(no_spark, a
 
 
 def test_the_config_takes_a_duration_for_the_retention(tmp_path):
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     conf = tmp_path / "c.toml"
     conf.write_text('[audit]\nretention_minutes = "30d"\n')

@@ -289,7 +289,7 @@ def fleet(demo, spark, tmp_path_factory):
     later. The same group names in both, with different offsets expiring within a day: what the rules
     must keep apart. The folder's metrics (both clusters, one file) scraped by a Prometheus of its own."""
     from offset_audit.runs.audit import run_audit
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     workdir, _ = demo
     folder = tmp_path_factory.mktemp("prometheus-fleet")

@@ -23,7 +23,7 @@ folder keeps earlier snapshots for history. The session's UTC time zone and Parq
 set for the run only and given back afterwards.
 
 May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views,
-runs.
+runtime, runs.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def options(
     """A run's settings as the command builds them: the defaults (docs/settings.md), then `conf` (a TOML file as
     --conf takes), then these (None: the file's value). `retention` is minutes or a duration (7d)."""
     from offset_audit.durations import parse_minutes
-    from offset_audit.runs.config import load_settings
+    from offset_audit.runtime.config import load_settings
 
     return load_settings(
         _fspath(conf),
@@ -161,7 +161,7 @@ def read_dump(
     what Spark's Kafka source gives (a snapshot table of the topic), put in the same columns."""
     from offset_audit.inputs.dump import load_raw_records
     from offset_audit.inputs.kafka_source import to_raw_records
-    from offset_audit.runs import preflight
+    from offset_audit.runtime import preflight
 
     if isinstance(dump, DataFrame):
         return to_raw_records(dump)
@@ -183,7 +183,7 @@ def register(spark: SparkSession) -> None:
 
 @contextmanager
 def _run_conf(spark: SparkSession) -> Iterator[None]:
-    from offset_audit.runs.session import REQUIRED, check_server_package, scoped_conf
+    from offset_audit.runtime.session import REQUIRED, check_server_package, scoped_conf
 
     if is_remote(spark):  # the server's Python workers decode: they need this package
         check_server_package(spark)
@@ -305,8 +305,9 @@ def decode(
 ) -> DecodeRun:
     """Every record decoded into the decode tables (quarantined where it cannot be), as `decode` does."""
     from offset_audit.decoding.decoder import TABLES
-    from offset_audit.runs import preflight
+    from offset_audit.runs.clusters import before_start
     from offset_audit.runs.decode import run_decode, written_tables
+    from offset_audit.runtime import preflight
 
     given: dict[str, Any] = {"format": format, "partition": partition, "topic": topic}
     given |= {"cluster": cluster, "fast_path": fast_path, "storage_options": storage_options}
@@ -315,7 +316,7 @@ def decode(
     with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
-        preflight.check_cluster(opened, folder)
+        before_start(opened, folder)
         preflight.check_output(folder, written_tables(), settings)
         spark = _session(spark, opened)
         with _run_conf(spark):
@@ -356,22 +357,24 @@ def plan_audit(
     """Everything about an audit that can be refused before Spark starts: the inputs, --as-of, the end
     offsets (read here whole, or asked of the cluster), the output folder and the cluster's name in it,
     and, for a run that keeps its state, the state (the home whose lock the run will take)."""
-    from offset_audit.runs import preflight
     from offset_audit.runs.audit import written_tables
+    from offset_audit.runs.clusters import before_start
+    from offset_audit.runs.snapshots import check_as_of
+    from offset_audit.runtime import preflight
 
     inputs = _paths(dump)
     folder, temporary = _output(output)
     with _discarded_on_failure(folder, temporary):
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
-        preflight.check_as_of(settings.audit.as_of, settings.input.format)
+        check_as_of(settings.audit.as_of, settings.input.format)
         ends = preflight.check_end_offsets(
             _fspath(end_offsets),
             settings,
             _fspath(start_offsets),
         )
         preflight.check_output(folder, written_tables(keep_state is not None), settings)
-        preflight.check_cluster(opened, folder)
+        before_start(opened, folder)
         locked = None
         if keep_state is not None:
             from offset_audit.runs.incremental import check_before_start
@@ -474,8 +477,10 @@ def whatif(
 ) -> WhatIfRun:
     """What would expire, and which groups would go, under each retention at each as_of (`whatif`).
     `retention`: minutes or durations, a list or "1d,7d,30d"."""
-    from offset_audit.runs import preflight
+    from offset_audit.runs.clusters import before_start
+    from offset_audit.runs.snapshots import check_as_of
     from offset_audit.runs.whatif import run_whatif, written_tables
+    from offset_audit.runtime import preflight
 
     given = {"kafka_version": kafka_version, "cluster": cluster, "storage_options": storage_options}
     settings, inputs = _settings(settings, given | {"format": format}), _paths(dump)
@@ -487,9 +492,9 @@ def whatif(
         opened = preflight.check_inputs(inputs, settings)
         settings = opened.settings
         for point in points:
-            preflight.check_as_of(point, settings.input.format)
+            check_as_of(point, settings.input.format)
         preflight.check_output(folder, written_tables(), settings)
-        preflight.check_cluster(opened, folder)
+        before_start(opened, folder)
         spark = _session(spark, opened)
         with _run_conf(spark):
             report, rows = run_whatif(
@@ -520,8 +525,9 @@ def history(
     """Why a group lost its offsets: every commit, state change and deletion of the log with its cause
     (`history`). `topic` keeps one topic of the groups; `audit_folder` reads the records incremental
     audits kept there instead of a dump (their history goes to AUDIT/history unless `output` says)."""
-    from offset_audit.runs import preflight
+    from offset_audit.runs.clusters import before_start
     from offset_audit.runs.history import run_history, written_tables
+    from offset_audit.runtime import preflight
 
     given: dict[str, Any] = {"retention": retention, "kafka_version": kafka_version, "cluster": cluster}
     given |= {"format": format, "storage_options": storage_options}
@@ -545,7 +551,7 @@ def history(
         if kept is None:
             opened = preflight.check_inputs(inputs, settings)
             settings = opened.settings
-            preflight.check_cluster(opened, folder)
+            before_start(opened, folder)
         else:  # the records the audits kept: read as kept, nothing listed
             from offset_audit.inputs.opened import OpenedDump
 
@@ -599,7 +605,7 @@ def share(
     and, with `groups_dump` (a __consumer_offsets dump with the share groups' records), the groups'
     assignments and limits checked. `broker_config`: a broker's server.properties."""
     from offset_audit.outputs.share_tables import SHARE_TABLES
-    from offset_audit.runs import preflight
+    from offset_audit.runs.clusters import before_start
     from offset_audit.runs.share import (
         check_share_input_format,
         groups_dump_settings,
@@ -608,6 +614,7 @@ def share(
         written_tables,
     )
     from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
+    from offset_audit.runtime import preflight
     from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 
     given: dict[str, Any] = {"kafka_version": kafka_version, "cluster": cluster, "format": format}
@@ -630,7 +637,7 @@ def share(
         if broker_config is not None:
             preflight.check_file(os.fspath(broker_config), "--broker-config")
         preflight.check_output(folder, written_tables(with_groups=bool(groups)), settings)
-        preflight.check_cluster(opened, folder)
+        before_start(opened, folder)
         spark = _session(spark, opened)
         with _run_conf(spark):
             result = run_share(
@@ -684,8 +691,9 @@ def _to_catalog(run: Run, prefix: str) -> None:
 
 def _to_folder(run: Run, output: str) -> None:
     from offset_audit.outputs.run_copy import snapshot_rows, to_folder
-    from offset_audit.runs import preflight
-    from offset_audit.runs.session import table_writer
+    from offset_audit.runs.clusters import before_start
+    from offset_audit.runtime import preflight
+    from offset_audit.runtime.session import table_writer
     from offset_audit.table_names import RUNS_TABLE, SNAPSHOTS_TABLE
 
     if output == run.folder:
@@ -694,7 +702,7 @@ def _to_folder(run: Run, output: str) -> None:
     from offset_audit.inputs.opened import open_dump
 
     # The run's cluster as its dump names it (a run keeps its paths, not its listing, once it is done).
-    preflight.check_cluster(open_dump(list(run.inputs), run.settings), output)
+    before_start(open_dump(list(run.inputs), run.settings), output)
     storage = for_settings(run.settings)
     rows = [] if run.snapshot_id is None else snapshot_rows(run.folder, run.snapshot_id, run.report, storage)
     frames = {name: run.table(name) for name in run.tables}

@@ -13,6 +13,6 @@
 
 Nothing outside cli/ parses flags; jobs/ (spark-submit) calls main.
 
-May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views, runs,
-generator, warm, api.
+May import: the top-level modules, layouts, inputs, decoding, coordinator, share_coordinator, outputs, views,
+runtime, runs, generator, warm, api.
 """

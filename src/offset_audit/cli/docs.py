@@ -282,7 +282,7 @@ def tables(page: str) -> None:
 )
 def settings(check: bool) -> None:
     """Rewrite conf/default.toml and docs/settings.md from the settings' definitions (settings.py)."""
-    from offset_audit.runs.config import DEFAULT_CONF
+    from offset_audit.runtime.config import DEFAULT_CONF
     from offset_audit.views.settings_docs import default_toml, settings_page
 
     stale = []

@@ -156,7 +156,7 @@ class HiddenAliases(click.Option):
 
 class SettingOption(HiddenAliases):
     """A flag that sets a setting (settings.py): its type, metavar and help come from the definition, and
-    its value reaches `runs.config.load_settings` under the setting's `dest`, which checks it."""
+    its value reaches `runtime.config.load_settings` under the setting's `dest`, which checks it."""
 
     def __init__(self, *args: Any, setting: Setting, **kwargs: Any) -> None:
         self.setting = setting
@@ -285,7 +285,7 @@ def dump_options(
 
     @functools.wraps(command)
     def with_dump(*, inputs: tuple[str, ...], conf_file: str | None, remote: str | None, **options: Any) -> Any:
-        from offset_audit.runs.config import load_settings
+        from offset_audit.runtime.config import load_settings
 
         given = settings_given(options)
         if given.get("topic") is None:
@@ -391,8 +391,8 @@ def audit_folder_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(command)
     def with_folder(*, audit_dir: str, conf_file: str | None, **options: Any) -> Any:
-        from offset_audit.runs.config import load_settings
-        from offset_audit.runs.preflight import check_delta_path
+        from offset_audit.runtime.config import load_settings
+        from offset_audit.runtime.preflight import check_delta_path
         from offset_audit.storage import for_settings
 
         settings = load_settings(conf_file, **settings_given(options))

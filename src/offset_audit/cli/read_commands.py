@@ -98,7 +98,7 @@ def delete_plan(
     script is quoted and passed as --group=NAME / --topic=NAME, comments are escaped: a name from the
     dump cannot run anything or pass for an option.
     """
-    from offset_audit.runs import preflight
+    from offset_audit.runtime import preflight
     from offset_audit.views.audit_folder import check_audit_dir
     from offset_audit.views.audit_folder import delete_plan as plan
     from offset_audit.views.json_documents import delete_plan_document, dumps
@@ -153,7 +153,7 @@ def report(audit: AuditFolder, output: str, snapshot_id: str | None, cluster: st
 
     Every name from the dump on the page is escaped: a group id cannot add markup or run a script.
     """
-    from offset_audit.runs import preflight
+    from offset_audit.runtime import preflight
     from offset_audit.views.fleet_report import read_fleet, render_fleet
     from offset_audit.views.html_report import read_audit, render
 
@@ -208,7 +208,7 @@ def metrics(
     Reads the audit's partition_verdicts, group_verdicts and runs tables directly (no Spark). Metric names
     start with kafka_offset_audit_ and use kafka-lag-exporter's group, topic and partition labels.
     """
-    from offset_audit.runs import preflight
+    from offset_audit.runtime import preflight
     from offset_audit.views import pushgateway
     from offset_audit.views.metric_scope import Scope
     from offset_audit.views.prometheus import snapshot_metrics

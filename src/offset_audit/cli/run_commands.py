@@ -1,6 +1,6 @@
 """The commands that read a dump and run Spark: decode, audit, whatif, history and share.
 
-Each one checks its flags and inputs before Spark starts (runs.preflight: a mistake costs a second,
+Each one checks its flags and inputs before Spark starts (runtime.preflight: a mistake costs a second,
 not a decoded dump), runs (runs/), and prints what the run found (views/).
 """
 
@@ -41,9 +41,9 @@ KEEP_DECODED_HELP = (
 
 
 def spark_starter() -> Callable[..., SparkSession]:
-    """How a run gets its session: `runs.session.start_spark`, given what the warm session handed this
+    """How a run gets its session: `runtime.session.start_spark`, given what the warm session handed this
     run when it runs there (click's obj, which `warm serve` sets)."""
-    from offset_audit.runs.session import WarmSession, start_spark
+    from offset_audit.runtime.session import WarmSession, start_spark
 
     handed = click.get_current_context().find_root().obj
     return functools.partial(start_spark, warm=handed if isinstance(handed, WarmSession) else None)
@@ -57,7 +57,7 @@ def spark_starter() -> Callable[..., SparkSession]:
 def decode(dump: Dump, output: str, as_json: bool, quiet: bool) -> None:
     """Decode a dump into typed Delta tables (offset_commits, group_metadata, ...)."""
     from offset_audit import api
-    from offset_audit.runs import progress
+    from offset_audit.runtime import progress
     from offset_audit.views.json_documents import decode_document
     from offset_audit.views.summary import decode_summary
 
@@ -140,8 +140,8 @@ def audit(
 
     Exit codes: 0 ran, 2 user error, 3 and 4 the alert thresholds (--fail-if-...)."""
     from offset_audit import api
-    from offset_audit.runs import progress
     from offset_audit.runs.audit import alerts
+    from offset_audit.runtime import progress
     from offset_audit.views.json_documents import audit_document
     from offset_audit.views.summary import audit_summary
 
@@ -214,7 +214,7 @@ def whatif(
 ) -> None:
     """What would expire, and which groups would go, under other retentions or at other times."""
     from offset_audit import api
-    from offset_audit.runs import preflight, progress
+    from offset_audit.runtime import preflight, progress
     from offset_audit.views.json_documents import whatif_document
     from offset_audit.views.summary import cluster_lines, upkeep_lines, whatif_summary
 
@@ -288,7 +288,7 @@ def share(
 
     from offset_audit import api
     from offset_audit.cli.options import paths
-    from offset_audit.runs import progress
+    from offset_audit.runtime import progress
     from offset_audit.views.json_documents import share_document
     from offset_audit.views.summary import share_summary
 
@@ -361,7 +361,7 @@ def history(
     Here --topic is a topic of the groups; --dump-topic names the dump's own (default __consumer_offsets).
     """
     from offset_audit import api
-    from offset_audit.runs import progress
+    from offset_audit.runtime import progress
     from offset_audit.views.json_documents import history_document
     from offset_audit.views.summary import history_summary
 

@@ -49,8 +49,8 @@ def warm() -> None:
 @user_errors
 def start(conf_file: str | None, idle_minutes: int) -> None:
     """Start the warm session in the background (or say that it runs)."""
-    from offset_audit.runs.config import load_settings
-    from offset_audit.runs.local_jvm import check_java
+    from offset_audit.runtime.config import load_settings
+    from offset_audit.runtime.local_jvm import check_java
     from offset_audit.warm import client, place
 
     load_settings(conf_file)  # a mistake in the file is said here, not in the session's log
@@ -129,8 +129,8 @@ def stop() -> None:
 @click.option("--idle", "idle_minutes", type=DURATION, default=DEFAULT_IDLE)
 def serve(conf_file: str | None, idle_minutes: int) -> None:
     """The session itself (what `start` launches)."""
-    from offset_audit.runs.config import load_settings
-    from offset_audit.runs.session import WarmSession
+    from offset_audit.runtime.config import load_settings
+    from offset_audit.runtime.session import WarmSession
     from offset_audit.warm.server import serve as run_session
 
     root = click.get_current_context().find_root().command
@@ -143,7 +143,7 @@ def serve(conf_file: str | None, idle_minutes: int) -> None:
 
 
 def _stop(running: dict) -> None:
-    from offset_audit.runs.local_jvm import wait_for_exit
+    from offset_audit.runtime.local_jvm import wait_for_exit
     from offset_audit.warm import client
 
     reply = client.ask("stop") or {}

@@ -11,5 +11,6 @@
     writers    Kafka-source snapshot files, log segments rewritten from them, end offsets
     snapshot_folder  an audit folder as a year of scheduled runs leaves it, without the runs
 
-May import: the top-level modules, layouts, inputs, coordinator.
+May import: the top-level modules, layouts, inputs, coordinator, outputs (the snapshot folder's tables are
+written as a run writes them).
 """

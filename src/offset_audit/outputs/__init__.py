@@ -22,7 +22,7 @@ files the read commands write), and how the job reads its own tables back.
 
 A new output table is a file in schemas/tables/ (its columns, documented in docs/tables.md) and a call
 to delta.write_delta or delta.write_arrow from the run that fills it, with the run's TableWriter (chosen
-once when the run starts: runs.session.table_writer). No other package writes a table or a file.
+once when the run starts: runtime.session.table_writer). No other package writes a table or a file.
 
 May import: the top-level modules, layouts, inputs, decoding.
 """

@@ -121,7 +121,7 @@ class TableWriter:
 def choose_writer(spark: SparkSession, writer: str, storage: Storage) -> TableWriter:
     """The run's writer for its --writer / [output] writer choice ("auto", "delta-spark", "delta-rs"):
     "auto" writes through format("delta") where the session has Delta. A run that chose delta-spark on a
-    session without Delta is refused before Spark starts (runs.preflight); here it is refused again
+    session without Delta is refused before Spark starts (runtime.preflight); here it is refused again
     rather than written by the other writer."""
     if is_remote(spark):
         # The tables are written where the session runs, through Spark, never from this process.
@@ -277,6 +277,24 @@ def write_arrow(
     return WriteResult(
         basename(path), path, table.num_rows, len(files), DELTA_RS, tuple(f.path for f in files), version
     )
+
+
+def replace_partition(
+    path: str, rows: pa.Table, partition: tuple[str, str], storage: Storage, constants: dict[str, str] | None = None
+) -> int | None:
+    """One partition of a partitioned table (`partition`: its column and value) replaced by `rows`, in one
+    commit as the embedded writer's tasks commit theirs: one Parquet file, its statistics noting the
+    columns every row holds one value of (`constants`)."""
+    column, value = partition
+    file_path = join(new_run_dir(path), f"{column}={value}", "part-00000.parquet")
+    with storage.open_output_stream(file_path) as sink:
+        pq.write_table(rows, sink, compression="snappy")
+        size = sink.tell()
+    from deltalake import DeltaTable
+
+    schema = pa.schema(DeltaTable(path, storage_options=storage.delta_options).schema().to_arrow())
+    written = DataFile(file_path, rows.num_rows, size, {column: value}, constants or {})
+    return commit_files(path, [written], schema, "overwrite", [column], {column: value}, storage=storage)
 
 
 def committed_version(path: str, run_id: str | None, storage: Storage) -> int | None:

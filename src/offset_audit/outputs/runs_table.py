@@ -23,7 +23,6 @@ def write_run(spark: SparkSession, writer: TableWriter, report: DecodeReport, ou
     path = join(output, RUNS_TABLE)
     storage = writer.storage
     if not writer.delta_spark:
-        from deltalake import write_deltalake
         from pyspark.sql.pandas.types import to_arrow_schema
 
         check_table_dir(path, storage)
@@ -31,17 +30,26 @@ def write_run(spark: SparkSession, writer: TableWriter, report: DecodeReport, ou
         for name in ("table_rows", "table_versions", "skipped_by_reason", "format_notes"):
             row[name] = list(row[name].items())
         table = pa.Table.from_pylist([row], schema=to_arrow_schema(schema, timezone="UTC"))
-        # merge: a runs table written by an older version of this tool gains the new columns.
-        write_deltalake(
-            path,
-            table,
-            mode="append",
-            schema_mode="merge",
-            configuration=TABLE_PROPERTIES,
-            commit_properties=commit_properties(report.run_id),
-            storage_options=storage.delta_options,
-        )
+        append_rows(path, table, writer, report.run_id)
     else:
         frame = spark.createDataFrame([report.as_row()], schema)
         write_delta(frame, path, writer, mode="append", run_id=report.run_id)
-    compact_when_many(path, writer, spark, report.run_id)
+        compact_when_many(path, writer, spark, report.run_id)
+
+
+def append_rows(path: str, rows: pa.Table, writer: TableWriter, run_id: str | None) -> None:
+    """Rows appended by delta-rs to a table every run adds to (runs, snapshots), compacted once it holds
+    many files (`compact_when_many`). merge: a table written by an older version of this tool gains the
+    new columns."""
+    from deltalake import write_deltalake
+
+    write_deltalake(
+        path,
+        rows,
+        mode="append",
+        schema_mode="merge",
+        configuration=TABLE_PROPERTIES,
+        commit_properties=commit_properties(run_id),
+        storage_options=writer.storage.delta_options,
+    )
+    compact_when_many(path, writer, None, run_id)

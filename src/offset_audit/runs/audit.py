@@ -27,12 +27,13 @@ from offset_audit.outputs.snapshot_tables import (
     write_along_and_read_back,
     write_and_read_back,
 )
-from offset_audit.runs import clusters, incremental, progress
+from offset_audit.runs import clusters, incremental
 from offset_audit.runs.clusters import judge_as
-from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import WIDE_STATE_ROWS, CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.settings import Settings
 from offset_audit.table_names import (
     AUDIT,

@@ -24,10 +24,10 @@ from offset_audit.outputs.delta import DataFile, TableWriter, write_delta
 from offset_audit.outputs.fast_write import Resumed, commit_decoded, decode_to_files
 from offset_audit.outputs.read_back import bytes_skipped
 from offset_audit.outputs.runs_table import write_run
-from offset_audit.runs import progress
 from offset_audit.runs.clusters import judge_as, resolve
 from offset_audit.runs.counts import check_reconciles, fill_counts
-from offset_audit.runs.session import run_report, table_writer
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.session_kind import session_cores
 from offset_audit.settings import Settings
 from offset_audit.storage import join

@@ -24,10 +24,8 @@ from offset_audit.outputs.kept_log import KeptLog, kept_records
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
-from offset_audit.runs import progress
 from offset_audit.runs.clusters import UNASKED, home, judge_as, resolve
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.session import run_report, scoped_conf, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import (
     GROUP_TABLES,
@@ -40,6 +38,8 @@ from offset_audit.runs.state import (
     newest_record,
 )
 from offset_audit.runs.upkeep import keep_and_tidy
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import run_report, scoped_conf, table_writer
 from offset_audit.session_kind import connect_route
 from offset_audit.settings import Settings
 from offset_audit.storage import for_settings, join

@@ -41,7 +41,7 @@ from offset_audit.outputs.audit_state import (
     write_records,
 )
 from offset_audit.outputs.delta import DataFile
-from offset_audit.runs import progress
+from offset_audit.runtime import progress
 from offset_audit.settings import Settings
 from offset_audit.storage import Storage, for_settings
 
@@ -107,7 +107,7 @@ def check_resumable(settings: Settings, keep_decoded: bool) -> None:
         raise UserError(f"--incremental cannot resume {settings.input.format} input")
     if keep_decoded:
         raise UserError("--keep-decoded decodes the whole log every time; it cannot be combined with --incremental")
-    from offset_audit.runs.session import delta_spark_configured
+    from offset_audit.runtime.session import delta_spark_configured
 
     if settings.output.writer == "delta-spark" or (
         settings.output.writer == "auto" and delta_spark_configured(settings.spark)
@@ -142,7 +142,7 @@ def check_before_start(dump: OpenedDump, output: str, mode: str, keep_decoded: b
 def resumed_bytes(dump: OpenedDump, output: str, mode: str) -> int | None:
     """About how many bytes a resumed run over broker folders reads: the segment files it opens and the
     state's records (None where that is the whole input, or unknown). A scheduled run over a few new
-    records then starts the JVM a small run gets (runs.local_jvm), not the one for the whole log."""
+    records then starts the JVM a small run gets (runtime.local_jvm), not the one for the whole log."""
     settings = dump.settings
     snapshot = dump.seen_files is not None
     if mode == FULL or not (dump.format.broker_folders or snapshot):

@@ -32,12 +32,13 @@ from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.share_tables import SHARE_TABLES
-from offset_audit.runs import clusters, progress, share_fast_replay, share_replay
+from offset_audit.runs import clusters, share_fast_replay, share_replay
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.counts import fill_counts
 from offset_audit.runs.decode import decode_dump
-from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.state import decoded_tables
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.settings import Settings
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
 from offset_audit.storage import join

@@ -9,6 +9,7 @@ from typing import cast
 
 from offset_audit.decoding.report import DecodeReport
 from offset_audit.errors import UserError
+from offset_audit.inputs import formats
 from offset_audit.snapshot_ids import check_snapshot_id
 from offset_audit.timestamps import datetime_of, millis_of
 
@@ -28,6 +29,18 @@ def resolve_as_of(spec: str, newest_record: datetime | None) -> datetime:
             f"--as-of takes latest, now or an ISO timestamp like 2026-11-21T10:00:00Z, not '{spec}'"
         ) from err
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def check_as_of(spec: str, input_format: str) -> None:
+    """--as-of parses, and `latest` has record timestamps to come from."""
+    if spec == "latest":
+        if not formats.named(input_format).timestamps:
+            raise UserError(
+                "--as-of latest needs record timestamps, which console-consumer dumps do not have; "
+                "give --as-of now or a timestamp"
+            )
+        return
+    resolve_as_of(spec, None)
 
 
 def snapshot_id_for(report: DecodeReport, newest_record: datetime | None, as_of: datetime, given: str | None) -> str:

@@ -25,9 +25,9 @@ from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.folder_layout import DECODED
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.scratch import merge_latest_commits, merge_latest_commits_by_bucket, scratch_folder
-from offset_audit.runs import progress
 from offset_audit.runs.decode import Decoded, decode_dump
-from offset_audit.runs.session import scoped_conf
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import scoped_conf
 from offset_audit.session_kind import session_cores
 from offset_audit.settings import Settings
 from offset_audit.storage import LOCAL, Storage, join

@@ -24,7 +24,7 @@ from offset_audit.decoding.report import DecodeReport
 from offset_audit.outputs import table_upkeep
 from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.folder_layout import audit_tables
-from offset_audit.runs import progress
+from offset_audit.runtime import progress
 from offset_audit.settings import KeepSnapshots, Settings
 from offset_audit.storage import basename, join
 from offset_audit.table_names import KIND_OF_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE

@@ -15,12 +15,12 @@ from offset_audit.outputs.delta import TableWriter
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.snapshot_tables import own_snapshot, record_snapshot, write_snapshot
-from offset_audit.runs import progress
 from offset_audit.runs.clusters import home, judge_as, resolve
-from offset_audit.runs.session import run_report, table_writer
 from offset_audit.runs.snapshots import resolve_as_of, snapshot_id_for
 from offset_audit.runs.state import CoordinatorState, broker_rules, coordinator_state, decoded_tables
 from offset_audit.runs.upkeep import keep_and_tidy
+from offset_audit.runtime import progress
+from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.settings import Settings
 from offset_audit.storage import Storage
 from offset_audit.table_names import RUNS_TABLE, SNAPSHOT_TABLES, SNAPSHOTS_TABLE, WHATIF, WHATIF_GROUPS, WHATIF_TABLE

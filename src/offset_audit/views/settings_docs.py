@@ -1,6 +1,6 @@
 """conf/default.toml and docs/settings.md, written from the settings' definitions (settings.py), so that
 neither can list a setting, a default or a flag the tool does not have. `python -m offset_audit.cli.docs
-settings` rewrites both; tests/runs/test_setting_definitions.py fails when they differ from these."""
+settings` rewrites both; tests/runtime/test_setting_definitions.py fails when they differ from these."""
 
 from __future__ import annotations
 

@@ -12,5 +12,5 @@ question or a scheduled run does not pay Spark's start and a cold JVM every time
     python_daemon   the Python workers' daemon of a warm session: it imports the decoders once, so that a
               worker forked after Spark retired the idle ones starts with them loaded
 
-May import: the top-level modules, runs, generator.
+May import: the top-level modules, runtime, runs, generator.
 """

@@ -37,7 +37,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from offset_audit.runs import session as sessions
+from offset_audit.runtime import session as sessions
 from offset_audit.settings import Settings
 from offset_audit.warm import place
 

@@ -1,10 +1,10 @@
-"""The session helpers (offset_audit.runs.session)."""
+"""The session helpers (offset_audit.runtime.session)."""
 
 from __future__ import annotations
 
 import pytest
 
-from offset_audit.runs.session import scoped_conf
+from offset_audit.runtime.session import scoped_conf
 
 KEY = "spark.sql.adaptive.enabled"
 

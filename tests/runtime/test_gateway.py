@@ -1,11 +1,11 @@
-"""A local session's JVM passes its stderr on without the JDK's incubator warning (offset_audit.runs.gateway)."""
+"""A local session's JVM passes its stderr on without the JDK's incubator warning (offset_audit.runtime.gateway)."""
 
 from __future__ import annotations
 
 import io
 import os
 
-from offset_audit.runs.gateway import INCUBATOR_WARNING, pass_on
+from offset_audit.runtime.gateway import INCUBATOR_WARNING, pass_on
 
 
 def test_the_jdk_incubator_warning_is_dropped_and_every_other_line_passes_unchanged(tmp_path):

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from offset_audit.errors import UserError
-from offset_audit.runs.gateway import start_gateway
-from offset_audit.runs.local_jvm import check_java, driver_java_options, log_config
+from offset_audit.runtime.gateway import start_gateway
+from offset_audit.runtime.local_jvm import check_java, driver_java_options, log_config
 from offset_audit.session_kind import classic_start, session_cores
 from offset_audit.settings import Settings
 
@@ -443,7 +443,7 @@ def start_spark(
     that is not the whole input (an incremental audit's); `warm`: what the warm session handed this run,
     whose session it then runs in."""
     from offset_audit.inputs.opened import opened
-    from offset_audit.runs import progress
+    from offset_audit.runtime import progress
 
     if warm is not None:
         warm.check(settings.spark)  # before any output: a run the warm session refuses starts again elsewhere

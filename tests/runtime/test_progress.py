@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from offset_audit.runs import progress
+from offset_audit.runtime import progress
 
 
 class Tty(io.StringIO):

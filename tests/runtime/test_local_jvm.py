@@ -1,4 +1,4 @@
-"""A local session's JVM: its options and the class-data archive small audits map (offset_audit.runs.local_jvm)."""
+"""A local session's JVM: its options and the class-data archive small audits map (offset_audit.runtime.local_jvm)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offset_audit.runs import local_jvm
-from offset_audit.runs.local_jvm import QUICK_JVM_BYTES, QUICK_JVM_OPTIONS, check_java, driver_java_options
+from offset_audit.runtime import local_jvm
+from offset_audit.runtime.local_jvm import QUICK_JVM_BYTES, QUICK_JVM_OPTIONS, check_java, driver_java_options
 
 # Starts a run's session over the dump argv[1] in a fresh process (the tests' own session is started
 # already) and prints its JVM's options, then, with argv[2] "info", what the JVM says of itself.
 SHOW_JVM = """
 import subprocess, sys
-from offset_audit.runs.config import load_settings
-from offset_audit.runs.session import start_spark
+from offset_audit.runtime.config import load_settings
+from offset_audit.runtime.session import start_spark
 spark = start_spark(load_settings(), [sys.argv[1]])
 print(list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
 if sys.argv[2:] == ["info"]:

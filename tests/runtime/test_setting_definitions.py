@@ -15,7 +15,7 @@ from repo_paths import DOCS, ROOT
 from offset_audit.cli.main import main
 from offset_audit.cli.options import SettingOption
 from offset_audit.errors import UserError
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 from offset_audit.setting_definitions import ANY_NAMES, OPTIONS, WHOLE, declared_in, define
 from offset_audit.settings import BY_DEST, SETTINGS, Settings
 from offset_audit.views.settings_docs import default_toml, settings_page

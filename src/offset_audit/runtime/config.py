@@ -81,7 +81,7 @@ def load_settings(conf_file: str | None = None, **overrides: Any) -> Settings:
     """The settings of a run: each setting's default, overlaid by `conf_file`, overlaid by `overrides`
     (by the settings' `dest` names, None for one not given; tables are merged; `remote` is the Spark Connect
     server). Every value is checked here, once, by its definition (`Setting.validated`), before anything starts."""
-    from offset_audit.runs.session import REMOTE, check_remote
+    from offset_audit.runtime.session import REMOTE, check_remote
 
     raw = _read_toml(Path(conf_file)) if conf_file else {}
     remote = overrides.pop("remote", None)

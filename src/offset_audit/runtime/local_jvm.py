@@ -4,7 +4,7 @@ A local run over a small dump (`QUICK_JVM_BYTES`) gets a JVM that compiles with 
 class-data archive (the JVM's own AppCDS) of the classes a small audit loads, instead of reading,
 parsing and verifying them from Spark's jars at every start. The archive is built once:
 
-    python -m offset_audit.runs.local_jvm      (make setup runs it)
+    python -m offset_audit.runtime.local_jvm      (make setup runs it)
 
 by a real audit of a small generated dump, whose JVM writes the classes it loaded as it exits. It
 belongs to one Java build and one set of Spark jars: it is named after both, and a JVM that finds it
@@ -98,8 +98,8 @@ BUILD = """
 import sys, tempfile
 from offset_audit.generator.demo_dump import generate_dump
 from offset_audit.runs.audit import run_audit
-from offset_audit.runs.config import load_settings
-from offset_audit.runs.session import get_spark
+from offset_audit.runtime.config import load_settings
+from offset_audit.runtime.session import get_spark
 options = sys.stdin.read()
 with tempfile.TemporaryDirectory(prefix="offset-audit-jvm-archive-") as work:
     generate_dump(work + "/dump", 1000, seed=1)

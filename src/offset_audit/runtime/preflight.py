@@ -56,7 +56,7 @@ def check_output(output: str, tables: Iterable[str], settings: Settings) -> None
     anything but that Delta table. A delta-spark session writes any URI through Spark's own connectors
     (hdfs://, abfss://, s3a:// with hadoop-aws), which it alone can check."""
     from offset_audit.outputs.delta import DELTA_SPARK_MISSING, check_table_dir
-    from offset_audit.runs.session import delta_spark_configured
+    from offset_audit.runtime.session import delta_spark_configured
 
     by_spark = settings.output.writer != "delta-rs" and delta_spark_configured(settings.spark)
     if settings.output.writer == "delta-spark" and not by_spark:
@@ -147,20 +147,6 @@ def check_reachable(path: str, storage: Storage) -> None:
         )
 
 
-def check_as_of(spec: str, input_format: str) -> None:
-    """--as-of parses, and `latest` has record timestamps to come from."""
-    from offset_audit.runs.audit import resolve_as_of
-
-    if spec == "latest":
-        if not formats.named(input_format).timestamps:
-            raise UserError(
-                "--as-of latest needs record timestamps, which console-consumer dumps do not have; "
-                "give --as-of now or a timestamp"
-            )
-        return
-    resolve_as_of(spec, None)
-
-
 def check_end_offsets(path: str | None, settings: Settings, start_offsets: str | None = None) -> pa.Table | None:
     """The end offsets the run uses, or None without --end-offsets: the file (and --start-offsets) read
     here whole, one line per topic partition, and checked; or, with `--end-offsets kafka`, asked of the
@@ -221,11 +207,3 @@ def check_retention_list(text: str, option: str = "--retention-minutes") -> list
     if not values:
         raise UserError(f"{option} needs at least one number of minutes")
     return [BY_DEST["retention_minutes"].validated(value, option) for value in values]
-
-
-def check_cluster(dump: OpenedDump, output: str) -> None:
-    """A --cluster name or an input's cluster id that clashes with the names the output folder holds,
-    refused before Spark starts (runs.clusters); the Kafka source's id is checked once Spark asks it."""
-    from offset_audit.runs.clusters import before_start
-
-    before_start(dump, output)

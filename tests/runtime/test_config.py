@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from offset_audit.cli.main import main
 from offset_audit.errors import UserError
-from offset_audit.runs.config import load_settings
+from offset_audit.runtime.config import load_settings
 
 MISTAKES = [
     (

@@ -3,7 +3,7 @@
 A run is 30 s to minutes of Spark jobs; without this an operator sees nothing until the summary. On a
 terminal one line is rewritten in place; when stderr is not a terminal (cron, spark-submit logs) a
 plain line is written when a stage starts, every `LOG_INTERVAL_S` while it runs, and when it ends, so
-a log shows where a run spent its time. Spark's own console progress bar stays off (runs/session.py).
+a log shows where a run spent its time. Spark's own console progress bar stays off (runtime/session.py).
 
 The pipeline marks its stages with `stage(...)`, which does nothing unless a command turned reporting
 on with `reporting(...)`: library code and tests print nothing. How far a stage has got comes from
