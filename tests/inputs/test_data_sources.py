@@ -15,7 +15,7 @@ from offset_audit.generator.writers import snapshot_to_segments
 from offset_audit.inputs import data_sources, formats
 from offset_audit.inputs.dump import load_raw_records
 from offset_audit.inputs.opened import open_dump
-from offset_audit.runs.share_replay import read_kip932_lines
+from offset_audit.runs.share_state_reads import read_kip932_lines
 from offset_audit.runtime.config import load_settings
 from offset_audit.storage import LOCAL
 

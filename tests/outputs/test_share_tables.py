@@ -5,12 +5,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from offset_audit.outputs import share_tables
-from offset_audit.runs import share_replay
+from offset_audit.share_coordinator import state_replay
 from offset_audit.timestamps import MAX_MS
 
 
 def _replayed(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, share_replay.replay_arrow_schema())
+    return pa.Table.from_pylist(rows, state_replay.replay_arrow_schema())
 
 
 def _partition(group: str, topic_id: str, partition: int, **values) -> dict:

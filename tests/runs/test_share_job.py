@@ -326,7 +326,7 @@ def test_the_one_pass_gives_each_task_a_stretch_of_the_input_so_the_fold_holds(s
     from offset_audit.inputs.dump import FileUnits, raw_source
     from offset_audit.inputs.opened import open_dump
     from offset_audit.runs import share_fast_replay
-    from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
+    from offset_audit.runs.share_state_reads import SHARE_STATE_TOPIC
 
     generate_share_state(str(tmp_path / "state"), 6_000, seed=1, world_records=2_000)
     table = pq.read_table(tmp_path / "state").sort_by([("offset", "ascending"), ("partition", "ascending")])

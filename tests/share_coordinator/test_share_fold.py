@@ -16,9 +16,9 @@ from offset_audit.decoding.share_records import decode_share_state_record
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.encoder import encode_key, encode_value
 from offset_audit.layouts.spec import share_state_layouts
-from offset_audit.runs.share_replay import _share_record, log_order
 from offset_audit.share_coordinator import fold
 from offset_audit.share_coordinator.share_partition import replay_checked
+from offset_audit.share_coordinator.state_replay import _share_record, log_order
 
 LAYOUTS = share_state_layouts()
 TOPIC_ID = "0a0b0c0d-0e0f-1011-1213-141516171819"

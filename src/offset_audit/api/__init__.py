@@ -613,7 +613,7 @@ def share(
         share_broker_version,
         written_tables,
     )
-    from offset_audit.runs.share_replay import SHARE_STATE_TOPIC
+    from offset_audit.runs.share_state_reads import SHARE_STATE_TOPIC
     from offset_audit.runtime import preflight
     from offset_audit.views.kafka_commands import DEFAULT_BOOTSTRAP
 

@@ -9,7 +9,7 @@ settings, progress and the checks before Spark starts, is runtime/'s), and the h
     history      the log replayed forward into offset_history
     share        KIP-932 share groups: share-partition state, cleanup, assignment, limits
     share_fast_replay   __share_group_state replayed in one Spark pass: read, decode and fold in the tasks
-    share_replay     the record-by-record share replay in Spark, and the KIP-932 draft's control records
+    share_state_reads  __share_group_state decoded one row a record, and the KIP-932 draft's control records read
     snapshots    a snapshot's as_of (--as-of, checked before Spark starts) and its id
     clusters     which cluster a run judges (meta.properties, the Admin API, --cluster), and its home
     upkeep       --keep-snapshots and tidy: old snapshots removed, every table compacted, vacuumed, checkpointed

@@ -1,6 +1,6 @@
-"""`offset-audit share`: orchestration only. The Spark passes are share_fast_replay and share_replay, the
-share-partition state's rules are in share_coordinator/, the share groups' (assignment, limits) in
-coordinator/, the tables' shapes in outputs/share_tables."""
+"""`offset-audit share`: orchestration only. The records are read by share_state_reads and share_fast_replay, the
+share-partition state replayed by share_coordinator/ (its Spark passes in share_coordinator/state_replay.py),
+the share groups' (assignment, limits) in coordinator/, the tables' shapes in outputs/share_tables."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from offset_audit.outputs.delta import write_arrow
 from offset_audit.outputs.read_back import read_table
 from offset_audit.outputs.runs_table import write_run
 from offset_audit.outputs.share_tables import SHARE_TABLES
-from offset_audit.runs import clusters, share_fast_replay, share_replay
+from offset_audit.runs import clusters, share_fast_replay, share_state_reads
 from offset_audit.runs.clusters import judge_as
 from offset_audit.runs.counts import fill_counts
 from offset_audit.runs.decode import decode_dump
@@ -40,6 +40,7 @@ from offset_audit.runs.state import decoded_tables
 from offset_audit.runtime import progress
 from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.settings import Settings
+from offset_audit.share_coordinator import state_replay
 from offset_audit.share_coordinator.share_partition import DELIVERY_STATE_NAMES
 from offset_audit.storage import join
 from offset_audit.table_names import RUNS_TABLE
@@ -69,7 +70,7 @@ def _state_from_dump(spark: SparkSession, dump: OpenedDump, report: DecodeReport
     `[decode] fast_path` (the default) reads and folds the records in one pass (runs/share_fast_replay.py);
     false replays them record by record (decode, group by share-partition, replay), the reference the
     fast route is tested against."""
-    dump = dump.on_topic(share_replay.SHARE_STATE_TOPIC)
+    dump = dump.on_topic(share_state_reads.SHARE_STATE_TOPIC)
     if dump.settings.decode.fast_path:
         source = raw_source(spark, dump)
         done = share_fast_replay.replay_dump(
@@ -77,13 +78,13 @@ def _state_from_dump(spark: SparkSession, dump: OpenedDump, report: DecodeReport
             source,
             lambda: load_raw_records(spark, dump),
             limit,
-            share_replay.SHARE_STATE_TOPIC,
+            share_state_reads.SHARE_STATE_TOPIC,
         )
         _count(report, done.counts)
         replayed, quarantine = done.replayed, done.quarantine
     else:
         raw = load_raw_records(spark, dump)
-        decoded = share_replay.decode_share_state(raw, share_replay.SHARE_STATE_TOPIC).persist(
+        decoded = share_state_reads.decode_share_state(raw, share_state_reads.SHARE_STATE_TOPIC).persist(
             StorageLevel.MEMORY_AND_DISK
         )
         try:
@@ -91,11 +92,11 @@ def _state_from_dump(spark: SparkSession, dump: OpenedDump, report: DecodeReport
             _count(report, Counter({CountKey(*(r[k] for k in CountKey._fields)): r["count"] for r in grouped}))
             quarantined = decoded.where(F.col("record_class") == QUARANTINE)
             quarantine = quarantined.select(*share_fast_replay.QUARANTINE_SCHEMA.names).toArrow()
-            replayed = share_replay.replay_share_state(decoded, limit).toArrow()
+            replayed = state_replay.replay_share_state(decoded, limit).toArrow()
         finally:
             decoded.unpersist()
     report.bytes_skipped = pc.sum(quarantine.column("skipped_bytes")).as_py() or 0
-    return replayed, quarantine, share_replay.SHARE_STATE_TOPIC
+    return replayed, quarantine, share_state_reads.SHARE_STATE_TOPIC
 
 
 def _count(report: DecodeReport, counts: Counter) -> None:
@@ -110,7 +111,7 @@ def _state_from_kip932(spark: SparkSession, dump: OpenedDump, report: DecodeRepo
     """The draft's JSON lines -> (replayed rows, lines that are no record, None: each share-partition's
     state is in its own topic's log)."""
     settings = dump.settings
-    lines = share_replay.read_kip932_lines(spark, [u.path for u in dump.log_units], dump.storage)
+    lines = share_state_reads.read_kip932_lines(spark, [u.path for u in dump.log_units], dump.storage)
     lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         errors = lines.where(F.col("error").isNotNull())
@@ -130,7 +131,7 @@ def _state_from_kip932(spark: SparkSession, dump: OpenedDump, report: DecodeRepo
             F.encode("text", "utf-8").alias("value"),
             F.lit(None).cast("bigint").alias("skipped_bytes"),
         ).toArrow()
-        replayed = share_replay.replay_kip932(lines, limit, settings.decode.fast_path).toArrow()
+        replayed = state_replay.replay_kip932(lines, limit, settings.decode.fast_path).toArrow()
     finally:
         lines.unpersist()
     return replayed, quarantine, None

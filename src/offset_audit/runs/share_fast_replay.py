@@ -1,12 +1,12 @@
 """`__share_group_state` replayed in one Spark pass: read, decode and fold in the tasks, combine on the driver.
 
-The record-by-record route (`share_replay.decode_share_state` then `share_replay.replay_share_state`) turns every record
-into a Python dict, then into a Spark row, shuffles it to its share-partition's group and turns it back
-into a dict: about 20 s per million records, nearly all of it per-record Python. Here each task reads
+The record-by-record route (`share_state_reads.decode_share_state`, then share_coordinator.state_replay) turns
+every record into a Python dict, then into a Spark row, shuffles it to its share-partition's group and turns
+it back into a dict: about 20 s per million records, nearly all of it per-record Python. Here each task reads
 its records as columns (`offset_audit.decoding.share_columns`) and folds them per share-partition into one
-summary (`offset_audit.share_coordinator.fold`); only the summaries, the quarantined records and the counts come
-back to the driver, which combines a few summaries per share-partition. Local snapshot files are read
-by the Python workers themselves, as the decode command's fast route reads them.
+summary (`offset_audit.share_coordinator.fold`); only the summaries, the quarantined records and the counts
+come back to the driver, which combines a few summaries per share-partition. Local snapshot files are read by
+the Python workers themselves, as the decode command's fast route reads them.
 
 Where the fold cannot be exact for a share-partition (see share_coordinator/fold.py), its records are decoded and
 replayed again by the record-by-record route, restricted to those share-partitions.
@@ -29,8 +29,8 @@ from offset_audit.inputs.dump import FileUnits
 from offset_audit.layouts.codec import RecordCodec
 from offset_audit.layouts.spec import share_state_layouts
 from offset_audit.layouts.tables import parse_struct
-from offset_audit.runs import share_replay
-from offset_audit.share_coordinator import fold
+from offset_audit.runs import share_state_reads
+from offset_audit.share_coordinator import fold, state_replay
 
 _TASK_RESULT = parse_struct("struct<result:binary>")
 QUARANTINE_SCHEMA = pa.schema(
@@ -61,7 +61,7 @@ class TaskResult:
 
 @dataclass
 class ShareStateReplay:
-    """The replay of a whole dump: the wide replay rows (share_replay.replay_arrow_schema), the quarantined
+    """The replay of a whole dump: the wide replay rows (state_replay.replay_arrow_schema), the quarantined
     records, the record counts by class, and the share-partitions replayed record by record."""
 
     replayed: pa.Table
@@ -103,7 +103,7 @@ def replay_dump(
     source: DataFrame | FileUnits,
     raw: Callable[[], DataFrame],
     delivery_count_limit: int,
-    topic: str = share_replay.SHARE_STATE_TOPIC,
+    topic: str = share_state_reads.SHARE_STATE_TOPIC,
     use_fast_path: bool = True,
 ) -> ShareStateReplay:
     """Replay every share-partition of the dump. `raw` gives the raw-record DataFrame of the same input;
@@ -129,11 +129,11 @@ def replay_dump(
         last: tuple[int | None, ...] | None = replayed.last_snapshot
         if last is not None:
             last = tuple(None if c == -1 else c for c in last)
-        rows += share_replay.share_partition_rows(key, replayed.replay, replayed.records, last, delivery_count_limit)
-    tables = [pa.Table.from_pylist(rows, share_replay.replay_arrow_schema())]
+        rows += state_replay.share_partition_rows(key, replayed.replay, replayed.records, last, delivery_count_limit)
+    tables = [pa.Table.from_pylist(rows, state_replay.replay_arrow_schema())]
     if exact:
-        decoded = share_replay.decode_share_state(raw(), topic, only=frozenset(exact))
-        tables.append(share_replay.replay_share_state(decoded, delivery_count_limit).toArrow().cast(tables[0].schema))
+        decoded = share_state_reads.decode_share_state(raw(), topic, only=frozenset(exact))
+        tables.append(state_replay.replay_share_state(decoded, delivery_count_limit).toArrow().cast(tables[0].schema))
     return ShareStateReplay(
         replayed=pa.concat_tables(tables),
         quarantine=pa.concat_tables(quarantine),

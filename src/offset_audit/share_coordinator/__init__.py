@@ -5,6 +5,8 @@ module sits beside `group-coordinator`.
     share_partition  one share-partition's replay, rule for rule as Kafka 4.1's ShareCoordinatorShard
     cover            state merges over numpy arrays (which batch covers each offset)
     fold             a task's records folded per share-partition, the folds combined on the driver
+    state_replay     the replays as Spark passes: per share-partition, its records in log order -> the
+                     share tables' rows (record by record, or the draft's chain)
     draft_chain      the KIP-932 draft's checkpoint and delta chains
     state_findings   what the replayed state says about the brokers that wrote it
 
