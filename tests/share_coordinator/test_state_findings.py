@@ -4,7 +4,8 @@ where the chosen broker version never writes such an update (4.3 against 4.4).""
 from __future__ import annotations
 
 from offset_audit.broker_versions import parse_version
-from offset_audit.share_coordinator.state_findings import START_OFFSET_MOVED_BACK, moved_back_findings, writer_notes
+from offset_audit.share_coordinator.state_findings import moved_back_findings, writer_notes
+from offset_audit.share_findings_rows import START_OFFSET_MOVED_BACK
 
 ROWS = [
     {"group_id": "g1", "topic": "orders", "topic_id": "id-1", "partition": 3, "start_offset_moves_back": 2},

@@ -20,24 +20,7 @@ from offset_audit.coordinator.share_assignor import (
     subscribed_partitions,
 )
 from offset_audit.coordinator.share_balanced_assignor import assign_balanced, subscribed_topic_ids
-from offset_audit.coordinator.share_groups import (
-    ASSIGNMENT_DIFFERS,
-    ASSIGNMENT_NOT_CHECKED,
-    ASSIGNMENT_NOT_COMPUTED,
-    BAD_BROKER_SETTING,
-    DELIVERY_LIMIT_REACHED,
-    GROUP_AT_MAX_SIZE,
-    GROUP_OVER_MAX_SIZE,
-    KAFKA_4_1_ERA,
-    MEMBER_WITHOUT_PARTITIONS,
-    RECORD_LOCK_LIMIT,
-    SHARE_LIMIT,
-    TOO_MANY_GROUPS,
-    UNASSIGNED_PARTITION,
-    UNREAD_BROKER_SETTING,
-    ShareGroup,
-    partition_labels,
-)
+from offset_audit.coordinator.share_groups import KAFKA_4_1_ERA, ShareGroup, partition_labels
 from offset_audit.coordinator.share_limits import (
     DELIVERY_COUNT_LIMIT,
     MAX_GROUPS,
@@ -49,7 +32,23 @@ from offset_audit.coordinator.share_limits import (
     SharePartitionObservation,
     check_groups,
 )
-from offset_audit.share_findings_rows import Severity, finding_row
+from offset_audit.share_findings_rows import (
+    ASSIGNMENT_DIFFERS,
+    ASSIGNMENT_NOT_CHECKED,
+    ASSIGNMENT_NOT_COMPUTED,
+    BAD_BROKER_SETTING,
+    DELIVERY_LIMIT_REACHED,
+    GROUP_AT_MAX_SIZE,
+    GROUP_OVER_MAX_SIZE,
+    MEMBER_WITHOUT_PARTITIONS,
+    RECORD_LOCK_LIMIT,
+    SHARE_LIMIT,
+    TOO_MANY_GROUPS,
+    UNASSIGNED_PARTITION,
+    UNREAD_BROKER_SETTING,
+    Severity,
+    finding_row,
+)
 
 
 @dataclass(frozen=True)

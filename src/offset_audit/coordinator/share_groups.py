@@ -41,26 +41,6 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 # Layout eras of the ShareGroupMetadata value (schemas/records/11_share_group_metadata.json).
 KAFKA_4_1_ERA = "4.1+"
 
-# `share_findings.kind`: assignment audit.
-UNASSIGNED_PARTITION = "UNASSIGNED_PARTITION"
-MEMBER_WITHOUT_PARTITIONS = "MEMBER_WITHOUT_PARTITIONS"
-ASSIGNMENT_DIFFERS = "ASSIGNMENT_DIFFERS"
-ASSIGNMENT_NOT_CHECKED = "ASSIGNMENT_NOT_CHECKED"
-ASSIGNMENT_NOT_COMPUTED = "ASSIGNMENT_NOT_COMPUTED"
-"""The broker's assignor, run on the group's state, raises instead of assigning: a finding, never the end of
-the run."""
-# `share_findings.kind`: limits (coordinator/share_limits.py), one per check it runs.
-TOO_MANY_GROUPS = "TOO_MANY_GROUPS"
-GROUP_AT_MAX_SIZE = "GROUP_AT_MAX_SIZE"
-GROUP_OVER_MAX_SIZE = "GROUP_OVER_MAX_SIZE"
-RECORD_LOCK_LIMIT = "RECORD_LOCK_LIMIT"
-DELIVERY_LIMIT_REACHED = "DELIVERY_LIMIT_REACHED"
-SHARE_LIMIT = "SHARE_LIMIT"
-"""A limits finding of a check this module does not name yet."""
-BAD_BROKER_SETTING = "BAD_BROKER_SETTING"
-UNREAD_BROKER_SETTING = "UNREAD_BROKER_SETTING"
-"""check_settings warnings: a group.share.* name the audit does not read (Kafka 4.1's renames, typos)."""
-
 
 @dataclass(frozen=True)
 class TopicPartitions:

@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from offset_audit.broker_versions import BrokerVersion
-from offset_audit.share_findings_rows import finding_row
-
-START_OFFSET_MOVED_BACK = "START_OFFSET_MOVED_BACK"
+from offset_audit.share_findings_rows import START_OFFSET_MOVED_BACK, finding_row
 
 
 def moved_back_findings(partition_rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -18,19 +18,9 @@ from offset_audit.coordinator.share_findings import (
     partition_source,
 )
 from offset_audit.coordinator.share_groups import (
-    ASSIGNMENT_DIFFERS,
-    ASSIGNMENT_NOT_COMPUTED,
-    BAD_BROKER_SETTING,
-    DELIVERY_LIMIT_REACHED,
     EMPTY,
-    GROUP_AT_MAX_SIZE,
-    GROUP_OVER_MAX_SIZE,
     LEAVE_GROUP_MEMBER_EPOCH,
-    MEMBER_WITHOUT_PARTITIONS,
     STABLE,
-    TOO_MANY_GROUPS,
-    UNASSIGNED_PARTITION,
-    UNREAD_BROKER_SETTING,
     ShareGroup,
     replay_share_groups,
 )
@@ -46,6 +36,18 @@ from offset_audit.decoding.share_records import StateBatch
 from offset_audit.layouts.codec import DecodedValue
 from offset_audit.layouts.tables import table_schema
 from offset_audit.share_coordinator.share_partition import ARCHIVED
+from offset_audit.share_findings_rows import (
+    ASSIGNMENT_DIFFERS,
+    ASSIGNMENT_NOT_COMPUTED,
+    BAD_BROKER_SETTING,
+    DELIVERY_LIMIT_REACHED,
+    GROUP_AT_MAX_SIZE,
+    GROUP_OVER_MAX_SIZE,
+    MEMBER_WITHOUT_PARTITIONS,
+    TOO_MANY_GROUPS,
+    UNASSIGNED_PARTITION,
+    UNREAD_BROKER_SETTING,
+)
 from offset_audit.views.share_group_rows import share_group_rows
 
 ORDERS = "11111111-1111-1111-1111-111111111111"
