@@ -19,14 +19,15 @@ it may import (tests/test_layout.py holds it to that):
 
 The modules beside them are the vocabulary every stage shares, and import no subpackage: constants
 (Kafka's numbers), errors (user errors), broker_versions (what each broker version's coordinators do
-differently), settings (every setting, defined once with its default, range, flag and help, by the
-means of setting_definitions), storage (paths and object stores), durations, timestamps (Kafka's
+differently), settings (every setting, defined once with its default, range, flag and help, by the means
+of setting_definitions), storage (paths and object stores), durations, timestamps (Kafka's
 milliseconds), escaping (names from the dump made inert for each medium), snapshot_ids (the ids a run's
-rows carry), table_names (the output folder's tables), delta_files (a Delta table read through its live
-files, without Spark), share_findings_rows (the share_findings row both coordinators' findings fill),
-jvm (what a session's JVM holds), session_kind (classic and Spark Connect sessions told apart, and the
-mark of code that only a classic one runs) and python_tasks (Python work on items the driver names, one
-Spark task per slice, on either kind of session).
+rows carry), table_names (the output folder's tables), snapshot_totals (what the snapshots table lists
+of an audit snapshot), delta_files (a Delta table read through its live files, without Spark),
+share_findings_rows (the share_findings row both coordinators' findings fill), jvm (what a session's JVM
+holds), session_kind (classic and Spark Connect sessions told apart, and the mark of code that only a
+classic one runs) and python_tasks (Python work on items the driver names, one Spark task per slice, on
+either kind of session).
 """
 
 # The one version: pyproject.toml reads it (setuptools' dynamic version), `offset-audit --version` prints it.

@@ -191,13 +191,13 @@ def test_report_draws_the_history_from_the_snapshots_table_not_every_snapshots_r
     assert len(audit.history) == COPIES + 1
     assert [table for table, _ in read].count("partition_verdicts") == 1
     # The listed totals are what the rows give.
-    from offset_audit.views.report_numbers import snapshot_totals
+    from offset_audit.snapshot_totals import snapshot_totals
 
     oldest = snapshots(folder)[0]
     rows = audit_folder.read_snapshot(
         folder, "partition_verdicts", oldest.snapshot_id, columns=["expires_at", "expired", "lag"]
     )
-    assert audit.history[0] == snapshot_totals(oldest, rows)
+    assert audit.history[0] == snapshot_totals(oldest.snapshot_id, oldest.judged_at, rows)
     assert audit.history[0].lag is not None and audit.history[0].expired > 0
 
 

@@ -11,6 +11,7 @@ from browser import DRAWN_CHARTS
 from click.testing import CliRunner
 
 from offset_audit.cli.main import main
+from offset_audit.snapshot_totals import snapshot_totals
 from offset_audit.views import html_report as report
 from offset_audit.views import report_charts as charts
 from offset_audit.views import report_numbers as numbers
@@ -181,10 +182,10 @@ def test_a_snapshots_totals_count_expired_offsets_those_expiring_within_a_week_a
         ("g", "t", 2, "EMPTY_GROUP", AS_OF + 8 * DAY, False, 30, 0),
         ("g", "t", 3, "SUBSCRIBED_TOPIC", None, False, None, None),
     )
-    totals = numbers.snapshot_totals(Snapshot("s1", AS_OF, 10080), table)
+    totals = snapshot_totals("s1", AS_OF, table)
     assert totals == numbers.SnapshotTotals("s1", AS_OF, offsets=4, expired=1, expiring_soon=1, lag=60)
     no_lag = offsets(("g", "t", 0, "EMPTY_GROUP", AS_OF - DAY, True))
-    assert numbers.snapshot_totals(Snapshot("s0", AS_OF, 10080), no_lag).lag is None
+    assert snapshot_totals("s0", AS_OF, no_lag).lag is None
 
 
 def test_history_draws_each_snapshot_by_as_of_and_needs_two_of_them():

@@ -35,6 +35,7 @@ from offset_audit.runs.upkeep import keep_and_tidy
 from offset_audit.runtime import progress
 from offset_audit.runtime.session import run_report, table_writer
 from offset_audit.settings import Settings
+from offset_audit.snapshot_totals import snapshot_totals
 from offset_audit.table_names import (
     AUDIT,
     DELETION_CANDIDATES,
@@ -45,8 +46,6 @@ from offset_audit.table_names import (
     SNAPSHOTS_TABLE,
 )
 from offset_audit.timestamps import datetime_of, millis_of
-from offset_audit.views.audit_folder import Snapshot
-from offset_audit.views.report_numbers import snapshot_totals
 
 AUDIT_TABLES = SNAPSHOT_TABLES[AUDIT]
 
@@ -261,7 +260,7 @@ def _judge(
     result = AuditResult(report, as_of, snapshot)
     _summarise(result, partitions, groups, candidates)
     progress.begin(f"listing the snapshot in {SNAPSHOTS_TABLE}")
-    listed = snapshot_totals(Snapshot(snapshot, as_of, retention), result.expiry)
+    listed = snapshot_totals(snapshot, as_of, result.expiry)
     lag = listed.lag if listed.lag is None or listed.lag < 2**63 else None
     row = {"kind": AUDIT, "snapshot_id": snapshot, "as_of": as_of, "retention_minutes": retention}
     row |= {"offsets": listed.offsets, "expired": listed.expired, "expiring_soon": listed.expiring_soon}

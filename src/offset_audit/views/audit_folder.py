@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from offset_audit.delta_files import CLUSTER, live_files, read_live
 from offset_audit.errors import InputNotFound, UserError
+from offset_audit.snapshot_totals import EXACT
 from offset_audit.storage import LOCAL, Storage, join
 from offset_audit.table_names import AUDIT, DELETION_CANDIDATES, GROUP_VERDICTS, KIND_OF_TABLE, SNAPSHOTS_TABLE
 
@@ -298,10 +299,6 @@ def delete_plan(
     rows = read_snapshot(audit_dir, DELETION_CANDIDATES, snapshot, storage)
     ordered = rows.sort_by([(c, "ascending") for c in ("priority", "group_id", "topic", "partition")])
     return snapshot.snapshot_id, ordered.to_pylist()
-
-
-# Sums of offsets are exact: offsets reach 2^63 - 1, and pyarrow's int64 sum wraps around past it.
-EXACT = pa.decimal128(38, 0)
 
 
 def exact(table: pa.Table, *columns: str) -> pa.Table:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.escaping import html_text
+from offset_audit.snapshot_totals import as_utc
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.table_names import GROUP_VERDICTS
 from offset_audit.views.audit_folder import Snapshot, by_cluster, read_snapshot, snapshots
@@ -41,7 +42,6 @@ from offset_audit.views.report_charts import (
     chart_label,
     figure_of,
 )
-from offset_audit.views.report_numbers import as_utc
 
 GROUP_COLUMNS = [
     "group_id",

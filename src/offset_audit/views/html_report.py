@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text, json_for_html
+from offset_audit.snapshot_totals import SnapshotTotals, snapshot_totals
 from offset_audit.storage import LOCAL, Storage
 from offset_audit.table_names import DELETION_CANDIDATES, GROUP_VERDICTS, PARTITION_VERDICTS, WHATIF_TABLE
 from offset_audit.views.audit_folder import Snapshot, by_cluster, has_table, pick_snapshot, read_snapshot, snapshots
@@ -35,14 +36,7 @@ from offset_audit.views.report_charts import (
     shown_time,
     whatif_chart,
 )
-from offset_audit.views.report_numbers import (
-    DEFAULT_DAYS,
-    SnapshotTotals,
-    listed_totals,
-    snapshot_totals,
-    soonest_expiries,
-    top_candidates,
-)
+from offset_audit.views.report_numbers import DEFAULT_DAYS, listed_totals, soonest_expiries, top_candidates
 
 PARTITION_COLUMNS = [
     "group_id",
@@ -101,7 +95,8 @@ def read_audit(
         listed_totals(s)
         if s.totals is not None and s.key != snapshot.key
         else snapshot_totals(
-            s,
+            s.snapshot_id,
+            s.judged_at,
             partitions
             if s.key == snapshot.key
             else read_snapshot(folder, PARTITION_VERDICTS, s, storage, HISTORY_COLUMNS),

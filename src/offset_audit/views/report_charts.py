@@ -20,14 +20,11 @@ from offset_audit.coordinator.rule_names import (
 )
 from offset_audit.durations import format_minutes
 from offset_audit.escaping import html_text
+from offset_audit.snapshot_totals import DAY_MS, SOON_DAYS, SnapshotTotals, as_utc
 from offset_audit.table_names import WHATIF_TABLE
 from offset_audit.views.report_numbers import (
-    DAY_MS,
     DEFAULT_DAYS,
-    SOON_DAYS,
     TOP_ROWS,
-    SnapshotTotals,
-    as_utc,
     expiring_per_day,
     groups_by_verdict,
     lag_by_group,

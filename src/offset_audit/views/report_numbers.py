@@ -6,39 +6,27 @@ candidates and the soonest expiries. `report_charts` draws them; `html_report` l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import SupportsInt
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.coordinator.rule_names import TIME_RULES
-from offset_audit.views.audit_folder import EXACT, Snapshot, exact, sums_per_group
+from offset_audit.snapshot_totals import (
+    DAY_MS,
+    SnapshotTotals,
+    as_int,
+    as_utc,
+    has_values,
+    ms_after,
+    pending_expiry,
+)
+from offset_audit.views.audit_folder import Snapshot, exact, sums_per_group
 
 DEFAULT_DAYS = 28
-# The history chart's second line: offsets a dashboard will see vanish within a week.
-SOON_DAYS = 7
 TOP_ROWS = 20
-DAY_MS = 86_400_000
 # The rules under which an offset expires by time, in the broker's order.
 EXPIRING_RULES = TIME_RULES
-
-
-def as_utc(moment: datetime) -> datetime:
-    """A datetime from a table or a test, as an aware UTC datetime (a naive one is UTC, as Delta's are)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _ms_after(column: pa.ChunkedArray, moment: datetime) -> pa.ChunkedArray:
-    """Milliseconds from `moment` to each timestamp of `column` (null stays null)."""
-    instants = column.cast(pa.timestamp("ms", "UTC"))
-    return pc.milliseconds_between(pa.scalar(as_utc(moment), pa.timestamp("ms", "UTC")), instants)
-
-
-def _pending(partitions: pa.Table) -> pa.Table:
-    """Offsets not yet expired that will expire by time (expires_at set; null is never)."""
-    not_expired = pc.invert(pc.fill_null(partitions["expired"], False))
-    return partitions.filter(pc.and_(not_expired, pc.is_valid(partitions["expires_at"])))
 
 
 @dataclass(frozen=True)
@@ -52,8 +40,8 @@ class ExpiryDays:
 def expiring_per_day(partitions: pa.Table, as_of: datetime, days: int = DEFAULT_DAYS) -> ExpiryDays:
     """How many offsets not yet expired at `as_of` expire within each of the `days` days after it, by the
     rule that decides their expiry (columns rule, expires_at, expired of partition_verdicts)."""
-    pending = _pending(partitions)
-    day = pc.floor(pc.divide(pc.cast(_ms_after(pending["expires_at"], as_of), pa.float64()), DAY_MS))
+    pending = pending_expiry(partitions)
+    day = pc.floor(pc.divide(pc.cast(ms_after(pending["expires_at"], as_of), pa.float64()), DAY_MS))
     within = pc.and_(pc.greater_equal(day, 0), pc.less(day, days))
     counted = pa.table({"rule": pending["rule"], "day": pc.cast(day, pa.int64())}).filter(within)
     counts = counted.group_by(["rule", "day"], use_threads=False).aggregate([("day", "count")])
@@ -127,50 +115,14 @@ class GroupLag:
     stale_lag: int  # the part of `lag` on partitions the group does not consume
 
 
-def _has_values(table: pa.Table, column: str) -> bool:
-    return column in table.column_names and table[column].null_count < table.num_rows
-
-
-def _int(value: SupportsInt | None) -> int | None:  # an int or an exact sum's Decimal
-    return None if value is None else int(value)
-
-
 def lag_by_group(partitions: pa.Table, top: int = TOP_ROWS) -> list[GroupLag]:
     """The `top` groups by lag (the sum over their partitions), with their stale lag; empty when the
     audit had no end offsets (lag all null)."""
-    if not _has_values(partitions, "lag"):
+    if not has_values(partitions, "lag"):
         return []
     totals = sums_per_group(partitions, "lag", "stale_lag")
     ordered = totals.sort_by([("lag_sum", "descending"), ("group_id", "ascending")]).slice(0, top)
-    return [GroupLag(r["group_id"], int(r["lag_sum"]), _int(r["stale_lag_sum"]) or 0) for r in ordered.to_pylist()]
-
-
-@dataclass(frozen=True)
-class SnapshotTotals:
-    """What the history chart shows of one snapshot."""
-
-    snapshot_id: str
-    as_of: datetime
-    offsets: int
-    expired: int
-    expiring_soon: int  # not expired, expiring within SOON_DAYS of as_of
-    lag: int | None  # null without end offsets
-
-
-def snapshot_totals(snapshot: Snapshot, partitions: pa.Table, soon_days: int = SOON_DAYS) -> SnapshotTotals:
-    """Totals of one snapshot's partition_verdicts (columns expires_at, expired, lag)."""
-    expired = pc.sum(pc.cast(pc.fill_null(partitions["expired"], False), pa.int64())).as_py() or 0
-    pending = _pending(partitions)
-    soon = pc.less(_ms_after(pending["expires_at"], snapshot.judged_at), soon_days * DAY_MS)
-    lag = _int(pc.sum(partitions["lag"].cast(EXACT)).as_py()) if _has_values(partitions, "lag") else None
-    return SnapshotTotals(
-        snapshot.snapshot_id,
-        as_utc(snapshot.judged_at),
-        partitions.num_rows,
-        expired,
-        pc.sum(pc.cast(soon, pa.int64())).as_py() or 0,
-        lag,
-    )
+    return [GroupLag(r["group_id"], int(r["lag_sum"]), as_int(r["stale_lag_sum"]) or 0) for r in ordered.to_pylist()]
 
 
 def listed_totals(snapshot: Snapshot) -> SnapshotTotals:
@@ -214,7 +166,7 @@ def top_candidates(candidates: pa.Table, top: int = TOP_ROWS) -> list[dict]:
             "partitions": partition_ranges(r["partition_list"]),
             "reason": r["reason"],
             "priority": r["priority"],
-            "lag": _int(r["lag_sum"]),
+            "lag": as_int(r["lag_sum"]),
         }
         for r in rows[:top]
     ]
@@ -222,6 +174,6 @@ def top_candidates(candidates: pa.Table, top: int = TOP_ROWS) -> list[dict]:
 
 def soonest_expiries(partitions: pa.Table, top: int = TOP_ROWS) -> list[dict]:
     """The offsets not yet expired that expire first."""
-    pending = _pending(partitions).select(["group_id", "topic", "partition", "rule", "expires_at"])
+    pending = pending_expiry(partitions).select(["group_id", "topic", "partition", "rule", "expires_at"])
     order = [("expires_at", "ascending"), ("group_id", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
     return pending.sort_by(order).slice(0, top).to_pylist()
