@@ -468,3 +468,14 @@ def test_the_io_check_sees_a_write():
     ]
     assert _io_outside_outputs(runs, "", ("deltalake",)) == ["runs/x.py imports deltalake"]
     assert _io_outside_outputs(outputs, "pq.write_table(t, p)\n", ("pyarrow.parquet",)) == []
+
+
+def test_the_top_level_modules_are_type_checked_strictly():
+    """pyproject.toml's strict mypy override lists every module beside the subpackages."""
+    import tomllib
+
+    overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
+    strict = next(o for o in overrides if o.get("disallow_untyped_defs"))
+    top = {f"offset_audit.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__init__"} | {"offset_audit"}
+    assert set(strict["module"]) == top
+    assert strict["warn_return_any"] and strict["disallow_any_generics"] and strict["check_untyped_defs"]

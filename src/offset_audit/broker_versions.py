@@ -33,7 +33,9 @@ subpackages: the share coordinator asks it too, and imports nothing of the group
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from offset_audit.errors import UserError
 
@@ -178,7 +180,18 @@ def _first_written(record_type: int | None, value_version: int | None) -> tuple[
     return _FIRST_WRITTEN_BY_VALUE.get((record_type, value_version))
 
 
-def newer_than(decoded_by_type, version: BrokerVersion) -> dict[str, int]:
+class CountedRecords(Protocol):
+    """What newer_than reads of a count of one record type and version (decoding.report.TypeCount)."""
+
+    @property
+    def record_type(self) -> int | None: ...
+    @property
+    def value_version(self) -> int | None: ...
+    @property
+    def records(self) -> int: ...
+
+
+def newer_than(decoded_by_type: Iterable[CountedRecords], version: BrokerVersion) -> dict[str, int]:
     """One note, with how many records it covers, when the dump holds records only a newer broker than
     `version` writes (`decoded_by_type`: runs.counts.TypeCount rows): the rules it is judged by are
     likely not its broker's. Empty when nothing says so."""

@@ -16,11 +16,15 @@ is printed but with exit code 134, which a scheduler reads as a failure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from offset_audit.storage import LOCAL, Storage, join
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 # The column a fleet's snapshot rows name their cluster in; a file written before fleets has none, and
 # its rows are of the unnamed cluster "".
@@ -35,21 +39,21 @@ def file_stats(rows: int, constants: dict[str, str] | None = None) -> str:
     every row holds one value (a snapshot file's cluster) that value as its exact min and max."""
     import json
 
-    stats: dict = {"numRecords": rows}
+    stats: dict[str, Any] = {"numRecords": rows}
     if constants:
         stats |= {"minValues": constants, "maxValues": constants, "nullCount": dict.fromkeys(constants, 0)}
     return json.dumps(stats)
 
 
 def live_files(
-    table,
+    table: DeltaTable,
     keys: list[str],
     partition: tuple[str, str] | None = None,
     *,
     values_of: str | None = None,
     path: str | None = None,
     storage: Storage = LOCAL,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The live files of an opened DeltaTable: path, partition values and when each was written (ms),
     optionally only those of one partition value (`("snapshot_id", id)`). With `values_of` (a column
     name; the table's `path` and `storage` given), also the set of that column's values each file holds,
@@ -76,7 +80,7 @@ def live_files(
     return files
 
 
-def file_values(table_path: str, action: dict, column: str, storage: Storage = LOCAL) -> frozenset[str]:
+def file_values(table_path: str, action: dict[str, Any], column: str, storage: Storage = LOCAL) -> frozenset[str]:
     """The values of `column` one live file holds (a null counted as ""), from the cheapest source that
     tells them exactly: its add action's statistics (min equal to max, no nulls, shorter than a cut
     prefix), else its Parquet footer's (every row group's min equal to max), else the column read. A
@@ -110,7 +114,7 @@ def file_values(table_path: str, action: dict, column: str, storage: Storage = L
 
 
 def read_live(
-    table,
+    table: DeltaTable,
     path: str,
     storage: Storage = LOCAL,
     columns: list[str] | None = None,

@@ -44,10 +44,10 @@ def terminal(text: Any) -> str:
     itself written as a visible escape: controls and ESC, the formatting characters that reorder or hide
     text (bidi overrides, zero-width characters: "Trojan Source"), line separators, unassigned code
     points and bytes that were not UTF-8. A backslash is doubled, so a name cannot fake one of ours."""
-    text = str(text)
-    if text.isprintable() and "\\" not in text:
-        return text
-    return "".join(char if char.isprintable() and char != "\\" else _escaped(char) for char in text)
+    shown = str(text)
+    if shown.isprintable() and "\\" not in shown:
+        return shown
+    return "".join(char if char.isprintable() and char != "\\" else _escaped(char) for char in shown)
 
 
 class NotAShellArgument(ValueError):

@@ -29,7 +29,9 @@ def cut(items: Sequence[T], count: int) -> list[list[T]]:
     return [list(items[i * len(items) // count : (i + 1) * len(items) // count]) for i in range(count)]
 
 
-def _on_connect(spark: SparkSession, slices: list[list[Any]], task: Callable[[Iterator[Any]], Iterator[Any]]) -> list:
+def _on_connect(
+    spark: SparkSession, slices: list[list[Any]], task: Callable[[Iterator[Any]], Iterator[Any]]
+) -> list[Any]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for index in batch.column(0).to_pylist():
@@ -48,7 +50,9 @@ def _on_connect(spark: SparkSession, slices: list[list[Any]], task: Callable[[It
 
 
 @connect_route(_on_connect)
-def run_tasks(spark: SparkSession, slices: list[list[Any]], task: Callable[[Iterator[Any]], Iterator[Any]]) -> list:
+def run_tasks(
+    spark: SparkSession, slices: list[list[Any]], task: Callable[[Iterator[Any]], Iterator[Any]]
+) -> list[Any]:
     """`task` over the items of each slice, in a Spark task of its own; every result, in slice order."""
     if not slices:
         return []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -36,15 +36,16 @@ def is_session(obj: object) -> bool:
     return isinstance(obj, SparkSession) or is_remote(obj)
 
 
-def _session_in(args: tuple, kwargs: dict) -> object | None:
+def _session_in(args: tuple[Any, ...], kwargs: dict[str, Any]) -> object | None:
     """The session a call is about: the first argument that is one, a DataFrame's, or one held as `.spark`
     (a reporter)."""
-    for value in (*args, *kwargs.values()):
+    given: tuple[object, ...] = (*args, *kwargs.values())
+    for value in given:
         if is_session(value):
             return value
         if isinstance(value, DataFrame):  # either kind's: its attributes are its columns
-            return value.sparkSession
-        held = None if isinstance(value, str | bytes | int | float) else getattr(value, "spark", None)
+            return cast(object, value.sparkSession)
+        held: object = None if isinstance(value, str | bytes | int | float) else getattr(value, "spark", None)
         if held is not None and is_session(held):
             return held
     return None

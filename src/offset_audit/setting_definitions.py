@@ -177,8 +177,10 @@ def declared_in(sections: type) -> tuple[Setting, ...]:
     return tuple(found)
 
 
-def _resolve(owner: type, part: dataclasses.Field) -> type:
+def _resolve(owner: type, part: dataclasses.Field[Any]) -> type:
     """A field's class where `from __future__ import annotations` left its type a string."""
     import sys
 
-    return getattr(sys.modules[owner.__module__], str(part.type))
+    found = getattr(sys.modules[owner.__module__], str(part.type))
+    assert isinstance(found, type), part
+    return found

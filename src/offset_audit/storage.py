@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 import pyarrow.fs as pafs
 
@@ -140,7 +140,7 @@ class Storage:
 
     # Reading ---------------------------------------------------------------------------------------
 
-    def open_input_file(self, path: str, buffer_size: int = REMOTE_READ_BUFFER):
+    def open_input_file(self, path: str, buffer_size: int = REMOTE_READ_BUFFER) -> BinaryIO:
         """A seekable binary file, buffered: a log segment is read a batch (often under 200 bytes) at a
         time, and from an object store each unbuffered read would be a request of its own. Give a
         small `buffer_size` to read only a file's first bytes."""
@@ -149,7 +149,7 @@ class Storage:
         fs, inner = self.filesystem(path)
         return io.BufferedReader(fs.open_input_file(inner), buffer_size=buffer_size)
 
-    def parquet_source(self, path: str):
+    def parquet_source(self, path: str) -> Any:
         """What pyarrow's Parquet reader takes: a local path (read natively, not through Python) or an
         object-store file."""
         if not is_remote(path):
@@ -157,7 +157,7 @@ class Storage:
         fs, inner = self.filesystem(path)
         return fs.open_input_file(inner)
 
-    def open_text(self, path: str, errors: str = "surrogateescape"):
+    def open_text(self, path: str, errors: str = "surrogateescape") -> TextIO:
         """A text dump as UTF-8. Kafka's tools print UTF-8; bytes that are not (a damaged file, a dump made
         on a machine with another default charset) are kept as surrogate escapes by default, so
         re-encoding a name that holds them fails and the record is quarantined instead of silently renamed."""
@@ -174,17 +174,17 @@ class Storage:
     def exists(self, path: str) -> bool:
         if not is_remote(path):
             return os.path.exists(path)
-        return self.info(path).type != pafs.FileType.NotFound
+        return bool(self.info(path).type != pafs.FileType.NotFound)
 
     def is_dir(self, path: str) -> bool:
         if not is_remote(path):
             return os.path.isdir(path)
-        return self.info(path).type == pafs.FileType.Directory
+        return bool(self.info(path).type == pafs.FileType.Directory)
 
     def size(self, path: str) -> int:
         if not is_remote(path):
             return os.path.getsize(path)
-        return self.info(path).size
+        return int(self.info(path).size)
 
     def stored_size(self, path: str) -> int:
         """The bytes a read of the file goes through: a local file's holes (a preallocated segment's unused
@@ -192,7 +192,7 @@ class Storage:
         if not is_remote(path):
             stat = os.stat(path)
             return min(stat.st_size, stat.st_blocks * 512) if hasattr(stat, "st_blocks") else stat.st_size
-        return self.info(path).size
+        return int(self.info(path).size)
 
     def files_under(self, path: str) -> list[str]:
         """Every file under the folder, sorted, as paths of the same kind as `path`."""
@@ -232,7 +232,7 @@ class Storage:
 
     # Writing ---------------------------------------------------------------------------------------
 
-    def open_output_stream(self, path: str):
+    def open_output_stream(self, path: str) -> Any:
         if not is_remote(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             return open(path, "wb")
