@@ -3,7 +3,7 @@ allowed values, TOML name, command-line flag and help (as Kafka's `ConfigDef.def
 
 Everything else is derived from those fields: the config files' validation and reading (runtime/config.py),
 the flags (cli/options.py), conf/default.toml and docs/settings.md (cli/docs.py writes both; a test
-compares them). A value is checked by `Setting.check`, wherever it comes from.
+compares them). A value is checked by `Setting.validated`, wherever it comes from.
 """
 
 from __future__ import annotations
@@ -29,32 +29,37 @@ def _table(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _minutes(value: Any, where: str) -> int:
-    return parse_minutes(value, where)
-
-
 @dataclass(frozen=True)
 class Kind:
     """What a setting takes in a config file (`accepts`, worded as `wording` when it does not), how that
-    becomes the field's value (`read`), and how a field's value is written back in TOML (`toml`)."""
+    becomes the field's value (`read`), how a field's value is written back in TOML (`toml`), the number
+    a range bounds (`number`: the field's value in the unit the config writes), and the flag's metavar."""
 
     name: str
     wording: str
     accepts: Callable[[Any], bool]
     read: Callable[[Any, str], Any] = _same
     toml: Callable[[Any], Any] = lambda value: value
+    number: Callable[[Any], Any] = lambda value: value
+    metavar: str = ""
 
 
 TEXT = Kind("text", "text", lambda v: isinstance(v, str))
-WHOLE = Kind("whole number", "a whole number", lambda v: type(v) is int)
+WHOLE = Kind("whole number", "a whole number", lambda v: type(v) is int, metavar="N")
 FLAG = Kind("true or false", "true or false", lambda v: isinstance(v, bool))
 # Minutes, or a duration as on the command line ("7d"); written back as minutes or as a duration.
 MINUTES = Kind(
-    "minutes or duration", "minutes or a duration like 7d", lambda v: type(v) is int or isinstance(v, str), _minutes
+    "minutes or duration",
+    "minutes or a duration like 7d",
+    lambda v: type(v) is int or isinstance(v, str),
+    parse_minutes,
+    metavar="DURATION",
 )
 DURATION = dataclasses.replace(MINUTES, name="duration", toml=format_minutes)
 # A size written in MiB, kept in bytes.
-MIB = Kind("MiB", "a whole number", lambda v: type(v) is int, lambda v, where: v << 20, lambda v: v >> 20)
+MIB = Kind(
+    "MiB", "a whole number", lambda v: type(v) is int, lambda v, where: v << 20, lambda v: v >> 20, lambda v: v >> 20
+)
 TEXTS = Kind(
     "list of text",
     'a list of text, like ["orders-.*"]',
@@ -78,7 +83,7 @@ class Setting:
     (`declared_in`): the section is the Settings field it sits under, the key its TOML name (the field's
     name unless given), `dest` the name flags, `runtime.config.load_settings` and the API give it by.
 
-    `low`/`high` bound a whole number (after `Kind.toml`, so in the unit the config writes), `choices`
+    `low`/`high` bound a whole number (`Kind.number`: in the unit the config writes), `choices`
     a text; `check` is what else a value must be, raising a UserError (a cluster's name, a broker
     version). `flag` is the command-line flag of the commands that take it."""
 
@@ -113,7 +118,7 @@ class Setting:
         calls the setting `name` (its flag, or its key in the config)."""
         if value is None or self.kind in (OPTIONS, ANY_NAMES, TEXTS):
             return value
-        shown = self.kind.toml(value) if self.kind is MIB else value
+        shown = self.kind.number(value)
         if self.choices and value not in self.choices:
             raise UserError(f"{name} takes {self.bounds}, not '{value}'")
         if (self.low is not None or self.high is not None) and not self._within(shown):
@@ -128,6 +133,11 @@ class Setting:
             and (self.low is None or number >= self.low)
             and (self.high is None or number <= self.high)
         )
+
+    @property
+    def shows_default(self) -> bool:
+        """Whether a flag's help names the default: not when it is nothing (no value, "", no entries)."""
+        return self.default_text not in ("", '""', "none")
 
     @property
     def default_text(self) -> str:

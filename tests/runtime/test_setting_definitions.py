@@ -78,7 +78,7 @@ def test_every_flag_of_a_setting_is_made_from_its_definition():
                 assert param.name == setting.dest and BY_DEST[setting.dest] == setting, (name, param.name)
                 where = f"[{setting.section}] {setting.key}".rstrip()
                 assert where in (param.help or ""), (name, param.opts)
-                if setting.default_text not in ("", '""', "none"):
+                if setting.shows_default:
                     assert f"default {setting.default_text})" in (param.help or ""), (name, param.opts)
                 seen.add(setting.dest)
             elif param.name in BY_DEST and param.name not in FILTERS:

@@ -17,8 +17,7 @@ import click
 from offset_audit.errors import UserError, user_error_in
 from offset_audit.escaping import terminal
 from offset_audit.inputs import formats
-from offset_audit.setting_definitions import ANY_NAMES, FLAG, MINUTES, OPTIONS, TEXTS, WHOLE, Setting
-from offset_audit.setting_definitions import DURATION as DURATION_KIND
+from offset_audit.setting_definitions import ANY_NAMES, FLAG, OPTIONS, TEXTS, WHOLE, Setting
 from offset_audit.settings import BY_DEST, Settings
 from offset_audit.storage import Storage, normalize
 
@@ -213,10 +212,10 @@ def setting_option(
     setting = BY_DEST[dest]
     name = flag or setting.flag
     where = f"[{setting.section}] {setting.key}" if setting.key else f"[{setting.section}]"
-    default = f"; default {setting.default_text}" if setting.default_text not in ("", '""', "none") else ""
+    default = f"; default {setting.default_text}" if setting.shows_default else ""
     text = f"{help or setting.help} ({where}{default})"
     options: dict[str, Any] = {"cls": SettingOption, "setting": setting, "default": None, "help": text}
-    metavar = setting.metavar or {WHOLE: "N", MINUTES: "DURATION", DURATION_KIND: "DURATION"}.get(setting.kind)
+    metavar = setting.metavar or setting.kind.metavar
     if metavar:
         options["metavar"] = metavar
     if setting.kind is FLAG:

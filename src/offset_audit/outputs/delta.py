@@ -268,11 +268,7 @@ def write_arrow(
     check_table_dir(path, storage)
     files = []
     if table.num_rows:
-        file_path = join(new_run_dir(path), f"part-00000-{uuid.uuid4().hex[:12]}.parquet")
-        with storage.open_output_stream(file_path) as sink:
-            pq.write_table(table, sink, compression="snappy")
-            size = sink.tell()
-        files.append(DataFile(file_path, table.num_rows, size))
+        files.append(_one_file(join(new_run_dir(path), f"part-00000-{uuid.uuid4().hex[:12]}.parquet"), table, storage))
     version = commit_files(path, files, table.schema, "overwrite", run_id=run_id, storage=storage)
     return WriteResult(
         basename(path), path, table.num_rows, len(files), DELTA_RS, tuple(f.path for f in files), version
@@ -285,16 +281,21 @@ def replace_partition(
     """One partition of a partitioned table (`partition`: its column and value) replaced by `rows`, in one
     commit as the embedded writer's tasks commit theirs: one Parquet file, its statistics noting the
     columns every row holds one value of (`constants`)."""
+    from deltalake import DeltaTable
+
     column, value = partition
-    file_path = join(new_run_dir(path), f"{column}={value}", "part-00000.parquet")
+    written = _one_file(join(new_run_dir(path), f"{column}={value}", "part-00000.parquet"), rows, storage)
+    written = replace(written, partition_values={column: value}, constants=constants or {})
+    schema = pa.schema(DeltaTable(path, storage_options=storage.delta_options).schema().to_arrow())
+    return commit_files(path, [written], schema, "overwrite", [column], {column: value}, storage=storage)
+
+
+def _one_file(file_path: str, rows: pa.Table, storage: Storage) -> DataFile:
+    """`rows` written by the driver as one Parquet file inside a table's folder, to be committed."""
     with storage.open_output_stream(file_path) as sink:
         pq.write_table(rows, sink, compression="snappy")
         size = sink.tell()
-    from deltalake import DeltaTable
-
-    schema = pa.schema(DeltaTable(path, storage_options=storage.delta_options).schema().to_arrow())
-    written = DataFile(file_path, rows.num_rows, size, {column: value}, constants or {})
-    return commit_files(path, [written], schema, "overwrite", [column], {column: value}, storage=storage)
+    return DataFile(file_path, rows.num_rows, size)
 
 
 def committed_version(path: str, run_id: str | None, storage: Storage) -> int | None:

@@ -68,7 +68,7 @@ def default_toml() -> str:
             lines += [f"{toml_value(k)} = {toml_value(v)}" for k, v in setting.default.items()]
         elif setting.kind is OPTIONS:
             lines.append(f'# [{section}.{setting.key}] holds them, one NAME = "value" per line')
-        elif setting.default is None and setting.kind.toml(None) is None:
+        elif setting.kind.toml(setting.default) is None:
             lines.append(f"# {setting.key} =")
         else:
             lines.append(f"{setting.key} = {toml_value(setting.kind.toml(setting.default))}")
